@@ -1,0 +1,62 @@
+// Flags: what a rule concluded about a node, as a set, each with its evidence.
+//
+//   gradscope::FlagSet f;
+//   f.insert(gradscope::Flag::kVanishing);
+//   if (f.contains(gradscope::Flag::kVanishing)) std::cout << gradscope::flag_name(...);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/record.h"
+
+namespace gradscope {
+
+/// Verdicts about a node. HEALTHY is set exactly when no other flag is.
+enum class Flag : uint8_t {
+  kHealthy,
+  kVanishing,
+  kExploding,
+  kNaN,
+  kInf,
+  kDead,
+  kSaturated,
+  kNoData,
+};
+inline constexpr int kFlagCount = 8;
+
+/// Upper-case name as printed: "HEALTHY", "VANISHING", "NAN", "NO_DATA", ...
+const char* flag_name(Flag flag);
+
+/// Higher is worse: NAN > INF > EXPLODING > VANISHING > DEAD > SATURATED > NO_DATA > HEALTHY.
+int flag_severity(Flag flag);
+
+/// A small set of flags, iterated in enum order.
+class FlagSet {
+ public:
+  void insert(Flag f) { bits_ |= bit(f); }
+  void erase(Flag f) { bits_ &= ~bit(f); }
+  bool contains(Flag f) const { return (bits_ & bit(f)) != 0; }
+  bool empty() const { return bits_ == 0; }
+  std::vector<Flag> list() const;
+  /// Names joined by `sep`, e.g. "VANISHING,DEAD".
+  std::string join(const char* sep = ",") const;
+  bool operator==(const FlagSet& o) const { return bits_ == o.bits_; }
+
+ private:
+  static uint32_t bit(Flag f) { return uint32_t{1} << static_cast<int>(f); }
+  uint32_t bits_ = 0;
+};
+
+/// Why a flag was raised: where, since when, the measured value and the threshold it crossed.
+struct Evidence {
+  Flag flag = Flag::kHealthy;
+  Site site = Site::kParamGrad;
+  int64_t first_step = -1;  ///< first step whose own value crossed the threshold (-1: none)
+  double value = 0;         ///< the value the rule compared
+  double threshold = 0;
+  std::string measure;      ///< what `value` is, e.g. "mean param_grad L2 over steps"
+};
+
+}  // namespace gradscope

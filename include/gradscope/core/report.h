@@ -1,0 +1,57 @@
+// Report: one model of the findings per node, aggregated over steps. Renderers (io/) show it;
+// they never recompute it.
+//
+//   gradscope::Report r = gradscope::build_report(records);     // rules.h
+//   for (const auto& n : r.nodes) std::cout << n.node << " " << n.flags.join() << "\n";
+//   gradscope::assert_healthy(r);    // throws HealthError naming flagged nodes, worst first
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/flags.h"
+#include "gradscope/core/thresholds.h"
+
+namespace gradscope {
+
+/// Findings for one node. Measures a node never had are NaN (rendered "-" or null).
+struct NodeReport {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+
+  std::string node;
+  int64_t steps = 0;        ///< distinct steps with at least one record
+  int64_t first_step = -1;
+  int64_t last_step = -1;
+  double act_mean_abs = kNone;      ///< mean |x| of activations over all steps
+  double act_std = kNone;           ///< std of activations over all steps
+  double out_grad_l2 = kNone;       ///< mean over steps of the output-gradient L2
+  double param_grad_l2 = kNone;     ///< mean over steps of the parameter-gradient L2
+  double param_l2 = kNone;          ///< mean over steps of the parameter L2
+  double grad_param_ratio = kNone;  ///< param_grad_l2 / param_l2
+  int64_t nan = 0;                  ///< NaN elements seen at any site
+  int64_t inf = 0;                  ///< +-Inf elements seen at any site
+  FlagSet flags;
+  std::vector<Evidence> evidence;   ///< one entry per flag other than HEALTHY
+
+  /// Severity of the worst flag (see flag_severity).
+  int severity() const;
+};
+
+/// All nodes in first-seen order, plus the thresholds that judged them.
+struct Report {
+  Thresholds thresholds;
+  int64_t steps = 0;  ///< distinct steps over all nodes
+  std::vector<NodeReport> nodes;
+
+  /// True when every node is HEALTHY.
+  bool healthy() const;
+  /// Flagged nodes, worst first (severity, then earliest first step, then report order).
+  std::vector<const NodeReport*> flagged_worst_first() const;
+};
+
+/// Throws HealthError naming every flagged node, worst first, with its flags.
+void assert_healthy(const Report& report);
+
+}  // namespace gradscope

@@ -1,0 +1,47 @@
+// Thresholds: every number a rule compares against, in one struct, with the seeds' defaults.
+//
+//   gradscope::Thresholds t;          // grad_lo 1e-7, grad_hi 1e3, dead_frac 0.95, ...
+//   t.grad_hi = 1e2;                  // stricter explosion check
+//   t.validate();                     // throws gradscope::Error for nonsense values
+//
+// Defaults come from Soma's audit and GradTracer (../shared/seeds, design.md).
+#pragma once
+
+#include "gradscope/core/stats.h"
+
+namespace gradscope {
+
+/// All thresholds the rules use. Comparisons are strict: a value equal to a threshold passes.
+struct Thresholds {
+  // Gradients: VANISHING when the mean gradient L2 over steps < grad_lo, EXPLODING when > grad_hi.
+  double grad_lo = 1e-7;
+  double grad_hi = 1e3;
+  // Activations: an element is saturated when finite |x| > activation_saturation; a node is
+  // SATURATED when the saturated fraction of some step > saturation_frac.
+  double activation_saturation = 50.0;
+  double saturation_frac = 0.5;
+  // An element is zero when |x| <= dead_eps; a node is DEAD when its zero fraction of some
+  // step > dead_frac.
+  double dead_eps = 1e-7;
+  double dead_frac = 0.95;
+  // Embedding rows (GradTracer): zombie when exposure > zombie_min_exposure, oscillation EMA
+  // < zombie_oscillation and velocity > zombie_velocity_ratio x median velocity.
+  double zombie_min_exposure = 5;
+  double zombie_oscillation = -0.3;
+  double zombie_velocity_ratio = 0.5;
+  double velocity_ema = 0.9;
+  double oscillation_ema = 0.8;
+  // Gradient-flow health (trustformers): Critical / ProblemsDetected / MinorIssues when the
+  // fraction of frames with issues exceeds these.
+  double flow_critical_ratio = 0.5;
+  double flow_problems_ratio = 0.3;
+  double flow_minor_ratio = 0.1;
+
+  /// Throws Error naming the first threshold that is NaN, negative or out of order.
+  void validate() const;
+
+  /// The kernel options these thresholds imply (what counts as zero and saturated).
+  StatsOptions stats_options(int threads = 1) const;
+};
+
+}  // namespace gradscope

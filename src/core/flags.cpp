@@ -1,0 +1,61 @@
+#include "gradscope/core/flags.h"
+
+namespace gradscope {
+
+const char* site_name(Site site) {
+  switch (site) {
+    case Site::kActivation: return "activation";
+    case Site::kOutputGrad: return "output_grad";
+    case Site::kParamGrad: return "param_grad";
+    case Site::kParam: return "param";
+    case Site::kUpdate: return "update";
+    case Site::kEmbeddingRows: return "embedding_rows";
+  }
+  return "invalid";
+}
+
+const char* flag_name(Flag flag) {
+  switch (flag) {
+    case Flag::kHealthy: return "HEALTHY";
+    case Flag::kVanishing: return "VANISHING";
+    case Flag::kExploding: return "EXPLODING";
+    case Flag::kNaN: return "NAN";
+    case Flag::kInf: return "INF";
+    case Flag::kDead: return "DEAD";
+    case Flag::kSaturated: return "SATURATED";
+    case Flag::kNoData: return "NO_DATA";
+  }
+  return "INVALID";
+}
+
+int flag_severity(Flag flag) {
+  switch (flag) {
+    case Flag::kHealthy: return 0;
+    case Flag::kNoData: return 1;
+    case Flag::kSaturated: return 2;
+    case Flag::kDead: return 3;
+    case Flag::kVanishing: return 4;
+    case Flag::kExploding: return 5;
+    case Flag::kInf: return 6;
+    case Flag::kNaN: return 7;
+  }
+  return 0;
+}
+
+std::vector<Flag> FlagSet::list() const {
+  std::vector<Flag> out;
+  for (int i = 0; i < kFlagCount; ++i)
+    if (contains(static_cast<Flag>(i))) out.push_back(static_cast<Flag>(i));
+  return out;
+}
+
+std::string FlagSet::join(const char* sep) const {
+  std::string out;
+  for (Flag f : list()) {
+    if (!out.empty()) out += sep;
+    out += flag_name(f);
+  }
+  return out;
+}
+
+}  // namespace gradscope

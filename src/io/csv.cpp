@@ -1,0 +1,42 @@
+#include "gradscope/io/csv.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace gradscope {
+namespace {
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string render_csv(const Report& report) {
+  std::string out =
+      "node,steps,first_step,last_step,act_mean_abs,act_std,out_grad_l2,param_grad_l2,param_l2,"
+      "grad_param_ratio,nan,inf,flags\n";
+  for (const NodeReport& n : report.nodes) {
+    out += csv_field(n.node) + "," + std::to_string(n.steps) + "," + std::to_string(n.first_step) +
+           "," + std::to_string(n.last_step) + "," + number(n.act_mean_abs) + "," +
+           number(n.act_std) + "," + number(n.out_grad_l2) + "," + number(n.param_grad_l2) + "," +
+           number(n.param_l2) + "," + number(n.grad_param_ratio) + "," + std::to_string(n.nan) +
+           "," + std::to_string(n.inf) + "," + n.flags.join(";") + "\n";
+  }
+  return out;
+}
+
+}  // namespace gradscope

@@ -1,0 +1,63 @@
+#include "gradscope/io/json.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace gradscope {
+namespace {
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json thresholds_json(const Thresholds& t) {
+  return {{"grad_lo", t.grad_lo},
+          {"grad_hi", t.grad_hi},
+          {"activation_saturation", t.activation_saturation},
+          {"saturation_frac", t.saturation_frac},
+          {"dead_eps", t.dead_eps},
+          {"dead_frac", t.dead_frac}};
+}
+
+}  // namespace
+
+std::string render_json(const Report& report, int indent) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NodeReport& n : report.nodes) {
+    nlohmann::json flags = nlohmann::json::array();
+    for (Flag f : n.flags.list()) flags.push_back(flag_name(f));
+    nlohmann::json evidence = nlohmann::json::array();
+    for (const Evidence& e : n.evidence) {
+      evidence.push_back({{"flag", flag_name(e.flag)},
+                          {"site", site_name(e.site)},
+                          {"first_step", e.first_step >= 0 ? nlohmann::json(e.first_step) : nlohmann::json()},
+                          {"value", number(e.value)},
+                          {"threshold", number(e.threshold)},
+                          {"measure", e.measure}});
+    }
+    nodes.push_back({{"node", n.node},
+                     {"steps", n.steps},
+                     {"first_step", n.first_step},
+                     {"last_step", n.last_step},
+                     {"act_mean_abs", number(n.act_mean_abs)},
+                     {"act_std", number(n.act_std)},
+                     {"out_grad_l2", number(n.out_grad_l2)},
+                     {"param_grad_l2", number(n.param_grad_l2)},
+                     {"param_l2", number(n.param_l2)},
+                     {"grad_param_ratio", number(n.grad_param_ratio)},
+                     {"nan", n.nan},
+                     {"inf", n.inf},
+                     {"flags", flags},
+                     {"evidence", evidence}});
+  }
+  nlohmann::json worst = nlohmann::json::array();
+  for (const NodeReport* n : report.flagged_worst_first()) worst.push_back(n->node);
+  nlohmann::json doc = {{"gradscope_report",
+                         {{"healthy", report.healthy()},
+                          {"steps", report.steps},
+                          {"flagged_worst_first", worst},
+                          {"thresholds", thresholds_json(report.thresholds)},
+                          {"nodes", nodes}}}};
+  // Replace rather than throw on invalid UTF-8 in node names.
+  return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace gradscope

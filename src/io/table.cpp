@@ -1,0 +1,97 @@
+#include "gradscope/io/table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+namespace gradscope {
+namespace {
+
+const char* comparison(Flag f) { return f == Flag::kVanishing ? "<" : ">"; }
+
+}  // namespace
+
+std::string format_measure(double value) {
+  if (std::isnan(value)) return "-";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (value == 0) return "0";
+  const double a = std::fabs(value);
+  if (a >= 1e-3 && a < 1e4) return fmt::format("{:.3g}", value);
+  return fmt::format("{:.2e}", value);
+}
+
+std::string render_table(const Report& report) {
+  const std::array<const char*, 9> header = {"node",    "steps",      "act|mean|",
+                                             "act std", "|out grad|", "|param grad|",
+                                             "|param|", "grad/param", "flags"};
+  std::vector<std::array<std::string, 9>> rows;
+  for (const NodeReport& n : report.nodes) {
+    rows.push_back({n.node, std::to_string(n.steps), format_measure(n.act_mean_abs),
+                    format_measure(n.act_std), format_measure(n.out_grad_l2),
+                    format_measure(n.param_grad_l2), format_measure(n.param_l2),
+                    format_measure(n.grad_param_ratio), n.flags.join()});
+  }
+  std::array<std::size_t, 9> width{};
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = std::string(header[c]).size();
+    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out;
+  auto emit = [&](auto cell) {
+    std::string line;
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      // Node names and flags align left, numbers right; the last column has no padding.
+      if (c == 0) line += fmt::format("{:<{}}", cell(c), width[c]);
+      else if (c + 1 == header.size()) line += "  " + std::string(cell(c));
+      else line += fmt::format("  {:>{}}", cell(c), width[c]);
+    }
+    out += line + "\n";
+  };
+  emit([&](std::size_t c) { return std::string(header[c]); });
+  for (const auto& r : rows) emit([&](std::size_t c) { return r[c]; });
+
+  bool any = false;
+  for (const NodeReport& n : report.nodes) {
+    for (const Evidence& e : n.evidence) {
+      if (!any) out += "\nevidence:\n";
+      any = true;
+      out += fmt::format("  {} {}", n.node, flag_name(e.flag));
+      if (e.first_step >= 0) out += fmt::format(" since step {}", e.first_step);
+      if (e.flag == Flag::kNaN || e.flag == Flag::kInf) {
+        out += fmt::format(": {} {} (first in {})\n", e.value, e.measure, site_name(e.site));
+      } else if (e.flag == Flag::kNoData) {
+        out += ": no elements recorded\n";
+      } else {
+        out += fmt::format(": {} = {} {} {}\n", e.measure, format_measure(e.value),
+                           comparison(e.flag), format_measure(e.threshold));
+      }
+    }
+  }
+  out += "\n" + render_verdict(report) + "\n";
+  return out;
+}
+
+std::string render_verdict(const Report& report) {
+  const auto flagged = report.flagged_worst_first();
+  const auto plural = [](std::size_t n, const char* word) {
+    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+  };
+  if (flagged.empty())
+    return fmt::format("verdict: healthy ({}, {})", plural(report.nodes.size(), "node"),
+                       plural(static_cast<std::size_t>(report.steps), "step"));
+  const NodeReport& worst = *flagged.front();
+  std::string line = fmt::format("verdict: unhealthy: {} of {} flagged over {}; worst {} [{}]",
+                                 flagged.size(), plural(report.nodes.size(), "node"),
+                                 plural(static_cast<std::size_t>(report.steps), "step"),
+                                 worst.node, worst.flags.join());
+  for (const Evidence& e : worst.evidence) {
+    if (flag_severity(e.flag) == worst.severity() && e.first_step >= 0)
+      line += fmt::format(" since step {}", e.first_step);
+  }
+  return line;
+}
+
+}  // namespace gradscope

@@ -1,0 +1,220 @@
+// Flags at their threshold boundaries, evidence, NO_DATA, merging, ordering.
+#include "gradscope/core/rules.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A summary of `count` finite values whose L2 norm is exactly `l2`, with `zeros` zeros and
+// `saturated` saturated elements.
+Stats summary(double l2, int64_t count = 100, int64_t zeros = 0, int64_t saturated = 0) {
+  Stats s;
+  s.count = s.finite = count;
+  s.zero = zeros;
+  s.saturated = saturated;
+  s.sum_sq = l2 * l2;  // sqrt(fl(x*x)) == x for IEEE doubles without over/underflow
+  s.sum = s.sum_abs = l2;
+  s.min = 0;
+  s.max = s.max_abs = l2;
+  return s;
+}
+
+Record rec(int64_t step, const std::string& node, Site site, Stats s) {
+  return Record{step, node, site, s};
+}
+
+const NodeReport& only(const Report& r) {
+  EXPECT_EQ(r.nodes.size(), 1u);
+  return r.nodes.at(0);
+}
+
+TEST(Rules, GradientExactlyAtThresholdsIsHealthy) {
+  const Thresholds t;
+  for (double g : {t.grad_lo, t.grad_hi}) {
+    const Report r = build_report({rec(0, "fc", Site::kParamGrad, summary(g))});
+    EXPECT_TRUE(only(r).flags.contains(Flag::kHealthy)) << g;
+    EXPECT_TRUE(r.healthy());
+  }
+}
+
+TEST(Rules, VanishingJustBelowGradLo) {
+  const Thresholds t;
+  const double g = std::nextafter(t.grad_lo, 0.0);
+  const Report r = build_report({rec(0, "fc", Site::kParamGrad, summary(g))});
+  const NodeReport& n = only(r);
+  EXPECT_TRUE(n.flags.contains(Flag::kVanishing));
+  EXPECT_FALSE(n.flags.contains(Flag::kHealthy));
+  ASSERT_EQ(n.evidence.size(), 1u);
+  EXPECT_EQ(n.evidence[0].value, g);
+  EXPECT_EQ(n.evidence[0].threshold, t.grad_lo);
+  EXPECT_EQ(n.evidence[0].site, Site::kParamGrad);
+  EXPECT_FALSE(r.healthy());
+}
+
+TEST(Rules, ExplodingJustAboveGradHi) {
+  const double g = std::nextafter(1e3, 1e4);
+  const NodeReport n = only(build_report({rec(0, "fc", Site::kParamGrad, summary(g))}));
+  EXPECT_TRUE(n.flags.contains(Flag::kExploding));
+  EXPECT_FALSE(n.flags.contains(Flag::kVanishing));
+}
+
+TEST(Rules, VanishingUsesTheMeanOverStepsAndReportsTheFirstStepBelow) {
+  // Steps 0-2 healthy (1e-6), steps 3-9 tiny: the mean (3e-7 + ~0) / 10 < 1e-7.
+  std::vector<Record> rs;
+  for (int s = 0; s < 10; ++s) rs.push_back(rec(s, "fc", Site::kParamGrad, summary(s < 3 ? 1e-7 * 3 : 1e-12)));
+  const NodeReport n = only(build_report(rs));
+  ASSERT_TRUE(n.flags.contains(Flag::kVanishing));
+  EXPECT_EQ(n.evidence[0].first_step, 3);
+  EXPECT_NEAR(n.evidence[0].value, (3 * 3e-7 + 7 * 1e-12) / 10, 1e-20);
+  EXPECT_EQ(n.steps, 10);
+  EXPECT_NEAR(n.param_grad_l2, (3 * 3e-7 + 7 * 1e-12) / 10, 1e-20);
+}
+
+TEST(Rules, OutputGradientJudgesNodesWithoutParameters) {
+  const NodeReport n = only(build_report({rec(0, "relu", Site::kOutputGrad, summary(1e-9))}));
+  ASSERT_TRUE(n.flags.contains(Flag::kVanishing));
+  EXPECT_EQ(n.evidence[0].site, Site::kOutputGrad);
+}
+
+TEST(Rules, DeadAtTheFractionBoundary) {
+  // 95 of 100 zero equals dead_frac 0.95: not dead; 96 is.
+  EXPECT_FALSE(only(build_report({rec(0, "a", Site::kActivation, summary(1, 100, 95))}))
+                   .flags.contains(Flag::kDead));
+  const NodeReport n = only(build_report({rec(0, "a", Site::kActivation, summary(1, 100, 96))}));
+  ASSERT_TRUE(n.flags.contains(Flag::kDead));
+  EXPECT_DOUBLE_EQ(n.evidence[0].value, 0.96);
+  EXPECT_EQ(n.evidence[0].site, Site::kActivation);
+}
+
+TEST(Rules, DeadFromParameterGradientsOnlyWhenNotVanishing) {
+  const NodeReport dead = only(build_report({rec(0, "a", Site::kParamGrad, summary(1, 100, 99))}));
+  EXPECT_TRUE(dead.flags.contains(Flag::kDead));
+  const NodeReport vanish = only(build_report({rec(0, "a", Site::kParamGrad, summary(1e-9, 100, 100))}));
+  EXPECT_TRUE(vanish.flags.contains(Flag::kVanishing));
+  EXPECT_FALSE(vanish.flags.contains(Flag::kDead));
+}
+
+TEST(Rules, SaturatedAtTheFractionBoundary) {
+  EXPECT_FALSE(only(build_report({rec(0, "a", Site::kActivation, summary(1, 100, 0, 50))}))
+                   .flags.contains(Flag::kSaturated));
+  const NodeReport n = only(build_report({rec(4, "a", Site::kActivation, summary(1, 100, 0, 51))}));
+  ASSERT_TRUE(n.flags.contains(Flag::kSaturated));
+  EXPECT_EQ(n.evidence[0].first_step, 4);
+}
+
+TEST(Rules, NaNAndInfNameTheFirstStepAndSite) {
+  Stats nan = summary(1);
+  nan.nan = 2;
+  nan.count += 2;
+  Stats inf = summary(1);
+  inf.neg_inf = 1;
+  inf.count += 1;
+  const NodeReport n = only(build_report({rec(0, "fc", Site::kParamGrad, summary(1)),
+                                          rec(1, "fc", Site::kActivation, summary(1)),
+                                          rec(2, "fc", Site::kParamGrad, nan),
+                                          rec(5, "fc", Site::kActivation, nan),
+                                          rec(5, "fc", Site::kOutputGrad, inf)}));
+  EXPECT_TRUE(n.flags.contains(Flag::kNaN));
+  EXPECT_TRUE(n.flags.contains(Flag::kInf));
+  EXPECT_EQ(n.nan, 4);
+  EXPECT_EQ(n.inf, 1);
+  EXPECT_EQ(n.evidence[0].flag, Flag::kNaN);
+  EXPECT_EQ(n.evidence[0].first_step, 2);
+  EXPECT_EQ(n.evidence[0].site, Site::kParamGrad);
+  EXPECT_EQ(n.evidence[1].flag, Flag::kInf);
+  EXPECT_EQ(n.evidence[1].first_step, 5);
+  EXPECT_EQ(n.evidence[1].site, Site::kOutputGrad);
+}
+
+TEST(Rules, NoDataForDeclaredAndEmptyNodes) {
+  ReportBuilder b;
+  b.declare("never");
+  b.add(rec(0, "empty", Site::kActivation, Stats{}));
+  b.add(rec(0, "ok", Site::kParamGrad, summary(1)));
+  const Report r = b.build();
+  ASSERT_EQ(r.nodes.size(), 3u);
+  EXPECT_EQ(r.nodes[0].flags.join(), "NO_DATA");
+  EXPECT_EQ(r.nodes[0].steps, 0);
+  EXPECT_EQ(r.nodes[1].flags.join(), "NO_DATA");
+  EXPECT_EQ(r.nodes[2].flags.join(), "HEALTHY");
+  EXPECT_TRUE(std::isnan(r.nodes[0].param_grad_l2));
+}
+
+TEST(Rules, RecordsOfOneStepMerge) {
+  // A module called twice in one step: both calls count; L2 is over both tensors.
+  const NodeReport n = only(build_report({rec(0, "fc", Site::kParamGrad, summary(3)),
+                                          rec(0, "fc", Site::kParamGrad, summary(4)),
+                                          rec(1, "fc", Site::kParamGrad, summary(5))}));
+  EXPECT_EQ(n.steps, 2);
+  EXPECT_DOUBLE_EQ(n.param_grad_l2, 5.0);  // mean of 5 (sqrt(9+16)) and 5
+}
+
+TEST(Rules, TableColumnsAndRatio) {
+  Stats act = summary(1, 4);
+  act.sum = 2;       // mean 0.5
+  act.sum_abs = 3;   // mean |x| 0.75
+  act.sum_sq = 2;    // E[x^2] 0.5, variance 0.25
+  const NodeReport n = only(build_report({rec(0, "fc", Site::kActivation, act),
+                                          rec(0, "fc", Site::kParamGrad, summary(0.5)),
+                                          rec(0, "fc", Site::kParam, summary(10)),
+                                          rec(0, "fc", Site::kOutputGrad, summary(0.25))}));
+  EXPECT_DOUBLE_EQ(n.act_mean_abs, 0.75);
+  EXPECT_DOUBLE_EQ(n.act_std, 0.5);
+  EXPECT_DOUBLE_EQ(n.param_grad_l2, 0.5);
+  EXPECT_DOUBLE_EQ(n.param_l2, 10);
+  EXPECT_DOUBLE_EQ(n.grad_param_ratio, 0.05);
+  EXPECT_DOUBLE_EQ(n.out_grad_l2, 0.25);
+}
+
+TEST(Rules, OutOfOrderOrNegativeStepsAreErrors) {
+  ReportBuilder b;
+  b.add(rec(5, "fc", Site::kParamGrad, summary(1)));
+  EXPECT_THROW(b.add(rec(4, "fc", Site::kParamGrad, summary(1))), Error);
+  EXPECT_THROW(b.add(rec(-1, "x", Site::kParamGrad, summary(1))), Error);
+}
+
+TEST(Rules, InvalidThresholdsAreRejected) {
+  Thresholds t;
+  t.dead_frac = 2;
+  EXPECT_THROW(ReportBuilder{t}, Error);
+}
+
+TEST(Report, AssertHealthyNamesFlaggedNodesWorstFirst) {
+  Stats nan = summary(1);
+  nan.nan = 1;
+  nan.count += 1;
+  const Report r = build_report({rec(0, "healthy", Site::kParamGrad, summary(1)),
+                                 rec(0, "dead", Site::kActivation, summary(1, 10, 10)),
+                                 rec(0, "vanish", Site::kParamGrad, summary(1e-12)),
+                                 rec(3, "nan_late", Site::kParamGrad, nan),
+                                 rec(1, "nan_early", Site::kParamGrad, nan)});
+  std::vector<std::string> order;
+  for (const NodeReport* n : r.flagged_worst_first()) order.push_back(n->node);
+  EXPECT_EQ(order, (std::vector<std::string>{"nan_early", "nan_late", "vanish", "dead"}));
+  try {
+    assert_healthy(r);
+    FAIL() << "expected HealthError";
+  } catch (const HealthError& e) {
+    EXPECT_STREQ(e.what(),
+                 "4 unhealthy nodes: nan_early [NAN] nan_late [NAN] vanish [VANISHING] dead [DEAD]");
+  }
+  EXPECT_NO_THROW(assert_healthy(build_report({rec(0, "ok", Site::kParamGrad, summary(1))})));
+}
+
+TEST(Report, StepsCountDistinctStepsOverNodes) {
+  const Report r = build_report({rec(0, "a", Site::kParamGrad, summary(1)),
+                                 rec(0, "b", Site::kParamGrad, summary(1)),
+                                 rec(2, "a", Site::kParamGrad, summary(1))});
+  EXPECT_EQ(r.steps, 2);
+}
+
+}  // namespace
+}  // namespace gradscope

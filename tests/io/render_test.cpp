@@ -1,0 +1,113 @@
+// Golden files for the table, JSON and CSV renderers, plus escaping of hostile node names.
+// Regenerate after an intended change: GRADSCOPE_UPDATE_GOLDEN=1 ./io_tests
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gradscope/core/rules.h"
+#include "gradscope/io/csv.h"
+#include "gradscope/io/json.h"
+#include "gradscope/io/table.h"
+
+namespace gradscope {
+namespace {
+
+Stats summary(double l2, int64_t count, int64_t zeros = 0, int64_t nan = 0) {
+  Stats s;
+  s.count = count + nan;
+  s.finite = count;
+  s.nan = nan;
+  s.zero = zeros;
+  s.sum_sq = l2 * l2;
+  s.sum = l2 / 2;
+  s.sum_abs = l2;
+  s.min = -l2;
+  s.max = s.max_abs = l2;
+  return s;
+}
+
+// A small run with one healthy node, one vanishing, one dead, one NaN and one never seen.
+Report sample_report() {
+  ReportBuilder b;
+  b.declare("head");
+  for (int step = 0; step < 3; ++step) {
+    b.add({step, "embed", Site::kParamGrad, summary(0.5 + step, 640)});
+    b.add({step, "embed", Site::kParam, summary(12.0, 640)});
+    b.add({step, "trunk.0", Site::kActivation, summary(3.0, 256, 250)});
+    b.add({step, "trunk.0", Site::kParamGrad, summary(2e-3, 4096)});
+    b.add({step, "trunk.1", Site::kOutputGrad, summary(1e-9, 256)});
+    b.add({step, "trunk.1", Site::kParamGrad, summary(3e-10, 4096)});
+    b.add({step, "trunk.1", Site::kParam, summary(0.08, 4096)});
+    b.add({step, "out", Site::kParamGrad, summary(0.2, 330, 0, step == 2 ? 3 : 0)});
+  }
+  return b.build();
+}
+
+std::string golden_path(const std::string& name) { return std::string(GRADSCOPE_GOLDEN_DIR) + "/" + name; }
+
+void expect_golden(const std::string& name, const std::string& actual) {
+  if (std::getenv("GRADSCOPE_UPDATE_GOLDEN")) {
+    std::ofstream(golden_path(name), std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(golden_path(name), std::ios::binary);
+  ASSERT_TRUE(in) << "missing golden file " << golden_path(name);
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(actual, expected.str()) << "golden file " << name << " differs";
+}
+
+TEST(Render, TableGolden) { expect_golden("report_table.txt", render_table(sample_report())); }
+TEST(Render, JsonGolden) { expect_golden("report.json", render_json(sample_report())); }
+TEST(Render, CsvGolden) { expect_golden("report.csv", render_csv(sample_report())); }
+
+TEST(Render, JsonHasNullForAbsentMeasuresAndParses) {
+  const auto doc = nlohmann::json::parse(render_json(sample_report()));
+  const auto& nodes = doc["gradscope_report"]["nodes"];
+  ASSERT_EQ(nodes.size(), 5u);
+  EXPECT_TRUE(nodes[0]["param_grad_l2"].is_null());  // head: never recorded
+  EXPECT_EQ(nodes[0]["flags"][0], "NO_DATA");
+  EXPECT_EQ(doc["gradscope_report"]["healthy"], false);
+  EXPECT_EQ(doc["gradscope_report"]["flagged_worst_first"][0], "out");
+}
+
+TEST(Render, HostileNodeNamesSurviveJsonAndCsv) {
+  const std::string name = "a,b \"quoted\"\nline2 </script>";
+  ReportBuilder b;
+  b.add({0, name, Site::kParamGrad, summary(1.0, 10)});
+  const Report r = b.build();
+  const auto doc = nlohmann::json::parse(render_json(r, -1));
+  EXPECT_EQ(doc["gradscope_report"]["nodes"][0]["node"], name);
+  const std::string csv = render_csv(r);
+  EXPECT_NE(csv.find("\"a,b \"\"quoted\"\"\nline2 </script>\",1,"), std::string::npos) << csv;
+}
+
+TEST(Render, CsvFieldQuotesOnlyWhenNeeded) {
+  EXPECT_EQ(csv_field("fc1.weight"), "fc1.weight");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("x\ry"), "\"x\ry\"");
+  EXPECT_EQ(csv_field(""), "");
+}
+
+TEST(Render, MeasuresFormat) {
+  EXPECT_EQ(format_measure(std::nan("")), "-");
+  EXPECT_EQ(format_measure(0), "0");
+  EXPECT_EQ(format_measure(0.5), "0.5");
+  EXPECT_EQ(format_measure(1234.5), "1.23e+03");
+  EXPECT_EQ(format_measure(12345.0), "1.23e+04");
+  EXPECT_EQ(format_measure(3e-10), "3.00e-10");
+  EXPECT_EQ(format_measure(-INFINITY), "-inf");
+}
+
+TEST(Render, VerdictNamesTheWorstNode) {
+  EXPECT_EQ(render_verdict(sample_report()),
+            "verdict: unhealthy: 4 of 5 nodes flagged over 3 steps; worst out [NAN] since step 2");
+}
+
+}  // namespace
+}  // namespace gradscope
