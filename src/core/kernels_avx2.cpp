@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -45,99 +46,125 @@ int64_t hsum_counts(__m256i v) {
   return total;
 }
 
-// Counters are 32-bit lanes incremented at most once per step; flushing into 64-bit totals
-// every kBlockSteps steps keeps them far from overflow.
-constexpr int64_t kBlockSteps = int64_t{1} << 20;
+// Elements per block. Each block first runs the fast loop, which assumes every value is
+// finite; NaN or Inf anywhere in the block turns its double sums non-finite (NaN and Inf
+// propagate through + and fma, and finite floats cannot overflow a double sum), and only
+// then is the block redone with the masked loop. Blocks also bound the 32-bit lane counters.
+constexpr int64_t kBlock = 4096;
+
+struct Lanes {
+  __m256d sum0, sum1, sq0, sq1, ab0, ab1;
+  __m256i zero, sat;
+};
+
+inline Lanes zero_lanes() {
+  const __m256d z = _mm256_setzero_pd();
+  const __m256i zi = _mm256_setzero_si256();
+  return {z, z, z, z, z, z, zi, zi};
+}
+
+// Widens 8 floats to double and adds x, x^2 and |x| into the lanes.
+inline void add_sums(Lanes& l, __m256 x, __m256d sign_d) {
+  const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+  const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+  l.sum0 = _mm256_add_pd(l.sum0, lo);
+  l.sum1 = _mm256_add_pd(l.sum1, hi);
+  l.sq0 = _mm256_fmadd_pd(lo, lo, l.sq0);
+  l.sq1 = _mm256_fmadd_pd(hi, hi, l.sq1);
+  l.ab0 = _mm256_add_pd(l.ab0, _mm256_andnot_pd(sign_d, lo));
+  l.ab1 = _mm256_add_pd(l.ab1, _mm256_andnot_pd(sign_d, hi));
+}
+
+// A true mask lane is -1 as an integer, so subtracting it counts.
+inline __m256i count(__m256i counter, __m256 mask) {
+  return _mm256_sub_epi32(counter, _mm256_castps_si256(mask));
+}
 
 template <class Load>
 void avx2_kernel(const void* data, int64_t n, const KernelParams& kp, Stats& acc) {
   const Load load;
   const auto* p = static_cast<const unsigned char*>(data);
   const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256d sign_d = _mm256_set1_pd(-0.0);
   const __m256 flt_max = _mm256_set1_ps(std::numeric_limits<float>::max());
   const __m256 pos_inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256 eps = _mm256_set1_ps(kp.dead_eps_f);
   const __m256 sat = _mm256_set1_ps(kp.saturation_f);
 
-  __m256d sum0 = _mm256_setzero_pd(), sum1 = sum0, sq0 = sum0, sq1 = sum0, ab0 = sum0, ab1 = sum0;
-  __m256 mn = pos_inf, mx = neg_inf, mxabs = _mm256_setzero_ps();
-  int64_t finite = 0, nan = 0, pinf = 0, zero = 0, saturated = 0;
-
-  const int64_t steps = n / 8;
-  for (int64_t block = 0; block < steps; block += kBlockSteps) {
-    const int64_t block_end = std::min(steps, block + kBlockSteps);
-    __m256i c_fin = _mm256_setzero_si256(), c_nan = c_fin, c_pinf = c_fin, c_zero = c_fin,
-            c_sat = c_fin;
-    for (int64_t s = block; s < block_end; ++s) {
-      const __m256 v = load(p + s * 8 * Load::kBytes);
+  __m256 mn = pos_inf, mx = neg_inf;  // over finite values, across blocks
+  Stats part;
+  const int64_t vec_end = n / 8 * 8;
+  for (int64_t begin = 0; begin < vec_end; begin += kBlock) {
+    const int64_t end = std::min(vec_end, begin + kBlock);
+    Lanes l = zero_lanes();
+    __m256 bmn = mn, bmx = mx;
+    for (int64_t i = begin; i < end; i += 8) {
+      const __m256 v = load(p + i * Load::kBytes);
       const __m256 a = _mm256_andnot_ps(sign, v);
-      const __m256 fin = _mm256_cmp_ps(a, flt_max, _CMP_LE_OQ);  // false for NaN and Inf
-      const __m256 is_nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-      const __m256 is_pinf = _mm256_cmp_ps(v, pos_inf, _CMP_EQ_OQ);
-      const __m256 is_zero = _mm256_cmp_ps(a, eps, _CMP_LE_OQ);
-      const __m256 is_sat = _mm256_and_ps(_mm256_cmp_ps(a, sat, _CMP_GT_OQ), fin);
-      // A true mask lane is -1 as an integer, so subtracting it counts.
-      c_fin = _mm256_sub_epi32(c_fin, _mm256_castps_si256(fin));
-      c_nan = _mm256_sub_epi32(c_nan, _mm256_castps_si256(is_nan));
-      c_pinf = _mm256_sub_epi32(c_pinf, _mm256_castps_si256(is_pinf));
-      c_zero = _mm256_sub_epi32(c_zero, _mm256_castps_si256(is_zero));
-      c_sat = _mm256_sub_epi32(c_sat, _mm256_castps_si256(is_sat));
-
-      const __m256 xf = _mm256_and_ps(v, fin);
-      const __m256 af = _mm256_and_ps(a, fin);
-      mn = _mm256_min_ps(mn, _mm256_blendv_ps(pos_inf, v, fin));
-      mx = _mm256_max_ps(mx, _mm256_blendv_ps(neg_inf, v, fin));
-      mxabs = _mm256_max_ps(mxabs, af);
-
-      const __m256d x_lo = _mm256_cvtps_pd(_mm256_castps256_ps128(xf));
-      const __m256d x_hi = _mm256_cvtps_pd(_mm256_extractf128_ps(xf, 1));
-      const __m256d a_lo = _mm256_cvtps_pd(_mm256_castps256_ps128(af));
-      const __m256d a_hi = _mm256_cvtps_pd(_mm256_extractf128_ps(af, 1));
-      sum0 = _mm256_add_pd(sum0, x_lo);
-      sum1 = _mm256_add_pd(sum1, x_hi);
-      sq0 = _mm256_fmadd_pd(x_lo, x_lo, sq0);
-      sq1 = _mm256_fmadd_pd(x_hi, x_hi, sq1);
-      ab0 = _mm256_add_pd(ab0, a_lo);
-      ab1 = _mm256_add_pd(ab1, a_hi);
+      l.zero = count(l.zero, _mm256_cmp_ps(a, eps, _CMP_LE_OQ));
+      l.sat = count(l.sat, _mm256_cmp_ps(a, sat, _CMP_GT_OQ));
+      bmn = _mm256_min_ps(bmn, v);
+      bmx = _mm256_max_ps(bmx, v);
+      add_sums(l, v, sign_d);
     }
-    finite += hsum_counts(c_fin);
-    nan += hsum_counts(c_nan);
-    pinf += hsum_counts(c_pinf);
-    zero += hsum_counts(c_zero);
-    saturated += hsum_counts(c_sat);
+    __m256i fin = _mm256_set1_epi32(static_cast<int32_t>((end - begin) / 8));
+    __m256i nan = _mm256_setzero_si256(), pinf = nan;
+    const __m256d probe = _mm256_add_pd(_mm256_add_pd(l.sum0, l.sum1), _mm256_add_pd(l.sq0, l.sq1));
+    if (_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_ORD_Q)) != 0xf ||
+        !std::isfinite(hsum(probe))) {
+      // Rare: this block holds NaN or Inf. Redo it, masking non-finite values out.
+      l = zero_lanes();
+      bmn = mn;
+      bmx = mx;
+      fin = _mm256_setzero_si256();
+      for (int64_t i = begin; i < end; i += 8) {
+        const __m256 v = load(p + i * Load::kBytes);
+        const __m256 a = _mm256_andnot_ps(sign, v);
+        const __m256 is_fin = _mm256_cmp_ps(a, flt_max, _CMP_LE_OQ);  // false for NaN and Inf
+        fin = count(fin, is_fin);
+        nan = count(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        pinf = count(pinf, _mm256_cmp_ps(v, pos_inf, _CMP_EQ_OQ));
+        l.zero = count(l.zero, _mm256_cmp_ps(a, eps, _CMP_LE_OQ));
+        l.sat = count(l.sat, _mm256_and_ps(_mm256_cmp_ps(a, sat, _CMP_GT_OQ), is_fin));
+        bmn = _mm256_min_ps(bmn, _mm256_blendv_ps(pos_inf, v, is_fin));
+        bmx = _mm256_max_ps(bmx, _mm256_blendv_ps(neg_inf, v, is_fin));
+        add_sums(l, _mm256_and_ps(v, is_fin), sign_d);
+      }
+    }
+    mn = bmn;
+    mx = bmx;
+    Stats block;
+    block.count = end - begin;
+    block.finite = hsum_counts(fin);
+    block.nan = hsum_counts(nan);
+    block.pos_inf = hsum_counts(pinf);
+    block.neg_inf = block.count - block.finite - block.nan - block.pos_inf;
+    block.zero = hsum_counts(l.zero);
+    block.saturated = hsum_counts(l.sat);
+    block.sum = hsum(_mm256_add_pd(l.sum0, l.sum1));
+    block.sum_sq = hsum(_mm256_add_pd(l.sq0, l.sq1));
+    block.sum_abs = hsum(_mm256_add_pd(l.ab0, l.ab1));
+    part = merge(part, block);
   }
 
-  alignas(32) float lane_min[8], lane_max[8], lane_abs[8];
+  alignas(32) float lane_min[8], lane_max[8];
   _mm256_store_ps(lane_min, mn);
   _mm256_store_ps(lane_max, mx);
-  _mm256_store_ps(lane_abs, mxabs);
-  Stats part;
-  part.count = steps * 8;
-  part.finite = finite;
-  part.nan = nan;
-  part.pos_inf = pinf;
-  part.neg_inf = part.count - finite - nan - pinf;
-  part.zero = zero;
-  part.saturated = saturated;
-  part.sum = hsum(_mm256_add_pd(sum0, sum1));
-  part.sum_sq = hsum(_mm256_add_pd(sq0, sq1));
-  part.sum_abs = hsum(_mm256_add_pd(ab0, ab1));
   for (int i = 0; i < 8; ++i) {
     part.min = std::min<double>(part.min, lane_min[i]);
     part.max = std::max<double>(part.max, lane_max[i]);
-    part.max_abs = std::max<double>(part.max_abs, lane_abs[i]);
   }
+  if (part.finite) part.max_abs = std::max(std::fabs(part.min), std::fabs(part.max));
   acc = merge(acc, part);
 
   // The last n % 8 elements go through the portable kernel.
-  const int64_t done = steps * 8;
-  if (done < n) {
+  if (vec_end < n) {
     const KernelTable& scalar = scalar_kernels();
     const ContiguousKernel tail = Load::kBytes == 4 ? scalar.f32
                                   : std::is_same<Load, LoadF16>::value ? scalar.f16
                                                                       : scalar.bf16;
-    tail(p + done * Load::kBytes, n - done, kp, acc);
+    tail(p + vec_end * Load::kBytes, n - vec_end, kp, acc);
   }
 }
 

@@ -135,27 +135,22 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   const Site grad_site =
       site(Site::kParamGrad).steps ? Site::kParamGrad : Site::kOutputGrad;
   const SiteAccum& g = site(grad_site);
-  bool vanishing = false;
   if (g.steps) {
     const double m = mean_l2(g);
     const std::string measure = std::string("mean ") + site_name(grad_site) + " L2 over " +
                                 std::to_string(g.steps) + " steps";
     if (m < t.grad_lo) {
-      vanishing = true;
       raise({Flag::kVanishing, grad_site, g.first_below_lo, m, t.grad_lo, measure});
     } else if (m > t.grad_hi) {
       raise({Flag::kExploding, grad_site, g.first_above_hi, m, t.grad_hi, measure});
     }
   }
 
-  // DEAD on activations; for nodes without activations, on parameter gradients.
-  const bool use_act = act.steps > 0;
-  const SiteAccum& z = use_act ? act : site(Site::kParamGrad);
-  if (z.steps && z.max_frac_zero > t.dead_frac && (use_act || !vanishing)) {
-    raise({Flag::kDead, use_act ? Site::kActivation : Site::kParamGrad, z.first_dead,
-           z.max_frac_zero, t.dead_frac,
-           std::string("max over steps of the ") + (use_act ? "activation" : "param_grad") +
-               " fraction with |x| <= dead_eps"});
+  // DEAD on activations only: tiny parameter-gradient elements are what VANISHING judges,
+  // through the norm, so counting them here would flag the same thing twice.
+  if (act.steps && act.max_frac_zero > t.dead_frac) {
+    raise({Flag::kDead, Site::kActivation, act.first_dead, act.max_frac_zero, t.dead_frac,
+           "max over steps of the activation fraction with |x| <= dead_eps"});
   }
   if (act.steps && act.max_frac_saturated > t.saturation_frac) {
     raise({Flag::kSaturated, Site::kActivation, act.first_saturated, act.max_frac_saturated,

@@ -9,8 +9,7 @@
 //   NAN / INF   any NaN / Inf element at any site, any step.
 //   VANISHING   mean over steps of the gradient L2 < grad_lo (parameter gradients; output
 //               gradients when the node has no parameters); else EXPLODING when > grad_hi.
-//   DEAD        activation zero fraction of some step > dead_frac; for nodes without
-//               activations, parameter-gradient zero fraction (only when not VANISHING).
+//   DEAD        activation zero fraction of some step > dead_frac.
 //   SATURATED   activation saturated fraction of some step > saturation_frac.
 //   NO_DATA     no element recorded at all.   HEALTHY   none of the above.
 #pragma once

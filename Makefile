@@ -1,0 +1,38 @@
+# The front door. `make demo` and `make test` do all the set-up a fresh Debian 12 machine needs.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps data configure build demo test bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+data: deps
+	@bash scripts/fetch-data.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: data build
+	@$(BUILD)/gradscope demo --data-dir data --out gradscope-runs
+
+test: data build
+	@cd $(BUILD) && GRADSCOPE_DATA_DIR=$(CURDIR)/data ctest --output-on-failure -j $(JOBS)
+
+# Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
+BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
+
+bench: $(addprefix bench-,$(BENCHES))
+
+bench-%: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target bench_$*
+	@$(BUILD)/bench/bench_$*
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,28 @@
+// LibTorch tensors as gradscope views: no copy, any strides, CPU float32/64/16/bf16.
+//
+//   at::Tensor g = model->fc1->weight.grad();
+//   gradscope::Stats s = gradscope::torch::stats_of(g, "fc1.weight");
+//   double norm = s.l2();
+//
+// The adapter keeps LibTorch out of gradscope::core: only this library includes it.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "gradscope/core/stats.h"
+
+namespace gradscope::torch {
+
+/// Maps a LibTorch dtype; throws Error naming `name` and the dtype when unsupported.
+DType dtype_of(c10::ScalarType type, const std::string& name);
+
+/// A view of a defined, dense (strided) CPU tensor. The tensor must outlive the view.
+/// Throws Error naming `name` for an undefined, sparse, non-CPU or non-float tensor.
+TensorView view_of(const at::Tensor& tensor, const std::string& name);
+
+/// One fused pass over the tensor (see gradscope::compute).
+Stats stats_of(const at::Tensor& tensor, const std::string& name, const StatsOptions& options = {});
+
+}  // namespace gradscope::torch

@@ -1,0 +1,22 @@
+// The gradscope subcommands: each file registers one with its options and its run function.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope::cli {
+
+/// Exit codes of the gradscope command (also in the README).
+enum ExitCode : int { kExitOk = 0, kExitUnhealthy = 1, kExitUsage = 2, kExitData = 3 };
+
+/// A mistake in how the command was called that CLI11 cannot see; exits 2.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Registers `gradscope demo`; its run sets `exit_code`.
+void add_demo_command(CLI::App& app, int& exit_code);
+
+}  // namespace gradscope::cli

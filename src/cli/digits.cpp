@@ -1,0 +1,66 @@
+#include "digits.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Functions.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope::cli {
+namespace {
+
+constexpr int kPixels = 64;
+
+}  // namespace
+
+Digits load_digits(const std::string& path, double test_fraction, uint64_t seed) {
+  std::ifstream in(path);
+  if (!in)
+    throw Error("cannot open digits data '" + path + "': " + std::strerror(errno) +
+                " (run scripts/fetch-data.sh, or pass --data-dir)");
+  std::vector<float> pixels;
+  std::vector<int64_t> labels;
+  std::string line;
+  for (int64_t row = 1; std::getline(in, line); ++row) {
+    if (line.empty()) continue;
+    std::stringstream fields(line);
+    std::string field;
+    std::vector<double> values;
+    while (std::getline(fields, field, ',')) {
+      char* end = nullptr;
+      const double v = std::strtod(field.c_str(), &end);
+      if (end == field.c_str() || *end != '\0')
+        throw Error("digits data '" + path + "' line " + std::to_string(row) + ": '" + field +
+                    "' is not a number");
+      values.push_back(v);
+    }
+    if (values.size() != kPixels + 1)
+      throw Error("digits data '" + path + "' line " + std::to_string(row) + ": expected " +
+                  std::to_string(kPixels + 1) + " values, found " + std::to_string(values.size()));
+    const double label = values.back();
+    if (label < 0 || label > 9 || label != static_cast<int64_t>(label))
+      throw Error("digits data '" + path + "' line " + std::to_string(row) + ": label " +
+                  std::to_string(label) + " is not a digit");
+    for (int i = 0; i < kPixels; ++i) pixels.push_back(static_cast<float>(values[i] / 16.0));
+    labels.push_back(static_cast<int64_t>(label));
+  }
+  const auto n = static_cast<int64_t>(labels.size());
+  if (n < 10) throw Error("digits data '" + path + "': only " + std::to_string(n) + " rows");
+
+  at::Tensor x = at::from_blob(pixels.data(), {n, kPixels}, at::kFloat).clone();
+  at::Tensor y = at::from_blob(labels.data(), {n}, at::kLong).clone();
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  at::Tensor order = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
+  x = x.index_select(0, order);
+  y = y.index_select(0, order);
+  const int64_t n_test = std::max<int64_t>(1, static_cast<int64_t>(n * test_fraction));
+  return Digits{x.narrow(0, 0, n - n_test), y.narrow(0, 0, n - n_test), x.narrow(0, n - n_test, n_test),
+                y.narrow(0, n - n_test, n_test)};
+}
+
+}  // namespace gradscope::cli

@@ -1,0 +1,42 @@
+// gradscope: diagnostics for training runs. Turns exceptions into messages and exit codes:
+// 0 ok, 1 unhealthy run, 2 usage, 3 I/O or data.
+#include <iostream>
+
+#include "commands.h"
+#include "gradscope/version.h"
+
+namespace {
+
+int fail(int code, const std::string& message, bool hint) {
+  std::cerr << "gradscope: error: " << message << "\n";
+  if (hint) std::cerr << "run 'gradscope --help' for usage\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gradscope::cli;
+  CLI::App app{"gradscope: which part of a model is failing during training, how, since when, "
+               "and what to do, with the evidence.",
+               "gradscope"};
+  app.set_version_flag("--version", std::string("gradscope ") + gradscope::kVersion);
+  app.require_subcommand(1);
+  int exit_code = kExitOk;
+  add_demo_command(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version: to stdout, exit 0
+  } catch (const CLI::ParseError& e) {
+    return fail(kExitUsage, e.what(), true);
+  } catch (const UsageError& e) {
+    return fail(kExitUsage, e.what(), true);
+  } catch (const gradscope::Error& e) {
+    return fail(kExitData, e.what(), false);
+  } catch (const std::exception& e) {
+    return fail(kExitData, e.what(), false);
+  }
+  return exit_code;
+}

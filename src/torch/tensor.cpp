@@ -1,0 +1,42 @@
+#include "gradscope/torch/tensor.h"
+
+#include <sstream>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope::torch {
+
+DType dtype_of(c10::ScalarType type, const std::string& name) {
+  switch (type) {
+    case c10::ScalarType::Float: return DType::kFloat32;
+    case c10::ScalarType::Double: return DType::kFloat64;
+    case c10::ScalarType::Half: return DType::kFloat16;
+    case c10::ScalarType::BFloat16: return DType::kBFloat16;
+    default: break;
+  }
+  return parse_dtype(c10::toString(type), name);  // throws, naming tensor and dtype
+}
+
+TensorView view_of(const at::Tensor& tensor, const std::string& name) {
+  const std::string who = "tensor '" + name + "': ";
+  if (!tensor.defined()) throw Error(who + "undefined tensor");
+  if (tensor.layout() != c10::kStrided)
+  {
+    std::ostringstream layout;
+    layout << tensor.layout();
+    throw Error(who + "layout " + layout.str() +
+                " is not supported (dense tensors only; use .to_dense() or the values)");
+  }
+  if (!tensor.device().is_cpu())
+    throw Error(who + "on device " + tensor.device().str() +
+                ", which this build cannot read (CPU only; copy with .cpu())");
+  const DType dtype = dtype_of(tensor.scalar_type(), name);
+  return TensorView::strided(tensor.data_ptr(), dtype, tensor.sizes().vec(), tensor.strides().vec(),
+                             name);
+}
+
+Stats stats_of(const at::Tensor& tensor, const std::string& name, const StatsOptions& options) {
+  return compute(view_of(tensor, name), options);
+}
+
+}  // namespace gradscope::torch
