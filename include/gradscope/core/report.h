@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/error.h"
 #include "gradscope/core/flags.h"
 #include "gradscope/core/thresholds.h"
 
