@@ -127,17 +127,19 @@ Stats compute(const TensorView& view, const StatsOptions& options) {
     run_range(view, 0, n, kernel, kp, acc);
     return acc;
   }
-  // Equal chunks, rounded to whole vectors; the calling thread takes the first.
+  // Equal chunks rounded up to whole vectors; the last one ends at n. The calling thread
+  // takes the first.
   std::vector<Stats> parts(static_cast<std::size_t>(threads));
-  const int64_t chunk = (n / threads + 63) / 64 * 64;
+  const int64_t chunk = ((n + threads - 1) / threads + 63) / 64 * 64;
+  auto range_end = [&](int64_t t) { return t + 1 == threads ? n : std::min(n, (t + 1) * chunk); };
   std::vector<std::thread> workers;
   for (int64_t t = 1; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      run_range(view, std::min(n, t * chunk), std::min(n, (t + 1) * chunk), kernel, kp,
+      run_range(view, std::min(n, t * chunk), range_end(t), kernel, kp,
                 parts[static_cast<std::size_t>(t)]);
     });
   }
-  run_range(view, 0, std::min(n, chunk), kernel, kp, parts[0]);
+  run_range(view, 0, range_end(0), kernel, kp, parts[0]);
   for (auto& w : workers) w.join();
   Stats acc;
   for (const Stats& p : parts) acc = merge(acc, p);

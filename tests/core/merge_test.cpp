@@ -61,6 +61,21 @@ TEST(Merge, ThreadsEqualOnePass) {
   }
 }
 
+TEST(Merge, ThreadsCoverEveryElementWhenChunksDivideEvenly) {
+  // 3 x 262144 + 1: the per-thread share is a whole number of vectors plus a remainder.
+  const std::size_t n = 3 * 262144 + 1;
+  auto x = data(n);
+  x[n - 1] = 1e6f;  // the last element alone decides max
+  auto view = TensorView::contiguous(x.data(), DType::kFloat32, {static_cast<int64_t>(n)});
+  for (int threads : {2, 3}) {
+    StatsOptions o;
+    o.threads = threads;
+    const Stats s = compute(view, o);
+    EXPECT_EQ(s.count, static_cast<int64_t>(n));
+    EXPECT_EQ(s.max, 1e6);
+  }
+}
+
 TEST(Merge, IsAssociativeAndCommutative) {
   const auto x = data(3000);
   auto part = [&](int64_t from, int64_t n) {
