@@ -41,7 +41,7 @@ DemoModel vanishing_sigmoid_trunk() {
 }
 
 TrainResult train(DemoModel& model, const Digits& data, int steps, uint64_t seed,
-                  const std::function<void(int)>& progress) {
+                  const std::function<void(int)>& progress, const RecordSink& sink) {
   constexpr int64_t kBatch = 64;
   const auto start = std::chrono::steady_clock::now();
   ::torch::manual_seed(seed);
@@ -65,7 +65,10 @@ TrainResult train(DemoModel& model, const Digits& data, int steps, uint64_t seed
     const at::Tensor logits = model.net->forward(data.x_train.index_select(0, idx));
     const at::Tensor loss = nn::functional::cross_entropy(logits, data.y_train.index_select(0, idx));
     loss.backward();
-    for (const Record& r : probe.measure(step)) builder.add(r);
+    for (const Record& r : probe.measure(step)) {
+      builder.add(r);
+      if (sink) sink(r);
+    }
     optimizer.step();
     loss_value = loss.item<double>();
     progress(step + 1);

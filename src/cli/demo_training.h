@@ -8,6 +8,7 @@
 #include <string>
 
 #include "digits.h"
+#include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
 
 namespace gradscope::cli {
@@ -31,9 +32,12 @@ struct TrainResult {
   double seconds = 0;
 };
 
+/// Called with every record as it is measured (e.g. to write it to a run store).
+using RecordSink = std::function<void(const Record&)>;
+
 /// Trains with SGD (lr 0.1, momentum 0.9, batch 64) for `steps` steps, measuring every
 /// parameter's gradient and value each step. `progress(step)` is called after each step.
 TrainResult train(DemoModel& model, const Digits& data, int steps, uint64_t seed,
-                  const std::function<void(int)>& progress);
+                  const std::function<void(int)>& progress, const RecordSink& sink = {});
 
 }  // namespace gradscope::cli
