@@ -10,6 +10,7 @@ const char* site_name(Site site) {
     case Site::kParam: return "param";
     case Site::kUpdate: return "update";
     case Site::kEmbeddingRows: return "embedding_rows";
+    case Site::kFrozenParam: return "frozen_param";
   }
   return "invalid";
 }
@@ -24,6 +25,11 @@ const char* flag_name(Flag flag) {
     case Flag::kDead: return "DEAD";
     case Flag::kSaturated: return "SATURATED";
     case Flag::kNoData: return "NO_DATA";
+    case Flag::kFrozen: return "FROZEN";
+    case Flag::kStagnant: return "STAGNANT";
+    case Flag::kDeadChannels: return "DEAD_CHANNELS";
+    case Flag::kIgnoredChannels: return "IGNORED_CHANNELS";
+    case Flag::kLeakage: return "LEAKAGE";
   }
   return "INVALID";
 }
@@ -32,12 +38,17 @@ int flag_severity(Flag flag) {
   switch (flag) {
     case Flag::kHealthy: return 0;
     case Flag::kNoData: return 1;
-    case Flag::kSaturated: return 2;
-    case Flag::kDead: return 3;
-    case Flag::kVanishing: return 4;
-    case Flag::kExploding: return 5;
-    case Flag::kInf: return 6;
-    case Flag::kNaN: return 7;
+    case Flag::kFrozen: return 2;
+    case Flag::kLeakage: return 3;
+    case Flag::kIgnoredChannels: return 4;
+    case Flag::kSaturated: return 5;
+    case Flag::kDeadChannels: return 6;
+    case Flag::kStagnant: return 7;
+    case Flag::kDead: return 8;
+    case Flag::kVanishing: return 9;
+    case Flag::kExploding: return 10;
+    case Flag::kInf: return 11;
+    case Flag::kNaN: return 12;
   }
   return 0;
 }

@@ -12,6 +12,17 @@ int NodeReport::severity() const {
   return worst;
 }
 
+std::string NodeReport::flags_label(const char* sep) const {
+  std::string out;
+  for (Flag f : flags.list()) {
+    if (!out.empty()) out += sep;
+    out += flag_name(f);
+    if (f == Flag::kDeadChannels) out += "(" + std::to_string(dead_channels) + ")";
+    if (f == Flag::kIgnoredChannels) out += "(" + std::to_string(ignored_channels) + ")";
+  }
+  return out;
+}
+
 bool Report::healthy() const {
   return std::all_of(nodes.begin(), nodes.end(),
                      [](const NodeReport& n) { return n.flags.contains(Flag::kHealthy); });

@@ -30,6 +30,9 @@ void Thresholds::validate() const {
   require_fraction("saturation_frac", saturation_frac);
   require_nonnegative("dead_eps", dead_eps);
   require_fraction("dead_frac", dead_frac);
+  require_nonnegative("update_ratio_lo", update_ratio_lo);
+  require(stagnant_steps >= 1, "stagnant_steps", stagnant_steps, "must be >= 1");
+  require_fraction("leakage_cka", leakage_cka);
   require_nonnegative("zombie_min_exposure", zombie_min_exposure);
   require(zombie_oscillation >= -1 && zombie_oscillation <= 1, "zombie_oscillation",
           zombie_oscillation, "must be in [-1, 1]");

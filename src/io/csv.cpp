@@ -28,13 +28,17 @@ std::string csv_field(std::string_view text) {
 std::string render_csv(const Report& report) {
   std::string out =
       "node,steps,first_step,last_step,act_mean_abs,act_std,out_grad_l2,param_grad_l2,param_l2,"
-      "grad_param_ratio,nan,inf,flags\n";
+      "grad_param_ratio,update_ratio,grad_snr,effective_rank,dead_channels,ignored_channels,nan,inf,"
+      "flags\n";
   for (const NodeReport& n : report.nodes) {
     out += csv_field(n.node) + "," + std::to_string(n.steps) + "," + std::to_string(n.first_step) +
            "," + std::to_string(n.last_step) + "," + number(n.act_mean_abs) + "," +
            number(n.act_std) + "," + number(n.out_grad_l2) + "," + number(n.param_grad_l2) + "," +
-           number(n.param_l2) + "," + number(n.grad_param_ratio) + "," + std::to_string(n.nan) +
-           "," + std::to_string(n.inf) + "," + n.flags.join(";") + "\n";
+           number(n.param_l2) + "," + number(n.grad_param_ratio) + "," + number(n.update_ratio) +
+           "," + number(n.grad_snr) + "," + number(n.effective_rank) + "," +
+           std::to_string(n.dead_channels) + "," + std::to_string(n.ignored_channels) + "," +
+           std::to_string(n.nan) +
+           "," + std::to_string(n.inf) + "," + n.flags_label(";") + "\n";
   }
   return out;
 }

@@ -14,7 +14,10 @@ nlohmann::json thresholds_json(const Thresholds& t) {
           {"activation_saturation", t.activation_saturation},
           {"saturation_frac", t.saturation_frac},
           {"dead_eps", t.dead_eps},
-          {"dead_frac", t.dead_frac}};
+          {"dead_frac", t.dead_frac},
+          {"update_ratio_lo", t.update_ratio_lo},
+          {"stagnant_steps", t.stagnant_steps},
+          {"leakage_cka", t.leakage_cka}};
 }
 
 }  // namespace
@@ -31,7 +34,8 @@ std::string render_json(const Report& report, int indent) {
                           {"first_step", e.first_step >= 0 ? nlohmann::json(e.first_step) : nlohmann::json()},
                           {"value", number(e.value)},
                           {"threshold", number(e.threshold)},
-                          {"measure", e.measure}});
+                          {"measure", e.measure},
+                          {"detail", e.detail}});
     }
     nodes.push_back({{"node", n.node},
                      {"steps", n.steps},
@@ -43,6 +47,12 @@ std::string render_json(const Report& report, int indent) {
                      {"param_grad_l2", number(n.param_grad_l2)},
                      {"param_l2", number(n.param_l2)},
                      {"grad_param_ratio", number(n.grad_param_ratio)},
+                     {"update_ratio", number(n.update_ratio)},
+                     {"grad_snr", number(n.grad_snr)},
+                     {"effective_rank", number(n.effective_rank)},
+                     {"channels", n.channels},
+                     {"dead_channels", n.dead_channels},
+                     {"ignored_channels", n.ignored_channels},
                      {"nan", n.nan},
                      {"inf", n.inf},
                      {"flags", flags},
@@ -50,8 +60,14 @@ std::string render_json(const Report& report, int indent) {
   }
   nlohmann::json worst = nlohmann::json::array();
   for (const NodeReport* n : report.flagged_worst_first()) worst.push_back(n->node);
+  const NonFiniteOrigin& o = report.nonfinite_origin;
+  const nlohmann::json origin =
+      o.found() ? nlohmann::json{{"step", o.step}, {"node", o.node}, {"phase", o.phase},
+                                 {"site", site_name(o.site)}}
+                : nlohmann::json();
   nlohmann::json doc = {{"gradscope_report",
                          {{"healthy", report.healthy()},
+                          {"nonfinite_origin", origin},
                           {"steps", report.steps},
                           {"flagged_worst_first", worst},
                           {"thresholds", thresholds_json(report.thresholds)},

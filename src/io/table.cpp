@@ -24,17 +24,19 @@ std::string format_measure(double value) {
 }
 
 std::string render_table(const Report& report) {
-  const std::array<const char*, 9> header = {"node",    "steps",      "act|mean|",
-                                             "act std", "|out grad|", "|param grad|",
-                                             "|param|", "grad/param", "flags"};
-  std::vector<std::array<std::string, 9>> rows;
+  constexpr std::size_t kColumns = 10;
+  const std::array<const char*, kColumns> header = {
+      "node",         "steps",   "act|mean|",  "act std", "|out grad|",
+      "|param grad|", "|param|", "grad/param", "update",  "flags"};
+  std::vector<std::array<std::string, kColumns>> rows;
   for (const NodeReport& n : report.nodes) {
     rows.push_back({n.node, std::to_string(n.steps), format_measure(n.act_mean_abs),
                     format_measure(n.act_std), format_measure(n.out_grad_l2),
                     format_measure(n.param_grad_l2), format_measure(n.param_l2),
-                    format_measure(n.grad_param_ratio), n.flags.join()});
+                    format_measure(n.grad_param_ratio), format_measure(n.update_ratio),
+                    n.flags_label()});
   }
-  std::array<std::size_t, 9> width{};
+  std::array<std::size_t, kColumns> width{};
   for (std::size_t c = 0; c < header.size(); ++c) {
     width[c] = std::string(header[c]).size();
     for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
@@ -61,15 +63,26 @@ std::string render_table(const Report& report) {
       out += fmt::format("  {} {}", n.node, flag_name(e.flag));
       if (e.first_step >= 0) out += fmt::format(" since step {}", e.first_step);
       if (e.flag == Flag::kNaN || e.flag == Flag::kInf) {
-        out += fmt::format(": {} {} (first in {})\n", e.value, e.measure, site_name(e.site));
+        out += fmt::format(": {} {} (first in {})", e.value, e.measure, site_name(e.site));
       } else if (e.flag == Flag::kNoData) {
-        out += ": no elements recorded\n";
+        out += ": no activation or gradient recorded";
+      } else if (e.flag == Flag::kDeadChannels || e.flag == Flag::kIgnoredChannels) {
+        out += fmt::format(": {} {} {}", e.value, e.measure, format_measure(e.threshold));
+      } else if (e.flag == Flag::kFrozen || e.measure == "submodules flagged") {
+        // No comparison: the detail says what was seen and where.
       } else {
-        out += fmt::format(": {} = {} {} {}\n", e.measure, format_measure(e.value),
+        out += fmt::format(": {} = {} {} {}", e.measure, format_measure(e.value),
                            comparison(e.flag), format_measure(e.threshold));
       }
+      if (e.measure == "submodules flagged") out += fmt::format(" {}", e.detail);
+      else if (!e.detail.empty()) out += fmt::format(" ({})", e.detail);
+      out += "\n";
     }
   }
+  const NonFiniteOrigin& o = report.nonfinite_origin;
+  if (o.found())
+    out += fmt::format("\nnon-finite values first appeared at step {} in {} ({}, {})\n", o.step,
+                       o.node, o.phase, site_name(o.site));
   out += "\n" + render_verdict(report) + "\n";
   return out;
 }
@@ -86,7 +99,7 @@ std::string render_verdict(const Report& report) {
   std::string line = fmt::format("verdict: unhealthy: {} of {} flagged over {}; worst {} [{}]",
                                  flagged.size(), plural(report.nodes.size(), "node"),
                                  plural(static_cast<std::size_t>(report.steps), "step"),
-                                 worst.node, worst.flags.join());
+                                 worst.node, worst.flags_label());
   for (const Evidence& e : worst.evidence) {
     if (flag_severity(e.flag) == worst.severity() && e.first_step >= 0)
       line += fmt::format(" since step {}", e.first_step);

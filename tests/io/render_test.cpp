@@ -30,13 +30,19 @@ Stats summary(double l2, int64_t count, int64_t zeros = 0, int64_t nan = 0) {
   return s;
 }
 
-// A small run with one healthy node, one vanishing, one dead, one NaN and one never seen.
+// A small run with one healthy node, one vanishing, one dead, one NaN, one never seen, one
+// with dead channels and a submodule whose flag rolls up.
 Report sample_report() {
   ReportBuilder b;
   b.declare("head");
   for (int step = 0; step < 3; ++step) {
     b.add({step, "embed", Site::kParamGrad, summary(0.5 + step, 640)});
     b.add({step, "embed", Site::kParam, summary(12.0, 640)});
+    b.add({step, "embed", Site::kUpdate, summary(0.012 * (step + 1), 640)});
+    b.add({step, "mixer", Site::kActivation, summary(2.0, 64, 16)});
+    b.add({step, "mixer/proj", Site::kParamGrad, summary(1e-9, 64)});
+    b.add(ChannelRecord{step, "mixer", {summary(1, 16, 16), summary(1, 16), summary(1, 16), summary(1, 16)},
+                        {}, 2.5 + step});
     b.add({step, "trunk.0", Site::kActivation, summary(3.0, 256, 250)});
     b.add({step, "trunk.0", Site::kParamGrad, summary(2e-3, 4096)});
     b.add({step, "trunk.1", Site::kOutputGrad, summary(1e-9, 256)});
@@ -68,7 +74,7 @@ TEST(Render, CsvGolden) { expect_golden("report.csv", render_csv(sample_report()
 TEST(Render, JsonHasNullForAbsentMeasuresAndParses) {
   const auto doc = nlohmann::json::parse(render_json(sample_report()));
   const auto& nodes = doc["gradscope_report"]["nodes"];
-  ASSERT_EQ(nodes.size(), 5u);
+  ASSERT_EQ(nodes.size(), 7u);
   EXPECT_TRUE(nodes[0]["param_grad_l2"].is_null());  // head: never recorded
   EXPECT_EQ(nodes[0]["flags"][0], "NO_DATA");
   EXPECT_EQ(doc["gradscope_report"]["healthy"], false);
@@ -106,7 +112,7 @@ TEST(Render, MeasuresFormat) {
 
 TEST(Render, VerdictNamesTheWorstNode) {
   EXPECT_EQ(render_verdict(sample_report()),
-            "verdict: unhealthy: 4 of 5 nodes flagged over 3 steps; worst out [NAN] since step 2");
+            "verdict: unhealthy: 6 of 7 nodes flagged over 3 steps; worst out [NAN] since step 2");
 }
 
 }  // namespace

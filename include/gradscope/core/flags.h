@@ -23,13 +23,19 @@ enum class Flag : uint8_t {
   kDead,
   kSaturated,
   kNoData,
+  kFrozen,           ///< has parameters, none of which ever received a gradient
+  kStagnant,         ///< update ratio below update_ratio_lo for stagnant_steps audited steps
+  kDeadChannels,     ///< some channels dead while the node as a whole is not
+  kIgnoredChannels,  ///< live channels whose output gradient is ~0
+  kLeakage,          ///< two branches or channel groups carry the same information
 };
-inline constexpr int kFlagCount = 8;
+inline constexpr int kFlagCount = 13;
 
 /// Upper-case name as printed: "HEALTHY", "VANISHING", "NAN", "NO_DATA", ...
 const char* flag_name(Flag flag);
 
-/// Higher is worse: NAN > INF > EXPLODING > VANISHING > DEAD > SATURATED > NO_DATA > HEALTHY.
+/// Higher is worse: NAN > INF > EXPLODING > VANISHING > DEAD > STAGNANT > DEAD_CHANNELS >
+/// SATURATED > IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY.
 int flag_severity(Flag flag);
 
 /// A small set of flags, iterated in enum order.
@@ -57,6 +63,7 @@ struct Evidence {
   double value = 0;         ///< the value the rule compared
   double threshold = 0;
   std::string measure;      ///< what `value` is, e.g. "mean param_grad L2 over steps"
+  std::string detail;       ///< where, when not the node itself: "in: backbone.0, backbone.3"
 };
 
 }  // namespace gradscope

@@ -19,8 +19,9 @@ enum class Site : uint8_t {
   kParam,          ///< the parameters themselves
   kUpdate,         ///< actual parameter change across the optimizer step
   kEmbeddingRows,  ///< touched rows of an embedding table
+  kFrozenParam,    ///< parameters that do not require gradients
 };
-inline constexpr int kSiteCount = 6;
+inline constexpr int kSiteCount = 7;
 
 /// snake_case name of a site ("param_grad", ...).
 const char* site_name(Site site);

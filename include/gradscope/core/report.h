@@ -31,6 +31,12 @@ struct NodeReport {
   double param_grad_l2 = kNone;     ///< mean over steps of the parameter-gradient L2
   double param_l2 = kNone;          ///< mean over steps of the parameter L2
   double grad_param_ratio = kNone;  ///< param_grad_l2 / param_l2
+  double update_ratio = kNone;      ///< mean over steps of ||delta theta|| / ||theta||
+  double grad_snr = kNone;          ///< gradient signal-to-noise, set by adapters that measure it
+  double effective_rank = kNone;    ///< mean over sampled steps (channel view)
+  int64_t channels = 0;             ///< channels seen by the channel view (0: not enabled)
+  int64_t dead_channels = 0;
+  int64_t ignored_channels = 0;
   int64_t nan = 0;                  ///< NaN elements seen at any site
   int64_t inf = 0;                  ///< +-Inf elements seen at any site
   FlagSet flags;
@@ -38,13 +44,26 @@ struct NodeReport {
 
   /// Severity of the worst flag (see flag_severity).
   int severity() const;
+  /// Flags joined by `sep`, with counts where a flag has one: "DEAD_CHANNELS(3),SATURATED".
+  std::string flags_label(const char* sep = ",") const;
+};
+
+/// Where non-finite values first appeared: the first audited step with any NaN or Inf, and
+/// the first node in execution order (forward) or the node where backward created them.
+struct NonFiniteOrigin {
+  int64_t step = -1;  ///< -1: no NaN or Inf anywhere
+  std::string node;
+  std::string phase;  ///< "forward" or "backward"
+  Site site = Site::kActivation;
+  bool found() const { return step >= 0; }
 };
 
 /// All nodes in first-seen order, plus the thresholds that judged them.
 struct Report {
   Thresholds thresholds;
   int64_t steps = 0;  ///< distinct steps over all nodes
-  std::vector<NodeReport> nodes;
+  std::vector<NodeReport> nodes;  ///< in declaration order, then first-seen order
+  NonFiniteOrigin nonfinite_origin;
 
   /// True when every node is HEALTHY.
   bool healthy() const;

@@ -11,15 +11,27 @@
 //               gradients when the node has no parameters); else EXPLODING when > grad_hi.
 //   DEAD        activation zero fraction of some step > dead_frac.
 //   SATURATED   activation saturated fraction of some step > saturation_frac.
-//   NO_DATA     no element recorded at all.   HEALTHY   none of the above.
+//   FROZEN      parameters recorded but never a parameter gradient (frozen parameters, or
+//               trainable ones no gradient reached although the node ran forward).
+//   STAGNANT    update L2 / parameter L2 < update_ratio_lo at stagnant_steps consecutive
+//               steps with both recorded.
+//   DEAD_CHANNELS(n)     n channels with zero fraction > dead_frac, the node not DEAD.
+//   IGNORED_CHANNELS(n)  n live channels whose output-gradient zero fraction > dead_frac.
+//   LEAKAGE     mean linear CKA with another branch or channel group > leakage_cka.
+//   NO_DATA     no activation and no gradient recorded, and not FROZEN.
+//   HEALTHY     none of the above.
+// Flags of a node "a/b" also roll up to its parent "a" once per flag, with "in: b, ...".
+// The report also names where NaN/Inf first appeared (NonFiniteOrigin).
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "gradscope/core/channels.h"
 #include "gradscope/core/report.h"
 
 namespace gradscope {
@@ -29,17 +41,19 @@ class ReportBuilder {
  public:
   explicit ReportBuilder(Thresholds thresholds = {});
 
-  /// Makes `node` appear in the report even without records (it is then NO_DATA).
+  /// Makes `node` appear in the report even without records, at this position in the order.
   void declare(const std::string& node);
   /// Records of one node must arrive in non-decreasing step order; records with the same
   /// (step, node, site) merge, so a module called twice in one step counts both calls.
   void add(const Record& record);
+  /// Per-channel summaries; every record of a node must have the same channel count.
+  void add(const ChannelRecord& record);
+  void add(const SimilarityRecord& record);
   Report build() const;
 
  private:
   struct SiteAccum {
     bool seen = false;
-    int64_t step = -1;  // step being accumulated
     Stats current;      // merge of this step's records
     Stats total;        // merge of every record
     int64_t steps = 0;  // finished steps with data
@@ -47,15 +61,33 @@ class ReportBuilder {
     double max_frac_zero = 0, max_frac_saturated = 0;
     int64_t first_nan = -1, first_inf = -1, first_below_lo = -1, first_above_hi = -1;
     int64_t first_dead = -1, first_saturated = -1;
-    void finish_step(const Thresholds& t);
+    void finish_step(int64_t step, const Thresholds& t);
   };
   struct NodeAccum {
     std::string node;
     int64_t steps = 0, first_step = -1, last_step = -1;
     std::array<SiteAccum, kSiteCount> sites;
+    // Update ratio per step, and the current run of stagnant steps.
+    double sum_update_ratio = 0;
+    int64_t update_steps = 0, stagnant_run = 0, stagnant_run_start = -1, first_stagnant = -1;
+    int64_t longest_stagnant = 0;
+    double stagnant_max_ratio = 0;  // largest ratio inside the first qualifying run
+    // Channel view.
+    std::vector<Stats> channel_act, channel_grad;
+    double sum_effective_rank = 0;
+    int64_t effective_rank_samples = 0;
+    // Similarity to other branches: sum and count per other, first step above threshold.
+    std::map<std::string, std::array<double, 2>> cka;
+    std::map<std::string, int64_t> first_leak;
+    void finish_step(const Thresholds& t);
   };
 
+  NodeAccum& node(const std::string& name);
   NodeReport judge(NodeAccum node) const;
+  void judge_channels(const NodeAccum& n, NodeReport& r) const;
+  void judge_leakage(const NodeAccum& n, NodeReport& r) const;
+  static NonFiniteOrigin find_origin(const std::vector<NodeAccum>& nodes);
+  static void roll_up(std::vector<NodeReport>& nodes);
 
   Thresholds thresholds_;
   std::vector<NodeAccum> nodes_;

@@ -24,6 +24,15 @@ struct Thresholds {
   // step > dead_frac.
   double dead_eps = 1e-7;
   double dead_frac = 0.95;
+  // Updates: STAGNANT when ||delta theta|| / ||theta|| < update_ratio_lo for stagnant_steps
+  // consecutive audited steps. Healthy training moves weights by ~1e-3 of their norm per
+  // step (Karpathy's rule of thumb); 1e-6 is three orders of magnitude below.
+  double update_ratio_lo = 1e-6;
+  int stagnant_steps = 10;
+  // Channels: a channel is dead when its activation zero fraction > dead_frac, ignored when
+  // it is live but its output-gradient zero fraction > dead_frac. LEAKAGE when the linear
+  // CKA (Kornblith et al. 2019) of two branches' activations > leakage_cka.
+  double leakage_cka = 0.95;
   // Embedding rows (GradTracer): zombie when exposure > zombie_min_exposure, oscillation EMA
   // < zombie_oscillation and velocity > zombie_velocity_ratio x median velocity.
   double zombie_min_exposure = 5;

@@ -1,0 +1,261 @@
+// The rules of rules.h: one node's accumulated records -> flags with evidence; then the
+// report-wide findings (where NaN/Inf started, roll-up of submodule flags).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "gradscope/core/rules.h"
+
+namespace gradscope {
+namespace {
+
+// "3, 7, 9 (of 64)" with at most eight ids.
+std::string channel_list(const std::vector<std::size_t>& ids, std::size_t total) {
+  std::string out = "channels ";
+  for (std::size_t i = 0; i < ids.size() && i < 8; ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > 8) out += ", ...";
+  return out + " (of " + std::to_string(total) + ")";
+}
+
+int64_t first_nonfinite(int64_t nan_step, int64_t inf_step) {
+  if (nan_step < 0) return inf_step;
+  if (inf_step < 0) return nan_step;
+  return std::min(nan_step, inf_step);
+}
+
+}  // namespace
+
+NodeReport ReportBuilder::judge(NodeAccum n) const {
+  const Thresholds& t = thresholds_;
+  auto site = [&](Site which) -> const SiteAccum& { return n.sites[static_cast<std::size_t>(which)]; };
+  auto mean_l2 = [](const SiteAccum& s) {
+    return s.steps ? s.sum_l2 / static_cast<double>(s.steps) : NodeReport::kNone;
+  };
+
+  NodeReport r;
+  r.node = n.node;
+  r.steps = n.steps;
+  r.first_step = n.first_step;
+  r.last_step = n.last_step;
+  const SiteAccum& act = site(Site::kActivation);
+  if (act.total.count > 0) {
+    r.act_mean_abs = act.total.mean_abs();
+    r.act_std = act.total.stddev();
+  }
+  r.out_grad_l2 = mean_l2(site(Site::kOutputGrad));
+  r.param_grad_l2 = mean_l2(site(Site::kParamGrad));
+  // Frozen parameters count towards the node's parameter norm.
+  const SiteAccum& param = site(Site::kParam);
+  const SiteAccum& frozen = site(Site::kFrozenParam);
+  if (param.steps || frozen.steps) {
+    const double steps = static_cast<double>(std::max(param.steps, frozen.steps));
+    r.param_l2 = (param.sum_l2 + frozen.sum_l2) / steps;
+  }
+  r.grad_param_ratio = r.param_grad_l2 / r.param_l2;  // NaN when either is absent
+  if (n.update_steps) r.update_ratio = n.sum_update_ratio / static_cast<double>(n.update_steps);
+
+  auto raise = [&](Evidence e) {
+    r.flags.insert(e.flag);
+    r.evidence.push_back(std::move(e));
+  };
+
+  // NAN / INF: the site where they appeared first.
+  Evidence nan_ev, inf_ev;
+  nan_ev.flag = Flag::kNaN;
+  inf_ev.flag = Flag::kInf;
+  for (int i = 0; i < kSiteCount; ++i) {
+    const SiteAccum& s = n.sites[static_cast<std::size_t>(i)];
+    r.nan += s.total.nan;
+    r.inf += s.total.inf();
+    if (s.first_nan >= 0 && (nan_ev.first_step < 0 || s.first_nan < nan_ev.first_step)) {
+      nan_ev.site = static_cast<Site>(i);
+      nan_ev.first_step = s.first_nan;
+    }
+    if (s.first_inf >= 0 && (inf_ev.first_step < 0 || s.first_inf < inf_ev.first_step)) {
+      inf_ev.site = static_cast<Site>(i);
+      inf_ev.first_step = s.first_inf;
+    }
+  }
+  if (r.nan > 0) {
+    nan_ev.value = static_cast<double>(r.nan);
+    nan_ev.measure = "NaN elements over all sites and steps";
+    raise(nan_ev);
+  }
+  if (r.inf > 0) {
+    inf_ev.value = static_cast<double>(r.inf);
+    inf_ev.measure = "Inf elements over all sites and steps";
+    raise(inf_ev);
+  }
+
+  // VANISHING / EXPLODING on parameter gradients, else output gradients.
+  const Site grad_site = site(Site::kParamGrad).steps ? Site::kParamGrad : Site::kOutputGrad;
+  const SiteAccum& g = site(grad_site);
+  if (g.steps) {
+    const double m = mean_l2(g);
+    const std::string measure = std::string("mean ") + site_name(grad_site) + " L2 over " +
+                                std::to_string(g.steps) + " steps";
+    if (m < t.grad_lo) {
+      raise({Flag::kVanishing, grad_site, g.first_below_lo, m, t.grad_lo, measure, {}});
+    } else if (m > t.grad_hi) {
+      raise({Flag::kExploding, grad_site, g.first_above_hi, m, t.grad_hi, measure, {}});
+    }
+  }
+
+  if (act.steps && act.max_frac_zero > t.dead_frac) {
+    raise({Flag::kDead, Site::kActivation, act.first_dead, act.max_frac_zero, t.dead_frac,
+           "max over steps of the activation fraction with |x| <= dead_eps", {}});
+  }
+  if (act.steps && act.max_frac_saturated > t.saturation_frac) {
+    raise({Flag::kSaturated, Site::kActivation, act.first_saturated, act.max_frac_saturated,
+           t.saturation_frac, "max over steps of the activation fraction with |x| > activation_saturation", {}});
+  }
+  if (n.first_stagnant >= 0) {
+    raise({Flag::kStagnant, Site::kUpdate, n.first_stagnant, n.stagnant_max_ratio, t.update_ratio_lo,
+           "largest ||update|| / ||param|| over " + std::to_string(t.stagnant_steps) +
+               " consecutive steps",
+           "longest run " + std::to_string(n.longest_stagnant) + " steps"});
+  }
+  judge_channels(n, r);
+  judge_leakage(n, r);
+
+  const bool has_params = param.steps > 0 || frozen.steps > 0;
+  const bool saw_grad = site(Site::kParamGrad).seen;
+  const bool saw_activity = act.seen || site(Site::kOutputGrad).seen || saw_grad;
+  if (has_params && !saw_grad && (frozen.steps > 0 || act.seen)) {
+    raise({Flag::kFrozen, frozen.steps ? Site::kFrozenParam : Site::kParam, n.first_step, 0, 0,
+           "parameter gradients recorded",
+           frozen.steps ? "parameters do not require gradients" : "ran forward, no gradient reached it"});
+  } else if (!saw_activity ||
+             (act.total.count == 0 && site(Site::kOutputGrad).total.count == 0 &&
+              site(Site::kParamGrad).total.count == 0)) {
+    raise({Flag::kNoData, Site::kActivation, -1, 0, 0, "activation or gradient elements recorded", {}});
+  }
+  if (r.flags.empty()) r.flags.insert(Flag::kHealthy);
+  return r;
+}
+
+void ReportBuilder::judge_channels(const NodeAccum& n, NodeReport& r) const {
+  const Thresholds& t = thresholds_;
+  if (n.effective_rank_samples)
+    r.effective_rank = n.sum_effective_rank / static_cast<double>(n.effective_rank_samples);
+  if (n.channel_act.empty()) return;
+  r.channels = static_cast<int64_t>(n.channel_act.size());
+  std::vector<std::size_t> dead, ignored;
+  for (std::size_t c = 0; c < n.channel_act.size(); ++c) {
+    if (n.channel_act[c].count == 0) continue;
+    if (n.channel_act[c].frac_zero() > t.dead_frac) {
+      dead.push_back(c);
+    } else if (c < n.channel_grad.size() && n.channel_grad[c].count > 0 &&
+               n.channel_grad[c].frac_zero() > t.dead_frac) {
+      ignored.push_back(c);
+    }
+  }
+  r.dead_channels = static_cast<int64_t>(dead.size());
+  r.ignored_channels = static_cast<int64_t>(ignored.size());
+  if (!dead.empty() && !r.flags.contains(Flag::kDead)) {
+    r.flags.insert(Flag::kDeadChannels);
+    r.evidence.push_back({Flag::kDeadChannels, Site::kActivation, r.first_step,
+                          static_cast<double>(dead.size()), t.dead_frac,
+                          "channel(s) with activation zero fraction (|x| <= dead_eps) above dead_frac",
+                          channel_list(dead, n.channel_act.size())});
+  }
+  if (!ignored.empty()) {
+    r.flags.insert(Flag::kIgnoredChannels);
+    r.evidence.push_back({Flag::kIgnoredChannels, Site::kOutputGrad, r.first_step,
+                          static_cast<double>(ignored.size()), t.dead_frac,
+                          "live channel(s) with output-gradient zero fraction (|g| <= dead_eps) above dead_frac",
+                          channel_list(ignored, n.channel_act.size())});
+  }
+}
+
+void ReportBuilder::judge_leakage(const NodeAccum& n, NodeReport& r) const {
+  const std::string* worst = nullptr;
+  double worst_mean = -1;
+  for (const auto& [other, acc] : n.cka) {
+    const double mean = acc[0] / acc[1];
+    if (mean > thresholds_.leakage_cka && mean > worst_mean) {
+      worst = &other;
+      worst_mean = mean;
+    }
+  }
+  if (!worst) return;
+  const auto first = n.first_leak.find(*worst);
+  r.flags.insert(Flag::kLeakage);
+  r.evidence.push_back({Flag::kLeakage, Site::kActivation, first == n.first_leak.end() ? -1 : first->second,
+                        worst_mean, thresholds_.leakage_cka, "mean linear CKA over sampled steps",
+                        "with " + *worst});
+}
+
+NonFiniteOrigin ReportBuilder::find_origin(const std::vector<NodeAccum>& nodes) {
+  NonFiniteOrigin o;
+  auto first_at = [](const NodeAccum& n, Site s) {
+    const SiteAccum& a = n.sites[static_cast<std::size_t>(s)];
+    return first_nonfinite(a.first_nan, a.first_inf);
+  };
+  for (const NodeAccum& n : nodes)
+    for (int i = 0; i < kSiteCount; ++i) {
+      const int64_t f = first_at(n, static_cast<Site>(i));
+      if (f >= 0 && (o.step < 0 || f < o.step)) o.step = f;
+    }
+  if (o.step < 0) return o;
+  // Forward: the first node in execution order whose activation went non-finite.
+  for (const NodeAccum& n : nodes) {
+    if (first_at(n, Site::kActivation) == o.step) {
+      o.node = n.node;
+      o.phase = "forward";
+      o.site = Site::kActivation;
+      return o;
+    }
+  }
+  // Backward runs in reverse: values created inside a node's backward reach its parameter
+  // gradients and every earlier node, so the origin is the last node in execution order.
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    for (Site s : {Site::kParamGrad, Site::kOutputGrad, Site::kUpdate, Site::kParam, Site::kFrozenParam,
+                   Site::kEmbeddingRows}) {
+      if (first_at(*it, s) == o.step) {
+        o.node = it->node;
+        o.phase = (s == Site::kParamGrad || s == Site::kOutputGrad) ? "backward" : "optimizer";
+        o.site = s;
+        return o;
+      }
+    }
+  }
+  return o;
+}
+
+void ReportBuilder::roll_up(std::vector<NodeReport>& nodes) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < nodes.size(); ++i) index[nodes[i].node] = i;
+  // Deepest first: every child is finished (its own roll-up applied) before its parent.
+  std::vector<std::size_t> order(nodes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto depth = [&](std::size_t i) { return std::count(nodes[i].node.begin(), nodes[i].node.end(), '/'); };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return depth(a) > depth(b); });
+
+  std::map<std::size_t, std::map<Flag, std::vector<std::size_t>>> pending;  // parent -> flag -> children
+  for (std::size_t i : order) {
+    NodeReport& node = nodes[i];
+    for (const auto& [flag, children] : pending[i]) {
+      if (node.flags.contains(flag)) continue;
+      std::string in = "in:";
+      int64_t first = -1;
+      for (std::size_t c : children) {
+        in += (in.size() > 3 ? ", " : " ") + nodes[c].node.substr(node.node.size() + 1);
+        for (const Evidence& e : nodes[c].evidence)
+          if (e.flag == flag && e.first_step >= 0 && (first < 0 || e.first_step < first)) first = e.first_step;
+      }
+      node.flags.erase(Flag::kHealthy);
+      node.flags.insert(flag);
+      node.evidence.push_back({flag, Site::kParamGrad, first, static_cast<double>(children.size()), 0,
+                               "submodules flagged", in});
+    }
+    const auto slash = node.node.rfind('/');
+    if (slash == std::string::npos) continue;
+    const auto parent = index.find(node.node.substr(0, slash));
+    if (parent == index.end()) continue;
+    for (Flag f : node.flags.list())
+      if (f != Flag::kHealthy) pending[parent->second][f].push_back(i);
+  }
+}
+
+}  // namespace gradscope
