@@ -1,0 +1,123 @@
+// Audit: per-module gradient health of a LibTorch model, cheap enough for every step.
+//
+//   gradscope::torch::Audit audit(model);             // RAII: hooks go when audit does
+//   for (...) {
+//     optimizer.zero_grad();
+//     auto y = audit.forward(*model, x);              // Sequential: every child captured
+//     loss_fn(y, target).backward();                  // custom modules: x = audit.tap("enc", x)
+//     audit.step(optimizer);                          // = optimizer.step() + measurements
+//   }
+//   std::cout << gradscope::render_table(audit.report());
+//
+// Nodes: by default each direct child of the model that owns parameters ("encoder"); scoped
+// submodules inside a node get ids like "encoder/backbone.0". What is measured per audited
+// step: activations and output gradients of tapped nodes; parameter gradients after backward
+// has accumulated them, parameter norms, and the real update across the optimizer step.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gradscope/core/architecture.h"
+#include "gradscope/core/channels.h"
+#include "gradscope/core/record.h"
+#include "gradscope/core/report.h"
+#include "gradscope/torch/scope.h"
+
+namespace gradscope::torch {
+
+/// Per-channel view of one node (opt-in): statistics along `dim`, every `every` audited steps.
+struct ChannelView {
+  int64_t dim = 1;
+  int every = 10;
+  /// Channel groups compared with each other for LEAKAGE, as [begin, end) channel ranges.
+  std::vector<std::pair<int64_t, int64_t>> groups;
+};
+
+/// What the audit measures and how it judges.
+struct AuditOptions {
+  Thresholds thresholds;
+  /// Audit every N-th step; other steps cost one integer test per tap.
+  int sample_every = 1;
+  /// Threads for one tensor's statistics pass (large tensors only).
+  int threads = 1;
+  /// Gradient signal-to-noise per node across audited steps (opt-in: keeps one double per
+  /// parameter element, 8 bytes each). SNR = ||mean_t g||^2 / mean_t ||g_t - mean_t g||^2.
+  bool gradient_snr = false;
+  /// Per-node scopes; nodes not named use their type's registered scope, else auto.
+  std::map<std::string, NodeScope> scopes;
+  /// Channel views by node id.
+  std::map<std::string, ChannelView> channels;
+  /// Pairs of branch ids whose activations are compared (linear CKA) for LEAKAGE, at the
+  /// steps where channel views sample (every `leakage_every` audited steps).
+  std::vector<std::pair<std::string, std::string>> leakage_pairs;
+  int leakage_every = 10;
+  /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
+  std::vector<std::string> free_nodes;
+};
+
+class Audit {
+ public:
+  /// Audits `model`: nodes are its direct children that own parameters (or the model itself
+  /// when it has no children).
+  explicit Audit(std::shared_ptr<::torch::nn::Module> model, AuditOptions options = {});
+  template <class Impl>
+  explicit Audit(const ::torch::nn::ModuleHolder<Impl>& model, AuditOptions options = {})
+      : Audit(std::static_pointer_cast<::torch::nn::Module>(model.ptr()), std::move(options)) {}
+  /// Standalone mode: exactly these (id, module) pairs are the nodes.
+  Audit(std::vector<std::pair<std::string, std::shared_ptr<::torch::nn::Module>>> nodes,
+        AuditOptions options = {});
+  /// Removes every hook the audit installed; hooks still attached to live tensors become
+  /// inert. Safe during stack unwinding.
+  ~Audit();
+  Audit(const Audit&) = delete;
+  Audit& operator=(const Audit&) = delete;
+
+  /// Records `x` as the output of node `id` (activation now, output gradient in backward)
+  /// and returns it unchanged. Throws Error for an unknown id, naming the nearest ones.
+  at::Tensor tap(const std::string& id, const at::Tensor& x);
+  /// Same, with the id looked up from the module (for ModuleList loops).
+  at::Tensor tap(const ::torch::nn::Module& module, const at::Tensor& x);
+  /// Runs a Sequential child by child and taps each audited child's output; parameter-free
+  /// children (activations, dropout) belong to the audited child before them.
+  at::Tensor forward(::torch::nn::SequentialImpl& sequential, at::Tensor x);
+  at::Tensor forward(const ::torch::nn::Sequential& sequential, at::Tensor x) {
+    return forward(*sequential.ptr(), std::move(x));
+  }
+
+  /// Ends the step: reads the accumulated parameter gradients, runs `optimizer.step()`,
+  /// measures the real update. Call once per step after backward.
+  void step(::torch::optim::Optimizer& optimizer);
+  /// Same for any update rule: `apply_update` changes the parameters.
+  void step(const std::function<void()>& apply_update);
+
+  /// The step being recorded (number of step() calls so far).
+  int64_t current_step() const;
+  /// Node and submodule ids in execution order (of the first audited step).
+  std::vector<std::string> node_ids() const;
+  /// Every record so far (the run store persists them).
+  std::vector<Record> records() const;
+  std::vector<ChannelRecord> channel_records() const;
+  std::vector<SimilarityRecord> similarity_records() const;
+  /// Flags and evidence over all audited steps, nodes in execution order.
+  Report report() const;
+  /// Nodes with their types and parameter counts, in execution order.
+  Architecture architecture() const;
+  /// Warnings raised so far (e.g. a scope truncated by max_modules).
+  std::vector<std::string> warnings() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace gradscope::torch

@@ -1,0 +1,118 @@
+// Audit::step: parameter gradients (after backward has accumulated them), parameter values,
+// and the real update across the optimizer step; then the step's channel and branch views.
+#include <ATen/Functions.h>
+#include <ATen/core/Tensor.h>
+
+#include "audit_state.h"
+#include "channel_math.h"
+#include "gradscope/torch/tensor.h"
+
+namespace gradscope::torch {
+namespace {
+
+// Per-entry summaries of one step.
+struct StepSums {
+  Stats grad, value, frozen, update;
+  bool any_grad = false, any_value = false, any_frozen = false, any_update = false;
+};
+
+}  // namespace
+
+void Audit::step(::torch::optim::Optimizer& optimizer) {
+  step([&] { optimizer.step(); });
+}
+
+void Audit::step(const std::function<void()>& apply_update) {
+  State& s = *state_;
+  if (!s.audited()) {
+    apply_update();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.step;
+    return;
+  }
+  const int64_t step = s.step;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.first_audited < 0) s.first_audited = step;
+  }
+  std::vector<StepSums> sums(s.entries.size());
+  std::vector<char> snapshotted(s.params.size(), 0);
+  auto into = [&](const State::Param& p, auto&& add) {
+    add(sums[static_cast<std::size_t>(p.node)]);
+    if (p.sub >= 0 && s.entry_audited(s.entries[static_cast<std::size_t>(p.sub)]))
+      add(sums[static_cast<std::size_t>(p.sub)]);
+  };
+  std::vector<char> node_had_grad(s.entries.size(), 0);
+
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    State::Param& p = s.params[i];
+    const at::Tensor value = p.tensor.detach();
+    const Stats v = stats_of(value, p.name, s.stats_options);
+    if (!p.tensor.requires_grad()) {
+      into(p, [&](StepSums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
+      continue;
+    }
+    into(p, [&](StepSums& x) { x.value = merge(x.value, v), x.any_value = true; });
+    at::Tensor grad = p.tensor.grad();
+    if (grad.defined()) {
+      // Sparse gradients (Embedding with sparse=true): the summed values of touched rows.
+      const at::Tensor dense_part = grad.is_sparse() ? grad.coalesce().values() : grad;
+      const Stats g = stats_of(dense_part, p.name + ".grad", s.stats_options);
+      into(p, [&](StepSums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
+      if (s.options.gradient_snr && !grad.is_sparse()) {
+        if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
+        p.snr_sum.add_(grad.to(at::kDouble));
+        s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
+        node_had_grad[static_cast<std::size_t>(p.node)] = 1;
+      }
+    }
+    // Only parameters with a gradient are updated by the optimizer step; snapshot those.
+    if (!grad.defined()) continue;
+    if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
+        p.snapshot.scalar_type() != value.scalar_type()) {
+      p.snapshot = value.clone();
+    } else {
+      p.snapshot.copy_(value);
+    }
+    snapshotted[i] = 1;
+  }
+  for (std::size_t e = 0; e < s.entries.size(); ++e)
+    if (node_had_grad[e]) ++s.entries[e].snr_steps;
+
+  apply_update();
+
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    if (!snapshotted[i]) continue;
+    State::Param& p = s.params[i];
+    at::sub_out(p.snapshot, p.tensor.detach(), p.snapshot);  // in place: after - before
+    const Stats d = stats_of(p.snapshot, p.name + " update", s.stats_options);
+    into(p, [&](StepSums& x) { x.update = merge(x.update, d), x.any_update = true; });
+  }
+
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (std::size_t e = 0; e < s.entries.size(); ++e) {
+    const StepSums& x = sums[e];
+    const std::string& id = s.entries[e].id;
+    if (x.any_grad) s.records.push_back({step, id, Site::kParamGrad, x.grad});
+    if (x.any_value) s.records.push_back({step, id, Site::kParam, x.value});
+    if (x.any_frozen) s.records.push_back({step, id, Site::kFrozenParam, x.frozen});
+    if (x.any_update) s.records.push_back({step, id, Site::kUpdate, x.update});
+  }
+  for (auto& [index, record] : s.pending_channels) s.channel_records.push_back(std::move(record));
+  s.pending_channels.clear();
+  for (const auto& [a, b] : s.options.leakage_pairs) {
+    const auto x = s.leakage_inputs.find(s.by_id.at(a));
+    const auto y = s.leakage_inputs.find(s.by_id.at(b));
+    if (x == s.leakage_inputs.end() || y == s.leakage_inputs.end()) continue;
+    const double cka = internal::linear_cka(x->second, y->second);
+    s.similarity_records.push_back({step, a, b, cka});
+    s.similarity_records.push_back({step, b, a, cka});
+  }
+  s.leakage_inputs.clear();
+  // Execution order is known once the first audited backward has run.
+  for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
+  s.order_hooks.clear();
+  ++s.step;
+}
+
+}  // namespace gradscope::torch
