@@ -7,6 +7,7 @@ packages=(
   libtorch-dev            # the LibTorch adapter and the demo
   nlohmann-json3-dev      # JSON renderer
   libfmt-dev              # terminal table
+  libsqlite3-dev          # the run store
   libcli11-dev            # command line
   libgtest-dev libgmock-dev
   libbenchmark-dev

@@ -6,14 +6,16 @@
 namespace gradscope {
 namespace {
 
-std::string number(double v) {
+std::string number(double v) { return csv_number(v); }
+
+}  // namespace
+
+std::string csv_number(double v) {
   if (!std::isfinite(v)) return "";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
-
-}  // namespace
 
 std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);

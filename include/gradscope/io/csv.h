@@ -14,6 +14,9 @@ namespace gradscope {
 /// joined with ';'.
 std::string render_csv(const Report& report);
 
+/// A number with 17 significant digits (round-trips exactly); empty for NaN and +-Inf.
+std::string csv_number(double value);
+
 /// Quotes a field when it holds a comma, quote, CR or LF (quotes doubled), per RFC 4180.
 std::string csv_field(std::string_view text);
 

@@ -1,0 +1,43 @@
+// RunMetadata: what a run directory says about itself, and where its files are.
+//
+//   gradscope::RunMetadata m = gradscope::RunReader(dir).metadata();
+//   std::cout << m.start_time << " on " << m.host << ": " << m.command_line << "\n";
+//
+// A run is a directory holding `run.db`, an SQLite database in WAL mode (its `-wal` and
+// `-shm` files appear beside it while it is open). The metadata lives in its `meta` table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gradscope/core/thresholds.h"
+
+namespace gradscope {
+
+/// Schema version this build writes and the newest it reads (PRAGMA user_version).
+inline constexpr int64_t kRunSchemaVersion = 1;
+
+/// Metadata of a run, written when it is created and completed when it is closed.
+struct RunMetadata {
+  std::string name;               ///< the run directory's name unless set
+  std::string start_time;         ///< ISO 8601 UTC, e.g. "2026-12-02T10:31:07Z"
+  std::string host;
+  std::string command_line;
+  std::string gradscope_version;
+  Thresholds thresholds;          ///< the thresholds the run was judged with
+  std::string end_time;           ///< empty while running, or when the writer was killed
+  int64_t schema_version = kRunSchemaVersion;
+  int64_t queue_waits = 0;        ///< times the training thread waited on a full queue
+};
+
+/// The database file of a run: `run` itself when it is a file, else `run/run.db`.
+std::string run_database_path(const std::string& run);
+
+/// Current UTC time as ISO 8601 ("2026-12-02T10:31:07Z").
+std::string utc_now_iso8601();
+
+/// The thresholds as a one-line JSON object, and back (missing keys keep their defaults).
+std::string thresholds_to_json(const Thresholds& thresholds);
+Thresholds thresholds_from_json(const std::string& json);
+
+}  // namespace gradscope

@@ -1,0 +1,81 @@
+// RunReader: reads a saved run, also while it is being written or after its writer crashed.
+//
+//   gradscope::RunReader run("runs/exp1");                 // throws Error naming the file
+//   gradscope::ReportBuilder b(run.metadata().thresholds);
+//   run.for_each([&](const gradscope::Record& r) { b.add(r); });
+//   std::cout << gradscope::render_table(b.build());
+//
+// Only committed steps are visible, each complete. A damaged database is an Error naming the
+// file; with ReadOptions::partial the reader instead returns every complete step it can still
+// read and says what it skipped in warnings().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/record.h"
+#include "gradscope/io/run_metadata.h"
+
+namespace gradscope {
+
+namespace internal {
+class Database;
+}
+
+/// How to treat damage.
+struct ReadOptions {
+  bool partial = false;  ///< read the complete steps that remain instead of failing
+};
+
+/// Inclusive step range.
+struct StepRange {
+  int64_t from = std::numeric_limits<int64_t>::min();
+  int64_t to = std::numeric_limits<int64_t>::max();
+};
+
+/// An open run. Each call reads a consistent snapshot of what is committed at that moment.
+class RunReader {
+ public:
+  /// Opens `run` (a run directory, or its run.db). Throws Error naming the file when it is
+  /// missing, not a gradscope run, damaged (unless partial) or from a newer schema.
+  explicit RunReader(const std::string& run, ReadOptions options = {});
+  ~RunReader();
+  RunReader(RunReader&&) noexcept;
+  RunReader& operator=(RunReader&&) noexcept;
+
+  const RunMetadata& metadata() const { return meta_; }
+  const std::string& database_path() const { return path_; }
+
+  /// Committed steps now.
+  int64_t step_count();
+  /// Calls `fn` for every record of the committed steps in `range`, in step order, then
+  /// `progress(steps_done, steps_total)` every few thousand records if given. Returns the
+  /// number of steps visited.
+  int64_t for_each(const std::function<void(const Record&)>& fn, StepRange range = {},
+                   const std::function<void(int64_t, int64_t)>& progress = {});
+  /// Re-reads the metadata (the end time appears when the writer closes).
+  void refresh_metadata();
+
+  /// What partial reading skipped (empty when nothing was).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  void load_nodes();
+  [[noreturn]] void damaged(const std::string& what) const;
+  // Throws (strict) or records a warning `what; action` (partial).
+  void tolerate(const std::string& what, const std::string& action = {});
+
+  std::string path_;
+  ReadOptions options_;
+  std::unique_ptr<internal::Database> db_;
+  RunMetadata meta_;
+  std::vector<Record> nodes_;       // one template record per node id (name set)
+  std::vector<int> site_map_;       // stored site id -> Site, -1 when unknown
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace gradscope

@@ -1,0 +1,31 @@
+// What `gradscope report` shows for a saved run: who made it, the node table, and the
+// gradient-flow health with its recommendations; as text or as one JSON document.
+//
+//   std::cout << gradscope::render_run_header(meta, path)
+//             << gradscope::render_table(report)
+//             << gradscope::render_flow_summary(flow);
+//   std::cout << gradscope::render_run_json(meta, report, flow);
+#pragma once
+
+#include <string>
+
+#include "gradscope/core/report.h"
+#include "gradscope/core/timeline.h"
+#include "gradscope/io/run_metadata.h"
+
+namespace gradscope {
+
+/// "run <path>: <name>, started ..., host ..., gradscope ..." and the command line.
+std::string render_run_header(const RunMetadata& meta, const std::string& path);
+
+/// "gradient flow: <health> (...)" and one indented line per recommendation.
+std::string render_flow_summary(const FlowSummary& flow);
+
+/// {"run": {...metadata}, "gradscope_report": {...as render_json}, "gradient_flow": {...}}.
+std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow);
+
+/// A run is unhealthy when a rule flags a node or the flow health is ProblemsDetected or
+/// worse (a few vanishing frames alone, MinorIssues, do not fail a CI job).
+bool run_unhealthy(const Report& report, const FlowSummary& flow);
+
+}  // namespace gradscope

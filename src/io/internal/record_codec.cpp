@@ -1,0 +1,113 @@
+#include "internal/record_codec.h"
+
+#include <cstring>
+
+namespace gradscope::internal {
+namespace {
+
+inline void put_varint(std::string& out, uint64_t v) {
+  char buf[10];
+  int n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  out.append(buf, static_cast<std::size_t>(n));
+}
+
+inline void put_double(char* at, double v) {
+  // The build targets little-endian hosts (x86-64, aarch64); memcpy keeps the IEEE bits.
+  std::memcpy(at, &v, sizeof v);
+}
+
+}  // namespace
+
+void append_record(std::string& blob, uint32_t node, uint8_t site, const Stats& s) {
+  put_varint(blob, node);
+  blob.push_back(static_cast<char>(site));
+  put_varint(blob, static_cast<uint64_t>(s.count));
+  put_varint(blob, static_cast<uint64_t>(s.count - s.finite));
+  put_varint(blob, static_cast<uint64_t>(s.nan));
+  put_varint(blob, static_cast<uint64_t>(s.pos_inf));
+  put_varint(blob, static_cast<uint64_t>(s.neg_inf));
+  put_varint(blob, static_cast<uint64_t>(s.zero));
+  put_varint(blob, static_cast<uint64_t>(s.saturated));
+  char buf[48];
+  put_double(buf, s.sum);
+  put_double(buf + 8, s.sum_sq);
+  put_double(buf + 16, s.sum_abs);
+  put_double(buf + 24, s.min);
+  put_double(buf + 32, s.max);
+  put_double(buf + 40, s.max_abs);
+  blob.append(buf, sizeof buf);
+}
+
+StepDecoder::StepDecoder(std::string_view blob, uint64_t count)
+    : p_(reinterpret_cast<const unsigned char*>(blob.data())), end_(p_ + blob.size()), count_(count) {
+  if (count_ > blob.size()) ok_ = false;  // every record takes well over one byte
+}
+
+bool StepDecoder::varint(uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p_ == end_) return false;
+    const unsigned char b = *p_++;
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+bool StepDecoder::next(StoredRecord& out) {
+  if (!ok_) return false;
+  if (read_ == count_) {
+    if (p_ != end_) ok_ = false;  // trailing bytes: not what the writer wrote
+    return false;
+  }
+  uint64_t node, count, nonfinite, nan, pinf, ninf, zero, sat;
+  if (!varint(node) || p_ == end_) return ok_ = false;
+  out.site = *p_++;
+  if (!varint(count) || !varint(nonfinite) || !varint(nan) || !varint(pinf) || !varint(ninf) ||
+      !varint(zero) || !varint(sat) || end_ - p_ < 48 || node > UINT32_MAX || nonfinite > count)
+    return ok_ = false;
+  out.node = static_cast<uint32_t>(node);
+  Stats& s = out.stats;
+  s.count = static_cast<int64_t>(count);
+  s.finite = static_cast<int64_t>(count - nonfinite);
+  s.nan = static_cast<int64_t>(nan);
+  s.pos_inf = static_cast<int64_t>(pinf);
+  s.neg_inf = static_cast<int64_t>(ninf);
+  s.zero = static_cast<int64_t>(zero);
+  s.saturated = static_cast<int64_t>(sat);
+  double d[6];
+  std::memcpy(d, p_, sizeof d);
+  p_ += sizeof d;
+  s.sum = d[0];
+  s.sum_sq = d[1];
+  s.sum_abs = d[2];
+  s.min = d[3];
+  s.max = d[4];
+  s.max_abs = d[5];
+  ++read_;
+  return true;
+}
+
+int64_t checksum64(std::string_view blob) {
+  // Multiply-xorshift over 8-byte words: fast (several GB/s) and enough to notice damage.
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ blob.size();
+  std::size_t i = 0;
+  for (; i + 8 <= blob.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, blob.data() + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  uint64_t tail = 0;
+  if (i < blob.size()) std::memcpy(&tail, blob.data() + i, blob.size() - i);
+  h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 32;
+  return static_cast<int64_t>(h);
+}
+
+}  // namespace gradscope::internal

@@ -1,0 +1,66 @@
+// Thin RAII wrappers over the SQLite C API; every error names the database file.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gradscope::internal {
+
+/// One prepared statement. Reset before each reuse with reset().
+class Statement {
+ public:
+  Statement() = default;
+  Statement(sqlite3* db, const std::string& path, const char* sql);
+  Statement(Statement&& o) noexcept;
+  Statement& operator=(Statement&& o) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement();
+
+  void bind(int index, int64_t value);
+  void bind(int index, std::string_view text);
+  void bind_blob(int index, const void* data, std::size_t size);
+  /// True when a row is available, false when done; throws Error otherwise.
+  bool step();
+  void reset();
+
+  int64_t column_int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::string column_text(int col) const;
+  std::string_view column_blob(int col) const;
+
+ private:
+  [[noreturn]] void fail(int rc) const;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string path_;
+};
+
+/// An open database connection.
+class Database {
+ public:
+  /// Opens `path`; `create` allows creating it. Throws Error naming the file.
+  Database(const std::string& path, bool create);
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+
+  /// Runs statements that return no rows we need.
+  void exec(const char* sql);
+  Statement prepare(const char* sql) { return Statement(db_, path_, sql); }
+  /// Result of a one-value query such as "PRAGMA user_version".
+  int64_t query_int(const char* sql);
+  const std::string& path() const { return path_; }
+  sqlite3* handle() const { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+/// The Error message for an SQLite failure: "run database '<path>': <what> (<sqlite text>)".
+std::string sqlite_message(const std::string& path, sqlite3* db, int rc);
+
+}  // namespace gradscope::internal

@@ -1,0 +1,69 @@
+#include "gradscope/io/run_metadata.h"
+
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope {
+namespace {
+
+// Every threshold by name; a pointer-to-member table keeps both directions in one place.
+struct DoubleField {
+  const char* name;
+  double Thresholds::*member;
+};
+constexpr DoubleField kDoubleFields[] = {
+    {"grad_lo", &Thresholds::grad_lo},
+    {"grad_hi", &Thresholds::grad_hi},
+    {"activation_saturation", &Thresholds::activation_saturation},
+    {"saturation_frac", &Thresholds::saturation_frac},
+    {"dead_eps", &Thresholds::dead_eps},
+    {"dead_frac", &Thresholds::dead_frac},
+    {"zombie_min_exposure", &Thresholds::zombie_min_exposure},
+    {"zombie_oscillation", &Thresholds::zombie_oscillation},
+    {"zombie_velocity_ratio", &Thresholds::zombie_velocity_ratio},
+    {"velocity_ema", &Thresholds::velocity_ema},
+    {"oscillation_ema", &Thresholds::oscillation_ema},
+    {"flow_critical_ratio", &Thresholds::flow_critical_ratio},
+    {"flow_problems_ratio", &Thresholds::flow_problems_ratio},
+    {"flow_minor_ratio", &Thresholds::flow_minor_ratio},
+};
+
+}  // namespace
+
+std::string run_database_path(const std::string& run) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(run, ec)) return run;
+  return (fs::path(run) / "run.db").string();
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string thresholds_to_json(const Thresholds& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const DoubleField& f : kDoubleFields) j[f.name] = t.*(f.member);
+  return j.dump();
+}
+
+Thresholds thresholds_from_json(const std::string& json) {
+  Thresholds t;
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) throw Error("run metadata: thresholds are not a json object");
+  for (const DoubleField& f : kDoubleFields) {
+    auto it = j.find(f.name);
+    if (it != j.end() && it->is_number()) t.*(f.member) = it->get<double>();
+  }
+  return t;
+}
+
+}  // namespace gradscope

@@ -1,0 +1,89 @@
+// kill -9 of a process writing a run: every step it saw committed is there, and nothing is
+// half-written.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+
+#include "gradscope/io/run_reader.h"
+#include "gradscope/io/run_writer.h"
+#include "store_test_util.h"
+
+namespace gradscope {
+namespace {
+
+using test::node_name;
+using test::same_stats;
+using test::stats_for;
+
+constexpr int kNodes = 12;
+
+// The child: writes steps forever, reporting on `ack` each step it has seen committed.
+[[noreturn]] void child_writes(const std::string& dir, int ack) {
+  try {
+    RunWriterOptions opt;
+    opt.queue_capacity = 256;
+    RunWriter w(dir, opt);
+    for (int64_t step = 0; step < 1000000; ++step) {
+      for (int n = 0; n < kNodes; ++n) w.add(Record{step, node_name(n), Site::kParamGrad, stats_for(step, n)});
+      if (step % 5 == 4) {  // the steps in between may or may not be on disk at the kill
+        w.commit();
+        if (write(ack, &step, sizeof step) != sizeof step) _exit(2);
+      }
+    }
+  } catch (...) {
+    _exit(3);
+  }
+  _exit(0);
+}
+
+TEST(RunStoreCrash, KillDashNineKeepsEveryCommittedStepAndNoPartialOne) {
+  const auto dir = test::fresh_dir("crash");
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    const std::string run = (dir / ("run" + std::to_string(round))).string();
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      child_writes(run, fds[1]);
+    }
+    close(fds[1]);
+    // Kill at a different moment each round, while the child keeps writing.
+    const int64_t kill_after = 40 + 37 * round;
+    int64_t committed = -1, step = 0;
+    while (committed < kill_after && read(fds[0], &step, sizeof step) == sizeof step) committed = step;
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with " << WEXITSTATUS(status);
+    while (read(fds[0], &step, sizeof step) == sizeof step) committed = step;  // acks in flight
+    close(fds[0]);
+    ASSERT_GE(committed, kill_after);
+
+    RunReader r(run);
+    EXPECT_EQ(r.metadata().end_time, "");  // never closed
+    std::map<int64_t, std::vector<Record>> steps;
+    r.for_each([&](const Record& rec) { steps[rec.step].push_back(rec); });
+    EXPECT_TRUE(r.warnings().empty());
+    ASSERT_GE(steps.size(), static_cast<std::size_t>(committed + 1));
+    int64_t expect = 0;
+    for (const auto& [s, records] : steps) {
+      ASSERT_EQ(s, expect++) << "steps are committed in order";
+      ASSERT_EQ(records.size(), static_cast<std::size_t>(kNodes)) << "step " << s << " is half-written";
+      for (int n = 0; n < kNodes; ++n) {
+        ASSERT_EQ(records[n].node, node_name(n));
+        ASSERT_TRUE(same_stats(records[n].stats, stats_for(s, n))) << "step " << s << " node " << n;
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gradscope
