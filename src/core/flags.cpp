@@ -11,6 +11,7 @@ const char* site_name(Site site) {
     case Site::kUpdate: return "update";
     case Site::kEmbeddingRows: return "embedding_rows";
     case Site::kFrozenParam: return "frozen_param";
+    case Site::kPreActivation: return "pre_activation";
   }
   return "invalid";
 }

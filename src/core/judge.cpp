@@ -105,9 +105,16 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     raise({Flag::kDead, Site::kActivation, act.first_dead, act.max_frac_zero, t.dead_frac,
            "max over steps of the activation fraction with |x| <= dead_eps", {}});
   }
-  if (act.steps && act.max_frac_saturated > t.saturation_frac) {
-    raise({Flag::kSaturated, Site::kActivation, act.first_saturated, act.max_frac_saturated,
-           t.saturation_frac, "max over steps of the activation fraction with |x| > activation_saturation", {}});
+  // SATURATED on the output, or on the pre-activation feeding a squashing function.
+  const SiteAccum& pre = site(Site::kPreActivation);
+  const SiteAccum& sat = pre.max_frac_saturated > act.max_frac_saturated ? pre : act;
+  if (sat.steps && sat.max_frac_saturated > t.saturation_frac) {
+    const bool is_pre = &sat == &pre;
+    raise({Flag::kSaturated, is_pre ? Site::kPreActivation : Site::kActivation, sat.first_saturated,
+           sat.max_frac_saturated, t.saturation_frac,
+           std::string("max over steps of the ") + (is_pre ? "pre-activation" : "activation") +
+               " fraction with |x| > activation_saturation",
+           {}});
   }
   if (n.first_stagnant >= 0) {
     raise({Flag::kStagnant, Site::kUpdate, n.first_stagnant, n.stagnant_max_ratio, t.update_ratio_lo,
@@ -198,13 +205,15 @@ NonFiniteOrigin ReportBuilder::find_origin(const std::vector<NodeAccum>& nodes) 
       if (f >= 0 && (o.step < 0 || f < o.step)) o.step = f;
     }
   if (o.step < 0) return o;
-  // Forward: the first node in execution order whose activation went non-finite.
+  // Forward: the first node in execution order whose output went non-finite.
   for (const NodeAccum& n : nodes) {
-    if (first_at(n, Site::kActivation) == o.step) {
-      o.node = n.node;
-      o.phase = "forward";
-      o.site = Site::kActivation;
-      return o;
+    for (Site s : {Site::kPreActivation, Site::kActivation}) {
+      if (first_at(n, s) == o.step) {
+        o.node = n.node;
+        o.phase = "forward";
+        o.site = s;
+        return o;
+      }
     }
   }
   // Backward runs in reverse: values created inside a node's backward reach its parameter

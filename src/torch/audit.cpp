@@ -254,17 +254,28 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
 }
 
 at::Tensor Audit::forward(::torch::nn::SequentialImpl& sequential, at::Tensor x) {
+  State& s = *state_;
   const auto children = sequential.children();
   std::size_t i = 0;
   int current = -1;  // the audited child whose group is running
   for (auto it = sequential.begin(); it != sequential.end(); ++it, ++i) {
     x = it->forward(x);
-    const auto found = state_->by_module.find(children[i].get());
-    if (found != state_->by_module.end()) current = found->second;
+    const bool last = i + 1 == children.size();
+    const bool next_audited = !last && s.by_module.count(children[i + 1].get());
+    const auto found = s.by_module.find(children[i].get());
+    if (found != s.by_module.end()) {
+      current = found->second;
+      // The group goes on (e.g. into tanh): keep the module's own output for SATURATED.
+      const State::Entry& e = s.entries[static_cast<std::size_t>(current)];
+      if (!last && !next_audited && s.entry_audited(e)) {
+        const Stats pre = stats_of(x.detach(), e.id, s.stats_options);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.records.push_back({s.step, e.id, Site::kPreActivation, pre});
+      }
+    }
     // Tap at the end of a group: before the next audited child, or at the end.
-    const bool next_audited = i + 1 < children.size() && state_->by_module.count(children[i + 1].get());
-    if (current >= 0 && (next_audited || i + 1 == children.size())) {
-      x = tap(state_->entries[static_cast<std::size_t>(current)].id, x);
+    if (current >= 0 && (next_audited || last)) {
+      x = tap(s.entries[static_cast<std::size_t>(current)].id, x);
       current = -1;
     }
   }

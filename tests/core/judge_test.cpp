@@ -72,6 +72,18 @@ TEST(Judge, StagnantNeedsConsecutiveStepsBelowTheRatio) {
   EXPECT_NEAR(n.update_ratio, (1e-2 + 1e-4 + 2e-4 + 5e-5 + 1e-4) / 5, 1e-15);
 }
 
+TEST(Judge, SaturatedOnThePreActivation) {
+  Stats pre = summary(1, 100);
+  pre.saturated = 80;  // |z| > 50 before tanh; the tanh output itself never exceeds 1
+  ReportBuilder b;
+  b.add({0, "fc", Site::kActivation, summary(1, 100)});
+  b.add({0, "fc", Site::kPreActivation, pre});
+  const NodeReport n = b.build().nodes.at(0);
+  ASSERT_EQ(n.flags.join(), "SATURATED");
+  EXPECT_EQ(n.evidence[0].site, Site::kPreActivation);
+  EXPECT_DOUBLE_EQ(n.evidence[0].value, 0.8);
+}
+
 TEST(Judge, DeadChannelsOnlyWhenTheNodeIsNotDead) {
   ChannelRecord c{0, "conv", {}, {}, 5.5};
   for (int i = 0; i < 6; ++i) c.activation.push_back(summary(1, 100, i < 2 ? 96 : 10));

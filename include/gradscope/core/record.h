@@ -20,8 +20,9 @@ enum class Site : uint8_t {
   kUpdate,         ///< actual parameter change across the optimizer step
   kEmbeddingRows,  ///< touched rows of an embedding table
   kFrozenParam,    ///< parameters that do not require gradients
+  kPreActivation,  ///< output of a node's own module before the parameter-free ones after it
 };
-inline constexpr int kSiteCount = 7;
+inline constexpr int kSiteCount = 8;
 
 /// snake_case name of a site ("param_grad", ...).
 const char* site_name(Site site);

@@ -10,7 +10,8 @@
 //   VANISHING   mean over steps of the gradient L2 < grad_lo (parameter gradients; output
 //               gradients when the node has no parameters); else EXPLODING when > grad_hi.
 //   DEAD        activation zero fraction of some step > dead_frac.
-//   SATURATED   activation saturated fraction of some step > saturation_frac.
+//   SATURATED   saturated fraction of the activation, or of the pre-activation (a node's own
+//               output before e.g. tanh), at some step > saturation_frac.
 //   FROZEN      parameters recorded but never a parameter gradient (frozen parameters, or
 //               trainable ones no gradient reached although the node ran forward).
 //   STAGNANT    update L2 / parameter L2 < update_ratio_lo at stagnant_steps consecutive
