@@ -18,5 +18,11 @@ class UsageError : public Error {
 
 /// Registers `gradscope demo`; its run sets `exit_code`.
 void add_demo_command(CLI::App& app, int& exit_code);
+/// Subcommands over saved runs (src/cli/<name>_command.cpp).
+void add_report_command(CLI::App& app, int& exit_code);
+void add_animate_command(CLI::App& app, int& exit_code);
+void add_export_command(CLI::App& app, int& exit_code);
+void add_diff_command(CLI::App& app, int& exit_code);
+void add_ls_command(CLI::App& app, int& exit_code);
 
 }  // namespace gradscope::cli

@@ -8,8 +8,10 @@
 
 #include "commands.h"
 #include "demo_training.h"
+#include "run_loading.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/json.h"
+#include "gradscope/io/run_writer.h"
 #include "gradscope/io/table.h"
 
 namespace gradscope::cli {
@@ -49,12 +51,17 @@ int run_demo(const DemoOptions& opt) {
   std::vector<DemoModel> models = {healthy_mlp(), vanishing_sigmoid_trunk()};
   std::vector<std::string> summary;
   for (DemoModel& model : models) {
-    const TrainResult r = train(model, data, opt.steps, opt.seed,
-                                [&](int done) { show_progress(model.name, done, opt.steps); });
     const std::filesystem::path dir = std::filesystem::path(opt.out_dir) / ("demo-" + model.name);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw Error("cannot create '" + dir.string() + "': " + ec.message());
+    // Every record goes to the run store as it is measured (a background thread writes it).
+    RunWriterOptions store;
+    store.name = "demo-" + model.name;
+    store.command_line = command_line();
+    store.overwrite = true;  // the demo's runs are rewritten on every call
+    RunWriter run(dir.string(), store);
+    const TrainResult r = train(model, data, opt.steps, opt.seed,
+                                [&](int done) { show_progress(model.name, done, opt.steps); },
+                                [&](const Record& record) { run.add(record); });
+    run.close();
     const std::string table = render_table(r.report);
     write_file(dir / "report.txt", table);
     write_file(dir / "report.json", render_json(r.report));
@@ -70,6 +77,9 @@ int run_demo(const DemoOptions& opt) {
   std::cout << "\nsummary\n";
   for (const std::string& s : summary) std::cout << s << "\n";
   std::cout << "reports: " << opt.out_dir << "/demo-*/report.{txt,json,csv}\n";
+  const std::string sick = (std::filesystem::path(opt.out_dir) / ("demo-" + models.back().name)).string();
+  std::cout << "runs: " << opt.out_dir << "/demo-*/run.db; try `gradscope report " << sick
+            << "` and `gradscope animate " << sick << " --metric norm --log`\n";
   return kExitOk;
 }
 
@@ -81,7 +91,7 @@ void add_demo_command(CLI::App& app, int& exit_code) {
       "demo", "Train a healthy and a sick model on real data and report where the sick one fails");
   cmd->add_option("--data-dir", opt->data_dir, "folder with digits.csv (scripts/fetch-data.sh)")
       ->capture_default_str();
-  cmd->add_option("--out", opt->out_dir, "folder for the reports")->capture_default_str();
+  cmd->add_option("--out", opt->out_dir, "folder for the runs and reports")->capture_default_str();
   cmd->add_option("--steps", opt->steps, "training steps per model")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "gradscope/version.h"
+#include "run_loading.h"
 
 namespace {
 
@@ -24,6 +25,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = kExitOk;
   add_demo_command(app, exit_code);
+  add_report_command(app, exit_code);
+  add_animate_command(app, exit_code);
+  add_export_command(app, exit_code);
+  add_diff_command(app, exit_code);
+  add_ls_command(app, exit_code);
+  set_command_line(argc, argv);
 
   try {
     app.parse(argc, argv);

@@ -108,7 +108,7 @@ std::string render_heatmap(const Timeline& timeline, const HeatmapOptions& o) {
   }
   const int width = std::max(o.width, 30);
   name_w = std::min<std::size_t>(name_w, static_cast<std::size_t>(std::max(8, width / 3)));
-  const int room = width - static_cast<int>(name_w) - 2 - static_cast<int>(suffix_w);
+  const int room = width - static_cast<int>(name_w) - 3 - static_cast<int>(suffix_w);  // " |" and "|"
   const std::size_t cols = std::min<std::size_t>(frames.size(), static_cast<std::size_t>(std::max(10, room)));
 
   // Resample: frame f goes to column f * cols / frames.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gradscope/core/rules.h"
+#include "golden_util.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/json.h"
 #include "gradscope/io/table.h"
@@ -53,19 +54,7 @@ Report sample_report() {
   return b.build();
 }
 
-std::string golden_path(const std::string& name) { return std::string(GRADSCOPE_GOLDEN_DIR) + "/" + name; }
-
-void expect_golden(const std::string& name, const std::string& actual) {
-  if (std::getenv("GRADSCOPE_UPDATE_GOLDEN")) {
-    std::ofstream(golden_path(name), std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(golden_path(name), std::ios::binary);
-  ASSERT_TRUE(in) << "missing golden file " << golden_path(name);
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(actual, expected.str()) << "golden file " << name << " differs";
-}
+using test::expect_golden;
 
 TEST(Render, TableGolden) { expect_golden("report_table.txt", render_table(sample_report())); }
 TEST(Render, JsonGolden) { expect_golden("report.json", render_json(sample_report())); }

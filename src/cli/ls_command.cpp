@@ -1,0 +1,65 @@
+// gradscope ls DIR: the runs in a folder with their size, start time and health.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "gradscope/io/run_report.h"
+#include "run_loading.h"
+
+namespace gradscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct LsOptions {
+  std::string dir;
+};
+
+int run_ls(const LsOptions& opt) {
+  std::error_code ec;
+  if (!fs::is_directory(opt.dir, ec)) throw Error("cannot list '" + opt.dir + "': not a directory");
+  std::vector<fs::path> runs;
+  for (const auto& entry : fs::directory_iterator(opt.dir, ec))
+    if (entry.is_directory() && fs::exists(entry.path() / "run.db")) runs.push_back(entry.path());
+  if (ec) throw Error("cannot list '" + opt.dir + "': " + ec.message());
+  std::sort(runs.begin(), runs.end());
+  if (runs.empty()) {
+    std::cout << "no runs in " << opt.dir << "\n";
+    return kExitOk;
+  }
+  std::size_t w = 3;
+  for (const auto& r : runs) w = std::max(w, r.filename().string().size());
+  std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", "run", w, "steps", "nodes", "started", "health");
+  for (const auto& r : runs) {
+    const std::string name = r.filename().string();
+    try {
+      const LoadedRun run = load_run(r.string(), false);
+      std::string health = run_unhealthy(run.report, run.flow) ? "unhealthy" : "healthy";
+      const auto flagged = run.report.flagged_worst_first();
+      if (!flagged.empty()) health += fmt::format(": {} flagged, worst {} [{}]", flagged.size(), flagged.front()->node,
+                                                  flagged.front()->flags.join());
+      health += fmt::format("; gradient flow {}", flow_health_name(run.flow.health));
+      if (run.meta.end_time.empty()) health += " (not closed)";
+      std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", name, w, run.steps, run.report.nodes.size(),
+                               run.meta.start_time, health);
+    } catch (const Error& e) {
+      // One bad run must not hide the others.
+      std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  error: {}\n", name, w, "-", "-", "-", e.what());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_ls_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<LsOptions>();
+  CLI::App* cmd = app.add_subcommand("ls", "List the runs in a folder with their health");
+  cmd->add_option("DIR", opt->dir, "folder holding run directories")->required();
+  cmd->callback([opt, &exit_code] { exit_code = run_ls(*opt); });
+}
+
+}  // namespace gradscope::cli

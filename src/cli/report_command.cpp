@@ -1,0 +1,44 @@
+// gradscope report RUN: the node table with flags, the gradient-flow health and what to do.
+// Exit 1 when the run is unhealthy, so a CI job can gate on it.
+#include <iostream>
+
+#include "commands.h"
+#include "gradscope/io/csv.h"
+#include "gradscope/io/run_report.h"
+#include "gradscope/io/table.h"
+#include "run_loading.h"
+
+namespace gradscope::cli {
+namespace {
+
+struct ReportOptions {
+  std::string run;
+  bool json = false, csv = false, partial = false;
+};
+
+int run_report(const ReportOptions& opt) {
+  const LoadedRun run = load_run(opt.run, opt.partial);
+  if (opt.json) {
+    std::cout << render_run_json(run.meta, run.report, run.flow);
+  } else if (opt.csv) {
+    std::cout << render_csv(run.report);
+  } else {
+    std::cout << render_run_header(run.meta, run.path) << render_table(run.report) << render_flow_summary(run.flow);
+  }
+  return run_unhealthy(run.report, run.flow) ? kExitUnhealthy : kExitOk;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<ReportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Show a saved run's nodes, flags and gradient-flow health (exit 1 when unhealthy)");
+  cmd->add_option("RUN", opt->run, "run directory (or its run.db)")->required();
+  auto* json = cmd->add_flag("--json", opt->json, "one JSON document (run, report, gradient flow)");
+  cmd->add_flag("--csv", opt->csv, "one CSV row per node")->excludes(json);
+  add_partial_flag(cmd, opt->partial);
+  cmd->callback([opt, &exit_code] { exit_code = run_report(*opt); });
+}
+
+}  // namespace gradscope::cli

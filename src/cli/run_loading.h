@@ -1,0 +1,39 @@
+// Loading a saved run for the subcommands: the report, the timeline and the flow summary, in
+// one pass over the records, with a progress bar on a terminal.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "gradscope/core/report.h"
+#include "gradscope/core/timeline.h"
+#include "gradscope/io/run_reader.h"
+
+namespace gradscope::cli {
+
+struct LoadedRun {
+  std::string path;
+  RunMetadata meta;
+  Report report;
+  Timeline timeline;
+  FlowSummary flow;
+  int64_t steps = 0;  ///< steps read
+};
+
+/// Reads `path` (in `range`). Throws Error "run '<path>': no steps recorded" for an empty run;
+/// warnings of a partial read go to stderr.
+LoadedRun load_run(const std::string& path, bool partial, StepRange range = {});
+
+/// Prints a partial reader's warnings to stderr as "gradscope: warning: ...".
+void print_warnings(const RunReader& reader);
+
+/// Adds --partial (read the complete steps of a damaged run instead of failing).
+void add_partial_flag(CLI::App* command, bool& partial);
+
+/// The command line gradscope was started with, for run metadata.
+const std::string& command_line();
+void set_command_line(int argc, char** argv);
+
+}  // namespace gradscope::cli
