@@ -159,18 +159,19 @@ void ReportBuilder::judge_channels(const NodeAccum& n, NodeReport& r) const {
   }
   r.dead_channels = static_cast<int64_t>(dead.size());
   r.ignored_channels = static_cast<int64_t>(ignored.size());
-  if (!dead.empty() && !r.flags.contains(Flag::kDead)) {
+  const double enough = t.channel_frac * static_cast<double>(n.channel_act.size());
+  if (static_cast<double>(dead.size()) > enough && !r.flags.contains(Flag::kDead)) {
     r.flags.insert(Flag::kDeadChannels);
     r.evidence.push_back({Flag::kDeadChannels, Site::kActivation, r.first_step,
                           static_cast<double>(dead.size()), t.dead_frac,
-                          "channel(s) with activation zero fraction (|x| <= dead_eps) above dead_frac",
+                          "channels (more than channel_frac of them) with activation zero fraction above dead_frac",
                           channel_list(dead, n.channel_act.size())});
   }
-  if (!ignored.empty()) {
+  if (static_cast<double>(ignored.size()) > enough) {
     r.flags.insert(Flag::kIgnoredChannels);
     r.evidence.push_back({Flag::kIgnoredChannels, Site::kOutputGrad, r.first_step,
                           static_cast<double>(ignored.size()), t.dead_frac,
-                          "live channel(s) with output-gradient zero fraction (|g| <= dead_eps) above dead_frac",
+                          "live channels (more than channel_frac of them) with output-gradient zero fraction above dead_frac",
                           channel_list(ignored, n.channel_act.size())});
   }
 }

@@ -38,9 +38,12 @@ std::vector<const NodeReport*> Report::flagged_worst_first() const {
       if (flag_severity(e.flag) == n->severity()) first = e.first_step;
     return first < 0 ? INT64_MAX : first;
   };
+  // Among equals, the node where NaN/Inf started comes first: it is where to look.
+  auto is_origin = [&](const NodeReport* n) { return nonfinite_origin.found() && n->node == nonfinite_origin.node; };
   std::stable_sort(out.begin(), out.end(), [&](const NodeReport* a, const NodeReport* b) {
     if (a->severity() != b->severity()) return a->severity() > b->severity();
-    return first_seen(a) < first_seen(b);
+    if (first_seen(a) != first_seen(b)) return first_seen(a) < first_seen(b);
+    return is_origin(a) && !is_origin(b);
   });
   return out;
 }

@@ -17,6 +17,7 @@ nlohmann::json thresholds_json(const Thresholds& t) {
           {"dead_frac", t.dead_frac},
           {"update_ratio_lo", t.update_ratio_lo},
           {"stagnant_steps", t.stagnant_steps},
+          {"channel_frac", t.channel_frac},
           {"leakage_cka", t.leakage_cka}};
 }
 

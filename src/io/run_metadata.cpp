@@ -21,6 +21,9 @@ constexpr DoubleField kDoubleFields[] = {
     {"saturation_frac", &Thresholds::saturation_frac},
     {"dead_eps", &Thresholds::dead_eps},
     {"dead_frac", &Thresholds::dead_frac},
+    {"update_ratio_lo", &Thresholds::update_ratio_lo},
+    {"leakage_cka", &Thresholds::leakage_cka},
+    {"channel_frac", &Thresholds::channel_frac},
     {"zombie_min_exposure", &Thresholds::zombie_min_exposure},
     {"zombie_oscillation", &Thresholds::zombie_oscillation},
     {"zombie_velocity_ratio", &Thresholds::zombie_velocity_ratio},
@@ -52,6 +55,7 @@ std::string utc_now_iso8601() {
 std::string thresholds_to_json(const Thresholds& t) {
   nlohmann::json j = nlohmann::json::object();
   for (const DoubleField& f : kDoubleFields) j[f.name] = t.*(f.member);
+  j["stagnant_steps"] = t.stagnant_steps;
   return j.dump();
 }
 
@@ -63,6 +67,8 @@ Thresholds thresholds_from_json(const std::string& json) {
     auto it = j.find(f.name);
     if (it != j.end() && it->is_number()) t.*(f.member) = it->get<double>();
   }
+  if (auto it = j.find("stagnant_steps"); it != j.end() && it->is_number_integer())
+    t.stagnant_steps = it->get<int>();
   return t;
 }
 

@@ -81,6 +81,9 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
     if (s.by_id.count(id)) throw Error("audit: free node '" + id + "' is also a module node");
     s.add_entry(id, nullptr, -1);
   }
+  if (o.channels_all_nodes)
+    for (const auto& e : s.entries)
+      if (e.parent < 0 && e.module && !o.channels.count(e.id)) s.options.channels[e.id] = *o.channels_all_nodes;
   for (const auto& [id, view] : o.channels) {
     if (!s.by_id.count(id)) throw Error("audit: channel view for " + s.unknown_id_message(id));
     if (view.every < 1) throw Error("audit: channel view of '" + id + "': every must be >= 1");

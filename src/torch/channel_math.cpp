@@ -34,6 +34,7 @@ double effective_rank(const at::Tensor& x, int64_t dim) {
   if (dim < 0) dim += x.dim();
   const int64_t channels = x.size(dim);
   const at::Tensor m = x.detach().movedim(dim, -1).reshape({-1, channels}).to(at::kDouble);
+  if (!m.isfinite().all().item<bool>()) return std::nan("");  // NaN/Inf are flagged elsewhere
   const at::Tensor s = at::linalg_svdvals(m);
   const double total = s.sum().item<double>();
   if (!(total > 0)) return std::nan("");
@@ -51,6 +52,7 @@ double linear_cka(const at::Tensor& x, const at::Tensor& y) {
     return m - m.mean(0, /*keepdim=*/true);
   };
   const at::Tensor a = centred(x), b = centred(y);
+  if (!a.isfinite().all().item<bool>() || !b.isfinite().all().item<bool>()) return std::nan("");
   // Gram form when there are fewer samples than features; the same value either way.
   double cross, self_a, self_b;
   if (a.size(0) <= std::min(a.size(1), b.size(1))) {

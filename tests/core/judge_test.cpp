@@ -104,6 +104,18 @@ TEST(Judge, DeadChannelsOnlyWhenTheNodeIsNotDead) {
   EXPECT_EQ(dead.build().nodes.at(0).flags.join(), "DEAD");
 }
 
+TEST(Judge, ChannelFlagsNeedMoreThanChannelFrac) {
+  // 1 dead channel of 5 is exactly channel_frac (0.2): not flagged; 2 of 5 is.
+  for (int dead : {1, 2}) {
+    ChannelRecord c{0, "fc", {}, {}, NAN};
+    for (int i = 0; i < 5; ++i) c.activation.push_back(summary(1, 100, i < dead ? 100 : 0));
+    ReportBuilder b;
+    b.add({0, "fc", Site::kActivation, summary(1, 500, 100 * dead)});
+    b.add(c);
+    EXPECT_EQ(b.build().nodes.at(0).flags_label(), dead == 1 ? "HEALTHY" : "DEAD_CHANNELS(2)");
+  }
+}
+
 TEST(Judge, IgnoredChannelsAreLiveWithZeroGradient) {
   ChannelRecord c{0, "fc", {}, {}, NAN};
   for (int i = 0; i < 4; ++i) {

@@ -67,7 +67,8 @@ struct Report {
 
   /// True when every node is HEALTHY.
   bool healthy() const;
-  /// Flagged nodes, worst first (severity, then earliest first step, then report order).
+  /// Flagged nodes, worst first (severity, then earliest first step, then the node where
+  /// NaN/Inf started, then report order).
   std::vector<const NodeReport*> flagged_worst_first() const;
 };
 

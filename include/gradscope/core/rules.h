@@ -16,8 +16,10 @@
 //               trainable ones no gradient reached although the node ran forward).
 //   STAGNANT    update L2 / parameter L2 < update_ratio_lo at stagnant_steps consecutive
 //               steps with both recorded.
-//   DEAD_CHANNELS(n)     n channels with zero fraction > dead_frac, the node not DEAD.
-//   IGNORED_CHANNELS(n)  n live channels whose output-gradient zero fraction > dead_frac.
+//   DEAD_CHANNELS(n)     n > channel_frac x channels with zero fraction > dead_frac, the
+//                        node not DEAD.
+//   IGNORED_CHANNELS(n)  n > channel_frac x channels, live, whose output-gradient zero
+//                        fraction > dead_frac.
 //   LEAKAGE     mean linear CKA with another branch or channel group > leakage_cka.
 //   NO_DATA     no activation and no gradient recorded, and not FROZEN.
 //   HEALTHY     none of the above.

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,8 @@ struct AuditOptions {
   std::map<std::string, NodeScope> scopes;
   /// Channel views by node id.
   std::map<std::string, ChannelView> channels;
+  /// A channel view for every top-level module node not named in `channels`.
+  std::optional<ChannelView> channels_all_nodes;
   /// Pairs of branch ids whose activations are compared (linear CKA) for LEAKAGE, at the
   /// steps where channel views sample (every `leakage_every` audited steps).
   std::vector<std::pair<std::string, std::string>> leakage_pairs;

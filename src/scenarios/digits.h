@@ -9,12 +9,13 @@
 namespace gradscope::cli {
 
 struct Digits {
-  at::Tensor x_train, y_train;  // float32 [n, 64] scaled to [0, 1]; int64 [n]
+  at::Tensor x_train, y_train;  // float32 [n, 64] standardised; int64 [n]
   at::Tensor x_test, y_test;
 };
 
-/// Reads `path` (rows of 64 pixel values 0..16 then the label 0..9), shuffles with `seed` and
-/// holds out `test_fraction`. Throws Error naming the file and line on bad input.
+/// Reads `path` (rows of 64 pixel values 0..16 then the label 0..9), shuffles with `seed`,
+/// holds out `test_fraction` and standardises each pixel with the training split's mean and
+/// std. Throws Error naming the file and line on bad input.
 Digits load_digits(const std::string& path, double test_fraction, uint64_t seed);
 
 }  // namespace gradscope::cli
