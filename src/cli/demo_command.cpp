@@ -1,4 +1,5 @@
-// gradscope demo: trains a healthy model and a sick one on real data and shows the difference.
+// gradscope demo: trains a healthy model and planted pathologies on real data, audits every
+// node at every step, writes each as a run, and shows where each sick one fails.
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,7 +8,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "demo_training.h"
+#include "scenario.h"
 #include "run_loading.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/json.h"
@@ -20,7 +21,7 @@ namespace {
 struct DemoOptions {
   std::string data_dir = "data";
   std::string out_dir = "gradscope-runs";
-  int steps = 300;
+  int steps = 200;
   uint64_t seed = 7;
 };
 
@@ -41,43 +42,49 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw Error("cannot write '" + path.string() + "'");
 }
 
+// The models the demo trains: the healthy control first, then planted pathologies.
+const std::vector<std::string> kDemoScenarios = {"healthy-mlp", "vanishing-trunk", "dying-relu",
+                                                 "nan-later"};
+
 int run_demo(const DemoOptions& opt) {
   const std::string digits_path = (std::filesystem::path(opt.data_dir) / "digits.csv").string();
   const Digits data = load_digits(digits_path, 0.2, opt.seed);
   std::cout << "gradscope demo: sklearn digits (" << data.x_train.size(0) << " train / "
             << data.x_test.size(0) << " test images), " << opt.steps
-            << " SGD steps per model, every parameter measured at every step\n";
+            << " Adam steps per model, every node audited at every step\n";
 
-  std::vector<DemoModel> models = {healthy_mlp(), vanishing_sigmoid_trunk()};
   std::vector<std::string> summary;
-  for (DemoModel& model : models) {
-    const std::filesystem::path dir = std::filesystem::path(opt.out_dir) / ("demo-" + model.name);
-    // Every record goes to the run store as it is measured (a background thread writes it).
+  for (const std::string& name : kDemoScenarios) {
+    const scenarios::Scenario& s = scenarios::scenario(name);
+    const std::filesystem::path dir = std::filesystem::path(opt.out_dir) / ("demo-" + name);
+    // Every step's records go to the run store as the step ends (a background thread writes).
     RunWriterOptions store;
-    store.name = "demo-" + model.name;
+    store.name = "demo-" + name;
     store.command_line = command_line();
     store.overwrite = true;  // the demo's runs are rewritten on every call
     RunWriter run(dir.string(), store);
-    const TrainResult r = train(model, data, opt.steps, opt.seed,
-                                [&](int done) { show_progress(model.name, done, opt.steps); },
-                                [&](const Record& record) { run.add(record); });
+    const scenarios::ScenarioRun r = scenarios::run_scenario(
+        s, data, opt.steps, opt.seed, [&](int done) { show_progress(name, done, opt.steps); },
+        [&](const std::vector<Record>& records) {
+          for (const Record& record : records) run.add(record);
+        });
     run.close();
     const std::string table = render_table(r.report);
     write_file(dir / "report.txt", table);
     write_file(dir / "report.json", render_json(r.report));
     write_file(dir / "report.csv", render_csv(r.report));
 
-    std::printf("\n== %s: %s\n   test accuracy %.3f, final loss %.3f, %.1f s\n\n", model.name.c_str(),
-                model.description.c_str(), r.test_accuracy, r.final_loss, r.seconds);
+    std::printf("\n== %s: %s\n   test accuracy %.3f, final loss %.3f, %.1f s\n\n", name.c_str(),
+                s.planted.c_str(), r.test_accuracy, r.final_loss, r.seconds);
     std::cout << table;
     char line[256];
-    std::snprintf(line, sizeof line, "  %-18s accuracy %.3f  ", model.name.c_str(), r.test_accuracy);
+    std::snprintf(line, sizeof line, "  %-16s accuracy %.3f  ", name.c_str(), r.test_accuracy);
     summary.push_back(line + render_verdict(r.report));
   }
   std::cout << "\nsummary\n";
   for (const std::string& s : summary) std::cout << s << "\n";
   std::cout << "reports: " << opt.out_dir << "/demo-*/report.{txt,json,csv}\n";
-  const std::string sick = (std::filesystem::path(opt.out_dir) / ("demo-" + models.back().name)).string();
+  const std::string sick = (std::filesystem::path(opt.out_dir) / "demo-vanishing-trunk").string();
   std::cout << "runs: " << opt.out_dir << "/demo-*/run.db; try `gradscope report " << sick
             << "` and `gradscope animate " << sick << " --metric norm --log`\n";
   return kExitOk;
@@ -88,7 +95,7 @@ int run_demo(const DemoOptions& opt) {
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "demo", "Train a healthy and a sick model on real data and report where the sick one fails");
+      "demo", "Train a healthy model and sick ones on real data and report where each fails");
   cmd->add_option("--data-dir", opt->data_dir, "folder with digits.csv (scripts/fetch-data.sh)")
       ->capture_default_str();
   cmd->add_option("--out", opt->out_dir, "folder for the runs and reports")->capture_default_str();

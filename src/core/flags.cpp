@@ -45,8 +45,8 @@ int flag_severity(Flag flag) {
     case Flag::kSaturated: return 5;
     case Flag::kDeadChannels: return 6;
     case Flag::kStagnant: return 7;
-    case Flag::kDead: return 8;
-    case Flag::kVanishing: return 9;
+    case Flag::kVanishing: return 8;
+    case Flag::kDead: return 9;
     case Flag::kExploding: return 10;
     case Flag::kInf: return 11;
     case Flag::kNaN: return 12;

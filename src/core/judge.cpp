@@ -147,15 +147,26 @@ void ReportBuilder::judge_channels(const NodeAccum& n, NodeReport& r) const {
     r.effective_rank = n.sum_effective_rank / static_cast<double>(n.effective_rank_samples);
   if (n.channel_act.empty()) return;
   r.channels = static_cast<int64_t>(n.channel_act.size());
-  std::vector<std::size_t> dead, ignored;
+  std::vector<std::size_t> dead, live;
   for (std::size_t c = 0; c < n.channel_act.size(); ++c) {
     if (n.channel_act[c].count == 0) continue;
-    if (n.channel_act[c].frac_zero() > t.dead_frac) {
-      dead.push_back(c);
-    } else if (c < n.channel_grad.size() && n.channel_grad[c].count > 0 &&
-               n.channel_grad[c].frac_zero() > t.dead_frac) {
-      ignored.push_back(c);
-    }
+    (n.channel_act[c].frac_zero() > t.dead_frac ? dead : live).push_back(c);
+  }
+  // Ignored: live channels whose output-gradient L2 is below ignored_channel_ratio x the
+  // median over live channels. Relative, so a node whose whole gradient is small (VANISHING)
+  // does not also report every channel.
+  std::vector<std::size_t> ignored;
+  std::vector<double> grad_l2;
+  for (std::size_t c : live)
+    if (c < n.channel_grad.size() && n.channel_grad[c].count > 0) grad_l2.push_back(n.channel_grad[c].l2());
+  if (!grad_l2.empty()) {
+    std::vector<double> sorted = grad_l2;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    for (std::size_t c : live)
+      if (median > 0 && c < n.channel_grad.size() && n.channel_grad[c].count > 0 &&
+          n.channel_grad[c].l2() < t.ignored_channel_ratio * median)
+        ignored.push_back(c);
   }
   r.dead_channels = static_cast<int64_t>(dead.size());
   r.ignored_channels = static_cast<int64_t>(ignored.size());
@@ -171,7 +182,7 @@ void ReportBuilder::judge_channels(const NodeAccum& n, NodeReport& r) const {
     r.flags.insert(Flag::kIgnoredChannels);
     r.evidence.push_back({Flag::kIgnoredChannels, Site::kOutputGrad, r.first_step,
                           static_cast<double>(ignored.size()), t.dead_frac,
-                          "live channels (more than channel_frac of them) with output-gradient zero fraction above dead_frac",
+                          "live channels (more than channel_frac of them) with output-gradient L2 below ignored_channel_ratio x the median channel",
                           channel_list(ignored, n.channel_act.size())});
   }
 }

@@ -33,6 +33,7 @@ void Thresholds::validate() const {
   require_nonnegative("update_ratio_lo", update_ratio_lo);
   require(stagnant_steps >= 1, "stagnant_steps", stagnant_steps, "must be >= 1");
   require_fraction("channel_frac", channel_frac);
+  require_fraction("ignored_channel_ratio", ignored_channel_ratio);
   require_fraction("leakage_cka", leakage_cka);
   require_nonnegative("zombie_min_exposure", zombie_min_exposure);
   require(zombie_oscillation >= -1 && zombie_oscillation <= 1, "zombie_oscillation",

@@ -18,6 +18,7 @@ nlohmann::json thresholds_json(const Thresholds& t) {
           {"update_ratio_lo", t.update_ratio_lo},
           {"stagnant_steps", t.stagnant_steps},
           {"channel_frac", t.channel_frac},
+          {"ignored_channel_ratio", t.ignored_channel_ratio},
           {"leakage_cka", t.leakage_cka}};
 }
 

@@ -24,6 +24,7 @@ constexpr DoubleField kDoubleFields[] = {
     {"update_ratio_lo", &Thresholds::update_ratio_lo},
     {"leakage_cka", &Thresholds::leakage_cka},
     {"channel_frac", &Thresholds::channel_frac},
+    {"ignored_channel_ratio", &Thresholds::ignored_channel_ratio},
     {"zombie_min_exposure", &Thresholds::zombie_min_exposure},
     {"zombie_oscillation", &Thresholds::zombie_oscillation},
     {"zombie_velocity_ratio", &Thresholds::zombie_velocity_ratio},

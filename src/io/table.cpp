@@ -10,7 +10,7 @@
 namespace gradscope {
 namespace {
 
-const char* comparison(Flag f) { return f == Flag::kVanishing ? "<" : ">"; }
+const char* comparison(Flag f) { return f == Flag::kVanishing || f == Flag::kStagnant ? "<" : ">"; }
 
 }  // namespace
 

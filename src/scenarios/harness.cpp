@@ -54,7 +54,8 @@ torch::AuditOptions scenario_audit_options(const ScenarioModel& model) {
 }
 
 ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int steps, uint64_t seed,
-                         const std::function<void(int)>& progress) {
+                         const std::function<void(int)>& progress,
+                         const std::function<void(const std::vector<Record>&)>& on_step) {
   constexpr int64_t kBatch = 64;
   const auto start = std::chrono::steady_clock::now();
   ::torch::manual_seed(seed);
@@ -63,7 +64,9 @@ ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int 
   for (const at::Tensor& p : model->parameters())
     if (p.requires_grad()) trainable.push_back(p);
   ::torch::optim::Adam optimizer(trainable, ::torch::optim::AdamOptions(1e-3));
-  torch::Audit audit(model->audit_root(), scenario_audit_options(*model));
+  torch::AuditOptions options = scenario_audit_options(*model);
+  options.on_step = on_step;
+  torch::Audit audit(model->audit_root(), options);
 
   const int64_t n = data.x_train.size(0);
   at::Tensor order = at::randperm(n);

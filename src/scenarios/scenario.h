@@ -70,8 +70,10 @@ struct ScenarioRun {
   double seconds = 0;
 };
 
-/// Trains with Adam (lr 1e-3, batch 64) for `steps` steps under the audit.
+/// Trains with Adam (lr 1e-3, batch 64) for `steps` steps under the audit; `on_step` gets
+/// each step's records as the step ends (e.g. for a RunWriter).
 ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int steps, uint64_t seed,
-                         const std::function<void(int)>& progress = {});
+                         const std::function<void(int)>& progress = {},
+                         const std::function<void(const std::vector<Record>&)>& on_step = {});
 
 }  // namespace gradscope::scenarios

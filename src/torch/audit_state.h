@@ -50,6 +50,7 @@ struct Audit::State {
   int last_tapped = -1;
   int64_t last_tapped_step = -1;
   std::vector<Record> records;
+  std::size_t step_records_begin = 0;  // first record of the step being recorded
   std::vector<ChannelRecord> channel_records;
   std::vector<SimilarityRecord> similarity_records;
   std::map<int, ChannelRecord> pending_channels;  // this step's channel view, by entry

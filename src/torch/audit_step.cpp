@@ -89,7 +89,7 @@ void Audit::step(const std::function<void()>& apply_update) {
     into(p, [&](StepSums& x) { x.update = merge(x.update, d), x.any_update = true; });
   }
 
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::unique_lock<std::mutex> lock(s.mutex);
   for (std::size_t e = 0; e < s.entries.size(); ++e) {
     const StepSums& x = sums[e];
     const std::string& id = s.entries[e].id;
@@ -112,7 +112,13 @@ void Audit::step(const std::function<void()>& apply_update) {
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
   s.order_hooks.clear();
+  const std::vector<Record> this_step(s.records.begin() + static_cast<std::ptrdiff_t>(s.step_records_begin),
+                                      s.records.end());
+  if (!s.options.keep_records) s.records.clear();
+  s.step_records_begin = s.records.size();
   ++s.step;
+  lock.unlock();  // the callback may call back into the audit
+  if (s.options.on_step) s.options.on_step(this_step);
 }
 
 }  // namespace gradscope::torch

@@ -120,12 +120,18 @@ TEST(Judge, IgnoredChannelsAreLiveWithZeroGradient) {
   ChannelRecord c{0, "fc", {}, {}, NAN};
   for (int i = 0; i < 4; ++i) {
     c.activation.push_back(summary(1, 100, 0));
-    c.output_grad.push_back(summary(1, 100, i == 3 ? 100 : 0));
+    c.output_grad.push_back(summary(i == 3 ? 9.9e-4 : 1.0, 100));  // just below 1e-3 x median
   }
   ReportBuilder b;
   b.add(c);
   b.add({0, "fc", Site::kActivation, summary(1, 400)});
   EXPECT_EQ(b.build().nodes.at(0).flags_label(), "IGNORED_CHANNELS(1)");
+  // Every channel equally small: that is the node's gradient (VANISHING), not ignored channels.
+  ChannelRecord tiny{0, "g", std::vector<Stats>(4, summary(1, 100)), std::vector<Stats>(4, summary(1e-12, 100)), NAN};
+  ReportBuilder b2;
+  b2.add(tiny);
+  b2.add({0, "g", Site::kActivation, summary(1, 400)});
+  EXPECT_EQ(b2.build().nodes.at(0).flags_label(), "HEALTHY");
 }
 
 TEST(Judge, ChannelCountsMustAgree) {

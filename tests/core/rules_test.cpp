@@ -196,13 +196,13 @@ TEST(Report, AssertHealthyNamesFlaggedNodesWorstFirst) {
                                  rec(1, "nan_early", Site::kParamGrad, nan)});
   std::vector<std::string> order;
   for (const NodeReport* n : r.flagged_worst_first()) order.push_back(n->node);
-  EXPECT_EQ(order, (std::vector<std::string>{"nan_early", "nan_late", "vanish", "dead"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"nan_early", "nan_late", "dead", "vanish"}));
   try {
     assert_healthy(r);
     FAIL() << "expected HealthError";
   } catch (const HealthError& e) {
     EXPECT_STREQ(e.what(),
-                 "4 unhealthy nodes: nan_early [NAN] nan_late [NAN] vanish [VANISHING] dead [DEAD]");
+                 "4 unhealthy nodes: nan_early [NAN] nan_late [NAN] dead [DEAD] vanish [VANISHING]");
   }
   EXPECT_NO_THROW(assert_healthy(build_report({rec(0, "ok", Site::kParamGrad, summary(1))})));
 }

@@ -34,8 +34,10 @@ inline constexpr int kFlagCount = 13;
 /// Upper-case name as printed: "HEALTHY", "VANISHING", "NAN", "NO_DATA", ...
 const char* flag_name(Flag flag);
 
-/// Higher is worse: NAN > INF > EXPLODING > VANISHING > DEAD > STAGNANT > DEAD_CHANNELS >
-/// SATURATED > IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY.
+/// Higher is worse: NAN > INF > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS >
+/// SATURATED > IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY. DEAD ranks above
+/// VANISHING because zero outputs cut the backward path: the nodes before a dead one vanish
+/// as a consequence.
 int flag_severity(Flag flag);
 
 /// A small set of flags, iterated in enum order.

@@ -18,8 +18,8 @@
 //               steps with both recorded.
 //   DEAD_CHANNELS(n)     n > channel_frac x channels with zero fraction > dead_frac, the
 //                        node not DEAD.
-//   IGNORED_CHANNELS(n)  n > channel_frac x channels, live, whose output-gradient zero
-//                        fraction > dead_frac.
+//   IGNORED_CHANNELS(n)  n > channel_frac x channels, live, whose output-gradient L2 <
+//                        ignored_channel_ratio x the median over live channels.
 //   LEAKAGE     mean linear CKA with another branch or channel group > leakage_cka.
 //   NO_DATA     no activation and no gradient recorded, and not FROZEN.
 //   HEALTHY     none of the above.

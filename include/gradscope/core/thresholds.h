@@ -30,12 +30,15 @@ struct Thresholds {
   double update_ratio_lo = 1e-6;
   int stagnant_steps = 10;
   // Channels: a channel is dead when its activation zero fraction > dead_frac, ignored when
-  // it is live but its output-gradient zero fraction > dead_frac. DEAD_CHANNELS and
+  // it is live but its output gradient is ~0 (ignored_channel_ratio). DEAD_CHANNELS and
   // IGNORED_CHANNELS need more than channel_frac of a node's channels: healthy ReLU nets on
   // digits measured 0-9% dead channels (tests/scenarios, six seeds), so 0.2 is about twice
   // the worst seen. LEAKAGE when the linear CKA (Kornblith et al. 2019) of two branches'
   // activations > leakage_cka.
   double channel_frac = 0.2;
+  // A live channel is ignored when its output-gradient L2 is below this fraction of the
+  // median over the node's live channels.
+  double ignored_channel_ratio = 1e-3;
   double leakage_cka = 0.95;
   // Embedding rows (GradTracer): zombie when exposure > zombie_min_exposure, oscillation EMA
   // < zombie_oscillation and velocity > zombie_velocity_ratio x median velocity.

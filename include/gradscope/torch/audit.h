@@ -65,6 +65,11 @@ struct AuditOptions {
   int leakage_every = 10;
   /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
   std::vector<std::string> free_nodes;
+  /// Called at the end of every audited step with that step's records (e.g. a RunWriter).
+  std::function<void(const std::vector<Record>&)> on_step;
+  /// Keep every record in memory for records() and report(). With on_step persisting them,
+  /// false bounds memory; report() then covers nothing.
+  bool keep_records = true;
 };
 
 class Audit {
