@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -107,24 +108,24 @@ bool avx2_available() {
 #endif
 }
 
-Stats compute(const TensorView& view, const StatsOptions& options) {
+namespace internal {
+
+void check_options(const StatsOptions& options, const std::string& name) {
   if (!(options.dead_eps >= 0) || !std::isfinite(options.dead_eps))
-    throw Error("tensor '" + view.name() + "': dead_eps must be finite and >= 0");
+    throw Error("tensor '" + name + "': dead_eps must be finite and >= 0");
   if (!(options.saturation >= 0) || !std::isfinite(options.saturation))
-    throw Error("tensor '" + view.name() + "': saturation must be finite and >= 0");
+    throw Error("tensor '" + name + "': saturation must be finite and >= 0");
   if (options.threads < 1)
-    throw Error("tensor '" + view.name() + "': threads must be >= 1, got " +
-                std::to_string(options.threads));
+    throw Error("tensor '" + name + "': threads must be >= 1, got " + std::to_string(options.threads));
+}
 
-  const internal::ContiguousKernel kernel = kernels_for(options.kernel).for_dtype(view.dtype());
-  const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
-  const int64_t n = view.numel();
+const KernelTable& kernels(Kernel kernel) { return kernels_for(kernel); }
 
-  const int64_t threads =
-      std::max<int64_t>(1, std::min<int64_t>(options.threads, n / kMinElementsPerThread));
+Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64_t, int64_t, Stats&)>& run) {
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(max_threads, n / kMinElementsPerThread));
   if (threads == 1) {
     Stats acc;
-    run_range(view, 0, n, kernel, kp, acc);
+    run(0, n, acc);
     return acc;
   }
   // Equal chunks rounded up to whole vectors; the last one ends at n. The calling thread
@@ -133,17 +134,24 @@ Stats compute(const TensorView& view, const StatsOptions& options) {
   const int64_t chunk = ((n + threads - 1) / threads + 63) / 64 * 64;
   auto range_end = [&](int64_t t) { return t + 1 == threads ? n : std::min(n, (t + 1) * chunk); };
   std::vector<std::thread> workers;
-  for (int64_t t = 1; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      run_range(view, std::min(n, t * chunk), range_end(t), kernel, kp,
-                parts[static_cast<std::size_t>(t)]);
-    });
-  }
-  run_range(view, 0, range_end(0), kernel, kp, parts[0]);
+  for (int64_t t = 1; t < threads; ++t)
+    workers.emplace_back([&, t] { run(std::min(n, t * chunk), range_end(t), parts[static_cast<std::size_t>(t)]); });
+  run(0, range_end(0), parts[0]);
   for (auto& w : workers) w.join();
   Stats acc;
   for (const Stats& p : parts) acc = merge(acc, p);
   return acc;
+}
+
+}  // namespace internal
+
+Stats compute(const TensorView& view, const StatsOptions& options) {
+  internal::check_options(options, view.name());
+  const internal::ContiguousKernel kernel = kernels_for(options.kernel).for_dtype(view.dtype());
+  const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
+  return internal::parallel_ranges(view.numel(), options.threads, [&](int64_t begin, int64_t end, Stats& acc) {
+    run_range(view, begin, end, kernel, kp, acc);
+  });
 }
 
 Stats merge(const Stats& a, const Stats& b) {

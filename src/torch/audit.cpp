@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <limits>
+#include <thread>
 #include <tuple>
 
 #include "audit_state.h"
@@ -38,7 +39,9 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
   o.thresholds.validate();
   if (o.sample_every < 1) throw Error("audit: sample_every must be >= 1");
   if (o.leakage_every < 1) throw Error("audit: leakage_every must be >= 1");
-  s.stats_options = o.thresholds.stats_options(o.threads);
+  if (o.threads < 0) throw Error("audit: threads must be >= 0");
+  s.stats_options = o.thresholds.stats_options(
+      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   for (const auto& [id, module] : nodes) {
     if (!module) throw Error("audit: node '" + id + "' has no module");
     if (s.by_id.count(id)) throw Error("audit: node id '" + id + "' given twice");

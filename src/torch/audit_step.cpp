@@ -47,13 +47,30 @@ void Audit::step(const std::function<void()>& apply_update) {
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     State::Param& p = s.params[i];
     const at::Tensor value = p.tensor.detach();
-    const Stats v = stats_of(value, p.name, s.stats_options);
     if (!p.tensor.requires_grad()) {
+      const Stats v = stats_of(value, p.name, s.stats_options);
       into(p, [&](StepSums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
       continue;
     }
-    into(p, [&](StepSums& x) { x.value = merge(x.value, v), x.any_value = true; });
     at::Tensor grad = p.tensor.grad();
+    // Only parameters with a gradient are updated by the optimizer step: snapshot those, in
+    // the same read that measures them when the parameter is contiguous.
+    const TensorView view = view_of(value, p.name);
+    Stats v;
+    if (grad.defined() && view.is_contiguous()) {
+      if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
+          p.snapshot.scalar_type() != value.scalar_type())
+        p.snapshot = at::empty_like(value, at::MemoryFormat::Contiguous);
+      v = compute_and_copy(view, p.snapshot.data_ptr(), s.stats_options);
+      snapshotted[i] = 1;
+    } else {
+      v = compute(view, s.stats_options);
+      if (grad.defined()) {
+        p.snapshot = value.clone(at::MemoryFormat::Contiguous);
+        snapshotted[i] = 1;
+      }
+    }
+    into(p, [&](StepSums& x) { x.value = merge(x.value, v), x.any_value = true; });
     if (grad.defined()) {
       // Sparse gradients (Embedding with sparse=true): the summed values of touched rows.
       const at::Tensor dense_part = grad.is_sparse() ? grad.coalesce().values() : grad;
@@ -66,15 +83,6 @@ void Audit::step(const std::function<void()>& apply_update) {
         node_had_grad[static_cast<std::size_t>(p.node)] = 1;
       }
     }
-    // Only parameters with a gradient are updated by the optimizer step; snapshot those.
-    if (!grad.defined()) continue;
-    if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
-        p.snapshot.scalar_type() != value.scalar_type()) {
-      p.snapshot = value.clone();
-    } else {
-      p.snapshot.copy_(value);
-    }
-    snapshotted[i] = 1;
   }
   for (std::size_t e = 0; e < s.entries.size(); ++e)
     if (node_had_grad[e]) ++s.entries[e].snr_steps;
@@ -84,8 +92,15 @@ void Audit::step(const std::function<void()>& apply_update) {
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     if (!snapshotted[i]) continue;
     State::Param& p = s.params[i];
-    at::sub_out(p.snapshot, p.tensor.detach(), p.snapshot);  // in place: after - before
-    const Stats d = stats_of(p.snapshot, p.name + " update", s.stats_options);
+    const TensorView after = view_of(p.tensor.detach(), p.name);
+    const TensorView before = view_of(p.snapshot, p.name + " before the step");
+    Stats d;
+    if (after.is_contiguous()) {
+      d = compute_difference(after, before, s.stats_options);  // after - before, never stored
+    } else {
+      at::sub_out(p.snapshot, p.tensor.detach(), p.snapshot);
+      d = stats_of(p.snapshot, p.name + " update", s.stats_options);
+    }
     into(p, [&](StepSums& x) { x.update = merge(x.update, d), x.any_update = true; });
   }
 

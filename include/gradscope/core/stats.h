@@ -63,6 +63,14 @@ struct Stats {
 /// Summarises every element of `view` in one pass. Throws Error for an invalid view.
 Stats compute(const TensorView& view, const StatsOptions& options = {});
 
+/// One pass that also copies the elements to `out` (same dtype, `view.numel()` elements):
+/// a snapshot and its statistics for the price of one read. Contiguous views only.
+Stats compute_and_copy(const TensorView& view, void* out, const StatsOptions& options = {});
+
+/// Statistics of the element-wise difference a - b (same dtype and size, contiguous) without
+/// materialising it; f16/bf16 differences are taken in float32, f64 in double.
+Stats compute_difference(const TensorView& a, const TensorView& b, const StatsOptions& options = {});
+
 /// Combines two summaries; associative and commutative up to floating-point rounding of sums.
 Stats merge(const Stats& a, const Stats& b);
 

@@ -48,8 +48,9 @@ struct AuditOptions {
   Thresholds thresholds;
   /// Audit every N-th step; other steps cost one integer test per tap.
   int sample_every = 1;
-  /// Threads for one tensor's statistics pass (large tensors only).
-  int threads = 1;
+  /// Threads for one tensor's statistics pass (tensors of 256K+ elements per thread);
+  /// 0 = one per hardware thread. The passes run between LibTorch ops, when cores are idle.
+  int threads = 0;
   /// Gradient signal-to-noise per node across audited steps (opt-in: keeps one double per
   /// parameter element, 8 bytes each). SNR = ||mean_t g||^2 / mean_t ||g_t - mean_t g||^2.
   bool gradient_snr = false;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "gradscope/core/stats.h"
 
@@ -31,6 +33,15 @@ struct KernelTable {
 };
 
 const KernelTable& scalar_kernels();
+/// The table a Kernel choice selects (kAuto: the fastest this CPU runs).
+const KernelTable& kernels(Kernel kernel);
+
+/// Throws Error naming `name` for options no kernel can honour.
+void check_options(const StatsOptions& options, const std::string& name);
+
+/// Splits [0, n) into up to `max_threads` chunks (large inputs only), runs `run` on each with
+/// its own accumulator and merges them.
+Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64_t, int64_t, Stats&)>& run);
 /// Only valid when avx2_available().
 const KernelTable& avx2_kernels();
 

@@ -1,0 +1,23 @@
+// The architecture snapshot of an audit as JSON, and as a Mermaid flowchart of the nodes with
+// their gradient norms and flags.
+//
+//   std::ofstream("architecture.json") << gradscope::render_architecture_json(audit.architecture());
+//   std::ofstream("flow.mmd") << gradscope::render_mermaid(audit.architecture(), audit.report());
+#pragma once
+
+#include <string>
+
+#include "gradscope/core/architecture.h"
+#include "gradscope/core/report.h"
+
+namespace gradscope {
+
+/// {"architecture": {"nodes": [{"id", "parent", "type", "order", "parameters", "trainable"}]}}
+std::string render_architecture_json(const Architecture& architecture);
+
+/// A Mermaid `flowchart LR`: top-level nodes in execution order joined by arrows (execution
+/// order, not data flow), submodules inside their node's subgraph, each labelled with its
+/// mean |param grad| (or |out grad|) and flags; flagged nodes are red.
+std::string render_mermaid(const Architecture& architecture, const Report& report);
+
+}  // namespace gradscope

@@ -1,0 +1,69 @@
+// Architecture JSON and Mermaid: golden files from a fixed snapshot and report, and escaping.
+#include "gradscope/io/architecture.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gradscope/core/rules.h"
+#include "golden_util.h"
+
+namespace gradscope {
+namespace {
+
+Stats summary(double l2, int64_t count) {
+  Stats s;
+  s.count = s.finite = count;
+  s.sum_sq = l2 * l2;
+  s.sum = s.sum_abs = l2;
+  s.min = 0;
+  s.max = s.max_abs = l2;
+  return s;
+}
+
+Architecture sample_architecture() {
+  Architecture a;
+  a.nodes = {{"embed", "torch::nn::EmbeddingImpl", 0, 6400, 6400},
+             {"encoder", "EncoderImpl", 1, 2080, 2080},
+             {"encoder/backbone.0", "BlockImpl", 2, 1040, 1040},
+             {"encoder/backbone.1", "BlockImpl", 3, 1040, 1040},
+             {"head", "torch::nn::LinearImpl", 4, 330, 0},
+             {"unused", "torch::nn::LinearImpl", -1, 20, 20}};
+  return a;
+}
+
+Report sample_report() {
+  ReportBuilder b;
+  for (const auto& n : sample_architecture().nodes) b.declare(n.id);
+  b.add({0, "embed", Site::kParamGrad, summary(0.5, 6400)});
+  b.add({0, "encoder", Site::kParamGrad, summary(0.2, 2080)});
+  b.add({0, "encoder/backbone.0", Site::kParamGrad, summary(1e-9, 1040)});
+  b.add({0, "encoder/backbone.1", Site::kParamGrad, summary(0.2, 1040)});
+  b.add({0, "head", Site::kFrozenParam, summary(3, 330)});
+  b.add({0, "head", Site::kActivation, summary(1, 10)});
+  return b.build();
+}
+
+TEST(Architecture, JsonGolden) {
+  test::expect_golden("architecture.json", render_architecture_json(sample_architecture()));
+  const auto doc = nlohmann::json::parse(render_architecture_json(sample_architecture()));
+  EXPECT_EQ(doc["architecture"]["nodes"][2]["parent"], "encoder");
+  EXPECT_TRUE(doc["architecture"]["nodes"][5]["order"].is_null());
+}
+
+TEST(Architecture, MermaidGolden) {
+  test::expect_golden("architecture.mmd", render_mermaid(sample_architecture(), sample_report()));
+}
+
+TEST(Architecture, MermaidLabelsCannotBreakOut) {
+  Architecture a;
+  a.nodes = {{"a\"]; click x \"<b>", "T", 0, 1, 1}};
+  ReportBuilder b;
+  b.add({0, a.nodes[0].id, Site::kParamGrad, summary(1, 1)});
+  const std::string m = render_mermaid(a, b.build());
+  EXPECT_NE(m.find("a#quot;]; click x #quot;#lt;b#gt;"), std::string::npos) << m;
+  EXPECT_EQ(m.find("\"<b>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gradscope
