@@ -28,3 +28,23 @@ if ! have_sklearn; then
   cp "$src/breast_cancer.csv" "$data/breast_cancer.csv"
   echo "fetch-data: wrote $data/digits.csv ($(wc -l < "$data/digits.csv") rows)"
 fi
+
+# MovieLens ratings (for `make validate-embedding` only; `make test` and `make demo` never need
+# them): r-cran-dslabs ships them in an R data base, Rscript from r-base-core extracts them.
+#   data/movielens.csv      userId,movieId,rating,timestamp (100,004 ratings)
+if [ "${1:-}" = "movielens" ] && [ ! -s "$data/movielens.csv" ]; then
+  rdata=/usr/lib/R/site-library/dslabs/data/Rdata
+  if [ ! -f "$rdata.rdb" ] || ! command -v Rscript >/dev/null; then
+    echo "fetch-data: installing r-base-core and r-cran-dslabs (MovieLens ratings)"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends r-base-core r-cran-dslabs >/dev/null
+  fi
+  Rscript --vanilla -e "e <- new.env(); lazyLoad('$rdata', envir = e);
+    write.csv(e\$movielens[, c('userId','movieId','rating','timestamp')],
+              '$data/movielens.csv.part', row.names = FALSE)" >/dev/null
+  mv "$data/movielens.csv.part" "$data/movielens.csv"
+  echo "fetch-data: wrote $data/movielens.csv ($(($(wc -l < "$data/movielens.csv") - 1)) ratings)"
+fi

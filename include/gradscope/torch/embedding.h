@@ -1,0 +1,149 @@
+// EmbeddingTracker: per-row training dynamics of a LibTorch embedding table, at a cost that
+// depends on the batch, never on the table size.
+//
+//   gradscope::torch::EmbeddingTracker tracker(model->item_emb, "item_emb");
+//   for (...) {
+//     optimizer.zero_grad();
+//     at::Tensor e = tracker.forward(item_ids);   // or item_emb(ids); tracker.observe(ids)
+//     loss_fn(e, ...).backward();
+//     tracker.step(optimizer);                    // = before_step(); optimizer.step(); after_step()
+//   }
+//   std::cout << gradscope::render_embedding_json(tracker.report());
+//
+// Per tracked step, only the rows in the batch (touched rows) are read: their gradient after
+// backward, their values before and after the optimizer step (the real update), in
+// O(touched rows x dim). Updates to rows outside the batch (momentum on dense optimizers) are
+// not seen. State: gradscope::EmbeddingRows, 28 + 6 x dim bytes per row.
+//
+// Auto-fix (options.auto_fix, off by default): after backward and before the optimizer step,
+// the gradient of each touched zombie row is multiplied by zombie_scale(SNR) =
+// clamp(snr / (1 + snr), fix_min_scale, fix_max_scale) — the minimum-mean-square-error gain
+// for a gradient that is signal plus noise; optionally touched under-trained rows are boosted.
+// Zombie here uses the median velocity of the step's touched rows (the table median is O(rows)).
+// Every act goes to options.on_intervention (gradscope::AuditLog writes audit.jsonl).
+//
+// Input handling: indices outside [0, rows) throw Error naming the layer; an empty batch is a
+// step with no touched rows; an undefined gradient at a step skips the gradient statistics of
+// that step (exposure and updates still count, warnings() says so); f16/bf16/f64 weights are
+// read as float32 rows; a module that is not Embedding or EmbeddingBag throws Error.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/record.h"
+
+namespace gradscope::torch {
+
+/// What the tracker measures and how auto-fix acts.
+struct EmbeddingTrackerOptions {
+  /// zombie_*, velocity_ema, oscillation_ema, update_ratio_lo are used.
+  Thresholds thresholds;
+  /// EMA rate of the per-row gradient mean and variance (for the SNR).
+  double gradient_ema = 0.9;
+  /// Track every N-th step (others cost one integer test in observe/step).
+  int track_every = 1;
+  /// Scale zombie rows' gradients by clamp(snr / (1 + snr), fix_min_scale, fix_max_scale).
+  bool auto_fix = false;
+  double fix_min_scale = 0.1;  ///< GradTracer's fixed factor, kept as the floor
+  double fix_max_scale = 1.0;
+  /// Also boost rows with 2 <= gradients seen and exposure <= undertrained_exposure by
+  /// 1 + (boost_max - 1) x snr / (1 + snr).
+  bool boost_undertrained = false;
+  double undertrained_exposure = 5;
+  double boost_max = 2.0;
+  /// Rows sampled (evenly over exposed rows) for the effective rank in report().
+  int64_t rank_sample_rows = 1024;
+  /// Each auto-fix act (e.g. AuditLog::append).
+  std::function<void(const EmbeddingIntervention&)> on_intervention;
+  /// Per tracked step: records of the touched rows' gradient (site kEmbeddingRows) and their
+  /// real update (site kUpdate), e.g. for a RunWriter.
+  std::function<void(const std::vector<Record>&)> on_step;
+};
+
+class EmbeddingTracker {
+ public:
+  /// Tracks `module` (Embedding or EmbeddingBag) under the name `layer`. Throws Error for any
+  /// other module or a weight that is not on the CPU or not floating point.
+  EmbeddingTracker(std::shared_ptr<::torch::nn::Module> module, std::string layer,
+                   EmbeddingTrackerOptions options = {});
+  template <class Impl>
+  EmbeddingTracker(const ::torch::nn::ModuleHolder<Impl>& module, std::string layer,
+                   EmbeddingTrackerOptions options = {})
+      : EmbeddingTracker(std::static_pointer_cast<::torch::nn::Module>(module.ptr()),
+                         std::move(layer), std::move(options)) {}
+  ~EmbeddingTracker();
+  EmbeddingTracker(const EmbeddingTracker&) = delete;
+  EmbeddingTracker& operator=(const EmbeddingTracker&) = delete;
+
+  /// Embedding: runs the module on `indices` and observes them.
+  at::Tensor forward(const at::Tensor& indices);
+  /// EmbeddingBag: runs the module and observes `input`.
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& offsets,
+                     const at::Tensor& per_sample_weights = {});
+  /// Notes that `indices` were looked up this step (call once per forward you ran yourself).
+  /// Throws Error for non-integer indices or one outside [0, rows).
+  void observe(const at::Tensor& indices);
+
+  /// After backward: reads the touched rows' gradient, applies auto-fix, snapshots the rows.
+  void before_step();
+  /// After the optimizer step: reads the rows again and folds the real update into the state.
+  void after_step();
+  /// before_step(); optimizer.step(); after_step().
+  void step(::torch::optim::Optimizer& optimizer);
+  void step(const std::function<void()>& apply_update);
+
+  /// Steps completed (after_step calls).
+  int64_t current_step() const;
+  const std::string& layer() const;
+  /// The per-row state.
+  const EmbeddingRows& rows() const;
+  /// (step, L2 of the touched rows' gradient) per tracked step; NaN when undefined.
+  const std::vector<std::pair<int64_t, double>>& gradient_norms() const;
+  /// Rows touched at the last tracked step, ascending.
+  const std::vector<int64_t>& touched_rows() const;
+  /// Diagnostics over every tracked step, with the effective rank of sampled rows.
+  EmbeddingReport report(const EmbeddingRuleOptions& rules) const;
+  EmbeddingReport report() const;
+  std::vector<std::string> warnings() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+/// Several tables tracked together (two towers, several feature tables): one step call and
+/// the correlation over steps between every pair's gradient norms.
+class EmbeddingHub {
+ public:
+  /// Starts tracking a table; the hub owns the tracker.
+  EmbeddingTracker& track(std::shared_ptr<::torch::nn::Module> module, std::string layer,
+                          EmbeddingTrackerOptions options = {});
+  template <class Impl>
+  EmbeddingTracker& track(const ::torch::nn::ModuleHolder<Impl>& module, std::string layer,
+                          EmbeddingTrackerOptions options = {}) {
+    return track(std::static_pointer_cast<::torch::nn::Module>(module.ptr()), std::move(layer),
+                 std::move(options));
+  }
+  /// The tracker of `layer`; throws Error naming it when unknown.
+  EmbeddingTracker& operator[](const std::string& layer);
+  /// before_step() on every table, optimizer.step(), after_step() on every table.
+  void step(::torch::optim::Optimizer& optimizer);
+  void step(const std::function<void()>& apply_update);
+  /// Every table's report and the pairwise gradient-norm correlations.
+  EmbeddingHubReport report(const EmbeddingRuleOptions& rules = {}) const;
+
+ private:
+  std::vector<std::unique_ptr<EmbeddingTracker>> trackers_;
+};
+
+}  // namespace gradscope::torch

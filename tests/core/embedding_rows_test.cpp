@@ -1,0 +1,129 @@
+// EmbeddingRows state updates and the embedding rules, against double-precision references.
+#include "gradscope/core/embedding_rows.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/error.h"
+
+namespace gradscope {
+namespace {
+
+TEST(EmbeddingRows, VelocityAndOscillationFollowTheirEmas) {
+  EmbeddingRows rows(3, 4);
+  const float up[4] = {1, 2, 2, 0}, down[4] = {-1, -2, -2, 0};  // norm 3
+  double v = 0, o = 0;
+  for (int t = 0; t < 10; ++t) {
+    rows.expose(0, t);
+    rows.record_update(0, t % 2 ? down : up, 10.0);
+    v = 0.9 * v + 0.1 * 3.0;
+    if (t > 0) o = 0.8 * o + 0.2 * -1.0;
+  }
+  EXPECT_NEAR(rows.velocity(0), v, 1e-6);
+  EXPECT_NEAR(rows.oscillation(0), o, 1e-6);
+  EXPECT_EQ(rows.exposure(0), 10u);
+  EXPECT_EQ(rows.updates(0), 10u);
+  EXPECT_EQ(rows.last_seen(0), 9);
+  EXPECT_EQ(rows.exposure(1), 0u);
+  EXPECT_EQ(rows.last_seen(1), -1);
+}
+
+TEST(EmbeddingRows, ExposureCountsOncePerStep) {
+  EmbeddingRows rows(2, 1);
+  rows.expose(1, 0);
+  rows.expose(1, 0);
+  rows.expose(1, 3);
+  EXPECT_EQ(rows.exposure(1), 2u);
+}
+
+TEST(EmbeddingRows, TinyUpdatesDoNotCountAsUpdates) {
+  EmbeddingRows rows(1, 2);
+  const float tiny[2] = {1e-9f, 0};
+  rows.record_update(0, tiny, 1.0);  // 1e-9 < 1e-6 x 1
+  EXPECT_EQ(rows.updates(0), 0u);
+  EXPECT_GT(rows.velocity(0), 0.f);
+}
+
+TEST(EmbeddingRows, SnrFromWeightedMeanAndVariance) {
+  EmbeddingRows rows(2, 2);
+  const float a[2] = {1, 0}, b[2] = {-1, 0};
+  EXPECT_TRUE(std::isnan(rows.snr(0)));
+  // Reference: Finch (2009) with a = 0.1, in double.
+  double m = 1, s = 0;
+  rows.record_gradient(0, a);
+  for (int t = 1; t < 20; ++t) {
+    const double x = t % 2 ? -1 : 1;
+    rows.record_gradient(0, t % 2 ? b : a);
+    const double diff = x - m, incr = 0.1 * diff;
+    m += incr;
+    s = 0.9 * (s + diff * incr);
+  }
+  EXPECT_NEAR(rows.snr(0), m * m / s, 1e-5);
+  EXPECT_LT(rows.snr(0), 0.05);  // alternating sign: almost no signal
+  for (int t = 0; t < 5; ++t) rows.record_gradient(1, a);
+  EXPECT_TRUE(std::isinf(rows.snr(1)));  // a constant gradient is all signal
+}
+
+TEST(EmbeddingRows, ScaleFormulas) {
+  EXPECT_DOUBLE_EQ(zombie_scale(1.0, 0.1, 1.0), 0.5);
+  EXPECT_DOUBLE_EQ(zombie_scale(0.0, 0.1, 1.0), 0.1);
+  EXPECT_DOUBLE_EQ(zombie_scale(NAN, 0.1, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(zombie_scale(INFINITY, 0.1, 0.9), 0.9);
+  EXPECT_DOUBLE_EQ(undertrained_boost(1.0, 2.0), 1.5);
+  EXPECT_DOUBLE_EQ(undertrained_boost(NAN, 2.0), 1.0);
+}
+
+TEST(EmbeddingRows, BadOptionsThrow) {
+  EXPECT_THROW(EmbeddingRows(-1, 4), Error);
+  EXPECT_THROW(EmbeddingRows(4, 0), Error);
+  EmbeddingRowsOptions o;
+  o.velocity_ema = 1.0;
+  EXPECT_THROW(EmbeddingRows(4, 2, o), Error);
+}
+
+TEST(EmbeddingRules, PlantedZombiesAndDeadRows) {
+  // Rows 0-2 alternate (zombies), 3-9 move steadily, 10-11 never exposed, 12 exposed but static.
+  EmbeddingRows rows(13, 2);
+  const float up[2] = {1, 0}, down[2] = {-1, 0}, steady[2] = {0, 0.5f}, none[2] = {0, 0};
+  for (int t = 0; t < 12; ++t) {
+    for (int r = 0; r < 10; ++r) {
+      rows.expose(r, t);
+      rows.record_update(r, r < 3 ? (t % 2 ? down : up) : steady, 1.0);
+    }
+    rows.expose(12, t);
+    rows.record_update(12, none, 1.0);
+  }
+  const EmbeddingReport rep = diagnose_embedding("items", rows, 12, EmbeddingRuleOptions{});
+  EXPECT_EQ(rep.stats.zombie_rows, 3);
+  EXPECT_EQ(rep.stats.never_exposed_rows, 2);
+  EXPECT_EQ(rep.stats.never_updated_rows, 1);
+  EXPECT_EQ(rep.stats.exposed_rows, 11);
+  EXPECT_NEAR(rep.stats.active_coverage_pct, 100.0 * 11 / 13, 1e-12);
+  EXPECT_DOUBLE_EQ(rep.stats.popularity_gini, 0.0);
+  ASSERT_GE(rep.diagnostics.size(), 2u);
+  EXPECT_EQ(rep.diagnostics[0].type, "ZOMBIE_ROWS");
+  EXPECT_EQ(rep.diagnostics[0].example_rows, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_DOUBLE_EQ(rep.diagnostics[0].confidence, 1.0);  // oscillation ~ -0.9, far past -0.375
+  EXPECT_EQ(rep.diagnostics[1].type, "DEAD_ROWS");
+  EXPECT_EQ(rep.diagnostics[1].example_rows, (std::vector<int64_t>{10, 11, 12}));
+  EXPECT_EQ(rep.stats.lowest_saliency_rows.front(), 12);
+}
+
+TEST(EmbeddingRules, PopularityBiasConfidenceRamps) {
+  EmbeddingRows rows(10, 1);
+  for (int t = 0; t < 200; ++t) rows.expose(0, t);
+  rows.expose(1, 0);
+  for (int r = 2; r < 10; ++r) rows.expose(r, 0);
+  const EmbeddingReport rep = diagnose_embedding("t", rows, 200, EmbeddingRuleOptions{});
+  ASSERT_FALSE(rep.diagnostics.empty());
+  const auto& d = rep.diagnostics.back();
+  EXPECT_EQ(d.type, "POPULARITY_BIAS");
+  const double g = rep.stats.popularity_gini;  // > 0.85 (the 25%-stricter threshold)
+  EXPECT_GT(g, 0.85);
+  EXPECT_DOUBLE_EQ(d.confidence, 1.0);
+}
+
+}  // namespace
+}  // namespace gradscope
