@@ -1,5 +1,5 @@
-// Quick start: measure every parameter of a LibTorch model at every step, then print the
-// report and fail loudly if a node is unhealthy. Built as build/examples/example_quick_start.
+// Quick start: audit every node of a LibTorch model at every step, then print the report and
+// fail loudly if a node is unhealthy. Built as build/examples/example_quick_start.
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -8,9 +8,8 @@
 
 #include <iostream>
 
-#include "gradscope/core/rules.h"
 #include "gradscope/io/table.h"
-#include "gradscope/torch/parameter_probe.h"
+#include "gradscope/torch/audit.h"
 
 int main() {
   namespace nn = torch::nn;
@@ -18,19 +17,17 @@ int main() {
   nn::Sequential net({{"fc1", nn::Linear(8, 16)}, {"act", nn::Tanh()}, {"fc2", nn::Linear(16, 1)}});
   torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.05));
 
-  gradscope::torch::ParameterProbe probe(*net);  // every parameter is a node
-  gradscope::ReportBuilder report;               // default thresholds (design.md)
+  gradscope::torch::Audit audit(net);  // nodes fc1, fc2; default thresholds (design.md)
 
   const at::Tensor x = torch::randn({256, 8});
   const at::Tensor y = x.sum(1, /*keepdim=*/true).sin();
   for (int64_t step = 0; step < 100; ++step) {
     optimizer.zero_grad();
-    nn::functional::mse_loss(net->forward(x), y).backward();
-    for (const gradscope::Record& r : probe.measure(step)) report.add(r);  // after backward
-    optimizer.step();
+    nn::functional::mse_loss(audit.forward(net, x), y).backward();  // taps every child
+    audit.step(optimizer);  // gradients after backward, optimizer.step(), the real update
   }
 
-  const gradscope::Report result = report.build();
+  const gradscope::Report result = audit.report();
   std::cout << gradscope::render_table(result);
   try {
     gradscope::assert_healthy(result);  // throws HealthError naming flagged nodes
