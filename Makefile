@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps data configure build demo test bench clean
+.PHONY: all deps data configure build demo test bench validate-embedding clean
 
 all: build
 
@@ -33,6 +33,12 @@ bench: $(addprefix bench-,$(BENCHES))
 bench-%: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target bench_$*
 	@$(BUILD)/bench/bench_$*
+
+# Auto-fix against baseline on MovieLens (r-cran-dslabs, installed on first use); docs/validation.md.
+validate-embedding: configure
+	@bash scripts/fetch-data.sh movielens
+	@cmake --build $(BUILD) -j $(JOBS) --target validate_embedding
+	@$(BUILD)/bench/validate_embedding data
 
 clean:
 	rm -rf $(BUILD)

@@ -10,6 +10,20 @@
 
 namespace gradscope {
 namespace {
+// Rows are short (dim ~ 16-256): eight float lanes the compiler vectorises, summed in double.
+constexpr int kLanes = 8;
+
+double dot_lanes(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[j + l] * b[j + l];
+  double sum = 0.0;
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  for (; j < n; ++j) sum += static_cast<double>(a[j]) * b[j];
+  return sum;
+}
+
 void check_rate(double r, const char* name) {
   if (!(r >= 0.0 && r < 1.0))
     throw Error(std::string("embedding rows: ") + name + " must be in [0, 1)");
@@ -42,38 +56,47 @@ void EmbeddingRows::expose(int64_t row, int64_t step) {
   last_seen_[row] = static_cast<int32_t>(step);
 }
 
-void EmbeddingRows::record_gradient(int64_t row, const float* g) {
-  float* m = grad_mean_.data() + row * dim_;
+void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {
+  float* __restrict m = grad_mean_.data() + row * dim_;
   if (gradients_[row]++ == 0) {
     std::copy(g, g + dim_, m);
     grad_var_[row] = 0.f;
     return;
   }
   // Finch (2009) eq. 143: diff = x - mu; incr = a diff; mu += incr; S = (1 - a)(S + diff.incr)
-  const double a = 1.0 - options_.gradient_ema;
-  double diff_incr = 0.0;
-  for (int64_t j = 0; j < dim_; ++j) {
-    const double diff = static_cast<double>(g[j]) - m[j];
-    m[j] = static_cast<float>(m[j] + a * diff);
-    diff_incr += a * diff * diff;
+  const float a = static_cast<float>(1.0 - options_.gradient_ema);
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= dim_; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const float diff = g[j + l] - m[j + l];
+      m[j + l] += a * diff;
+      acc[l] += diff * diff;
+    }
+  double diff_diff = 0.0;
+  for (int l = 0; l < kLanes; ++l) diff_diff += acc[l];
+  for (; j < dim_; ++j) {
+    const float diff = g[j] - m[j];
+    m[j] += a * diff;
+    diff_diff += static_cast<double>(diff) * diff;
   }
-  grad_var_[row] = static_cast<float>((1.0 - a) * (grad_var_[row] + diff_incr));
+  grad_var_[row] = static_cast<float>((1.0 - a) * (grad_var_[row] + a * diff_diff));
 }
 
 void EmbeddingRows::record_update(int64_t row, const float* delta, double row_norm) {
-  double dd = 0.0;
-  for (int64_t j = 0; j < dim_; ++j) dd += static_cast<double>(delta[j]) * delta[j];
-  const double norm = std::sqrt(dd);
+  const double norm = std::sqrt(dot_lanes(delta, delta, dim_));
   const double rv = options_.velocity_ema;
   velocity_[row] = static_cast<float>(rv * velocity_[row] + (1.0 - rv) * norm);
   if (!(norm > options_.update_ratio_lo * row_norm) || norm == 0.0) return;
   uint16_t* prev = prev_update_.data() + row * dim_;
   if (updates_[row] > 0) {
+    float p[512];  // the previous update, widened in blocks
     double dot = 0.0, pp = 0.0;
-    for (int64_t j = 0; j < dim_; ++j) {
-      const double p = bfloat16_to_float(prev[j]);
-      dot += p * delta[j];
-      pp += p * p;
+    for (int64_t b = 0; b < dim_; b += 512) {
+      const int64_t n = std::min<int64_t>(512, dim_ - b);
+      for (int64_t j = 0; j < n; ++j) p[j] = bfloat16_to_float(prev[b + j]);
+      dot += dot_lanes(p, delta + b, n);
+      pp += dot_lanes(p, p, n);
     }
     if (pp > 0.0) {
       const double cosine = dot / (std::sqrt(pp) * norm);
@@ -83,6 +106,42 @@ void EmbeddingRows::record_update(int64_t row, const float* delta, double row_no
   }
   for (int64_t j = 0; j < dim_; ++j) prev[j] = float_to_bfloat16(delta[j]);
   ++updates_[row];
+}
+
+double squared_norm(const float* x, int64_t n) { return dot_lanes(x, x, n); }
+
+// Touched rows are scattered over a table that can be far larger than the caches: prefetch
+// the state of the row kAhead positions on while this one is processed.
+constexpr int64_t kAhead = 4;
+
+void EmbeddingRows::prefetch(int64_t row) const {
+  const char* m = reinterpret_cast<const char*>(grad_mean_.data() + row * dim_);
+  const char* p = reinterpret_cast<const char*>(prev_update_.data() + row * dim_);
+  for (int64_t b = 0; b < dim_ * 4; b += 64) __builtin_prefetch(m + b, 1);
+  for (int64_t b = 0; b < dim_ * 2; b += 64) __builtin_prefetch(p + b, 1);
+  __builtin_prefetch(&velocity_[row], 1);
+  __builtin_prefetch(&oscillation_[row], 1);
+  __builtin_prefetch(&grad_var_[row], 1);
+  __builtin_prefetch(&gradients_[row], 1);
+  __builtin_prefetch(&updates_[row], 1);
+}
+
+double EmbeddingRows::record_gradients(const int64_t* rows, int64_t n, const float* gradients) {
+  double norm2 = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) prefetch(rows[k + kAhead]);
+    norm2 += squared_norm(gradients + k * dim_, dim_);
+    record_gradient(rows[k], gradients + k * dim_);
+  }
+  return norm2;
+}
+
+void EmbeddingRows::record_updates(const int64_t* rows, int64_t n, const float* deltas,
+                                   const float* before) {
+  for (int64_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) prefetch(rows[k + kAhead]);
+    record_update(rows[k], deltas + k * dim_, std::sqrt(squared_norm(before + k * dim_, dim_)));
+  }
 }
 
 double EmbeddingRows::snr(int64_t row) const {

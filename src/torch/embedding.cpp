@@ -179,10 +179,7 @@ void EmbeddingTracker::before_step() {
 
   double norm2 = std::numeric_limits<double>::quiet_NaN();
   if (g.defined()) {
-    norm2 = 0.0;
-    const float* gp = g.data_ptr<float>();
-    for (int64_t i = 0; i < T * dim; ++i) norm2 += static_cast<double>(gp[i]) * gp[i];
-    for (int64_t k = 0; k < T; ++k) s.rows.record_gradient(t[k], gp + k * dim);
+    norm2 = s.rows.record_gradients(t.data(), T, g.data_ptr<float>());
   }
   s.grad_norms.emplace_back(s.step, std::sqrt(norm2));
 
@@ -252,14 +249,8 @@ void EmbeddingTracker::after_step() {
   if (s.tracking && !s.touched.empty()) {
     at::NoGradGuard no_grad;
     const at::Tensor delta = (gather(s.weight, s.touched_t) - s.before).contiguous();
-    const int64_t dim = s.rows.dim();
-    const float* dp = delta.data_ptr<float>();
-    const float* bp = s.before.data_ptr<float>();
-    for (std::size_t k = 0; k < s.touched.size(); ++k) {
-      double nn = 0.0;
-      for (int64_t j = 0; j < dim; ++j) nn += static_cast<double>(bp[k * dim + j]) * bp[k * dim + j];
-      s.rows.record_update(s.touched[k], dp + k * dim, std::sqrt(nn));
-    }
+    s.rows.record_updates(s.touched.data(), static_cast<int64_t>(s.touched.size()),
+                          delta.data_ptr<float>(), s.before.data_ptr<float>());
     if (s.options.on_step)
       s.options.on_step({Record{s.step, s.layer, Site::kUpdate, stats_of(delta, s.layer)}});
   }

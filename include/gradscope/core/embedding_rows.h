@@ -48,6 +48,12 @@ class EmbeddingRows {
   /// velocity and oscillation; `row_norm` is ||row|| before the step.
   void record_update(int64_t row, const float* delta, double row_norm);
 
+  /// record_gradient for n rows (gradients: n x dim, row-major); returns sum ||g||^2.
+  /// Prefetches the state of rows further on, which matters once the table outgrows caches.
+  double record_gradients(const int64_t* rows, int64_t n, const float* gradients);
+  /// record_update for n rows (deltas and rows before the step: n x dim each).
+  void record_updates(const int64_t* rows, int64_t n, const float* deltas, const float* before);
+
   /// Gradient signal-to-noise ratio ||m||^2 / v (m, v: weighted mean and total variance of
   /// the row's gradient). NaN with fewer than two gradients; +Inf for zero variance.
   double snr(int64_t row) const;
@@ -65,6 +71,8 @@ class EmbeddingRows {
   const std::vector<float>& velocities() const { return velocity_; }
 
  private:
+  void prefetch(int64_t row) const;
+
   int64_t rows_, dim_;
   EmbeddingRowsOptions options_;
   std::vector<uint32_t> exposure_;
@@ -75,6 +83,9 @@ class EmbeddingRows {
   std::vector<float> grad_mean_;     // rows x dim
   std::vector<uint16_t> prev_update_;  // rows x dim, bfloat16
 };
+
+/// sum x_i^2 over n floats (eight float lanes, summed in double; rows are short).
+double squared_norm(const float* x, int64_t n);
 
 /// Auto-fix factor for a zombie row from its gradient SNR: the Wiener / minimum-mean-square
 /// gain snr / (1 + snr) of a noisy estimate g = mu + noise, clamped to [lo, hi]. NaN snr -> hi.

@@ -1,0 +1,118 @@
+// make bench-embedding: training steps of a sparse embedding table (64 wide, batch 1024, SGD)
+// at 10k, 1M and 10M rows, with an EmbeddingTracker on every step.
+//   R = tracking cost per step at 10M rows / at 10k rows (the tracker's own calls, timed around
+//       observe, before_step and after_step; same batch size, so the target is ~1);
+//   O = step time with tracking / without, at 1M rows: two identical tables from the same
+//       seed, the tracked and the untracked one stepping in interleaved blocks.
+// Medians of per-step times. Last line: JSON.
+#include <torch/nn/modules/embedding.h>
+#include <torch/optim/sgd.h>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "gradscope/torch/embedding.h"
+
+namespace {
+
+namespace nn = ::torch::nn;
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kDim = 64, kBatch = 1024;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct Table {
+  nn::Embedding emb;
+  ::torch::optim::SGD opt;
+  std::unique_ptr<gradscope::torch::EmbeddingTracker> tracker;
+  std::vector<double> step_s, track_s;
+
+  Table(int64_t rows, bool tracked)
+      : emb((::torch::manual_seed(0), nn::Embedding(nn::EmbeddingOptions(rows, kDim).sparse(true)))),
+        opt(emb->parameters(), ::torch::optim::SGDOptions(0.01)) {
+    if (tracked) tracker = std::make_unique<gradscope::torch::EmbeddingTracker>(emb, "table");
+  }
+
+  void step(const at::Tensor& idx, const at::Tensor& target) {
+    const auto t0 = Clock::now();
+    double track = 0.0;
+    opt.zero_grad();
+    if (tracker) {
+      const auto a = Clock::now();
+      tracker->observe(idx);
+      track += seconds(a, Clock::now());
+    }
+    (emb->forward(idx) - target).pow(2).sum().backward();
+    if (tracker) {
+      auto a = Clock::now();
+      tracker->before_step();
+      track += seconds(a, Clock::now());
+      opt.step();
+      a = Clock::now();
+      tracker->after_step();
+      track += seconds(a, Clock::now());
+    } else {
+      opt.step();
+    }
+    step_s.push_back(seconds(t0, Clock::now()));
+    track_s.push_back(track);
+  }
+};
+
+// Tracking cost per step on a table of `rows` rows.
+double tracking_cost(int64_t rows, int steps) {
+  Table t(rows, true);
+  at::manual_seed(1);
+  for (int s = 0; s < steps; ++s)
+    t.step(at::randint(0, rows, {kBatch}, at::kLong), at::randn({kBatch, kDim}));
+  t.track_s.erase(t.track_s.begin(), t.track_s.begin() + steps / 5);  // warm-up
+  const double m = median(t.track_s);
+  std::printf("rows %9lld: tracking %.1f us/step (median of %zu), step %.1f us\n",
+              static_cast<long long>(rows), m * 1e6, t.track_s.size(), median(t.step_s) * 1e6);
+  return m;
+}
+
+}  // namespace
+
+int main() {
+  at::set_num_threads(1);
+  const int steps = 400;
+  // R: 10k and 10M alternate twice so drift hits both sides.
+  std::vector<double> small, large;
+  for (int rep = 0; rep < 2; ++rep) {
+    small.push_back(tracking_cost(10000, steps));
+    large.push_back(tracking_cost(10000000, steps));
+  }
+  const double R = median(large) / median(small);
+  (void)tracking_cost(1000000, steps);
+
+  // O: tracked and untracked 1M-row tables, interleaved blocks of 20 steps.
+  Table a(1000000, false), b(1000000, true);
+  at::manual_seed(2);
+  for (int block = 0; block < 40; ++block) {
+    for (Table* t : {&a, &b}) {
+      at::manual_seed(100 + block);
+      for (int s = 0; s < 20; ++s)
+        t->step(at::randint(0, 1000000, {kBatch}, at::kLong), at::randn({kBatch, kDim}));
+    }
+  }
+  a.step_s.erase(a.step_s.begin(), a.step_s.begin() + 100);
+  b.step_s.erase(b.step_s.begin(), b.step_s.begin() + 100);
+  const double O = median(b.step_s) / median(a.step_s);
+  std::printf("1M rows: step %.1f us untracked, %.1f us tracked every step\n",
+              median(a.step_s) * 1e6, median(b.step_s) * 1e6);
+  std::printf("{\"bench\":\"embedding\",\"ratio_10M_vs_10k\":%.3f,\"overhead_every_step_1M\":%.3f}\n", R, O);
+  return 0;
+}
