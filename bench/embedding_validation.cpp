@@ -5,9 +5,10 @@
 // HR@10 and NDCG@10. Each seed trains a baseline and an auto-fix run from identical initial
 // weights and negative samples; a paired t-test compares per-user NDCG (averaged over seeds)
 // and the per-seed means. Both runs track user and item tables every step (EmbeddingHub).
-// Usage: validate_embedding DATA_DIR [SEEDS=5] [EPOCHS=30] [LR=0.005]. Last line: JSON.
+// Usage: validate_embedding DATA_DIR [SEEDS=5] [EPOCHS=30] [LR=0.005] [OPT=adam]. Last line: JSON.
 #include <torch/nn/modules/embedding.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
 
 #include <ATen/ATen.h>
 
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,7 +80,7 @@ struct Result {
   int64_t zombies_user = 0, zombies_item = 0, interventions = 0, rows_scaled = 0;
 };
 
-Result train(const Data& d, int seed, int epochs, double lr, bool auto_fix, const std::string& run_dir) {
+Result train(const Data& d, int seed, int epochs, double lr, bool use_sgd, bool auto_fix, const std::string& run_dir) {
   at::manual_seed(seed);
   nn::Embedding users(nn::EmbeddingOptions(d.users, kDim)), items(nn::EmbeddingOptions(d.items, kDim));
   {
@@ -100,7 +102,9 @@ Result train(const Data& d, int seed, int epochs, double lr, bool auto_fix, cons
   hub.track(items, "item", opt);
   std::vector<at::Tensor> params = users->parameters();
   for (auto& p : items->parameters()) params.push_back(p);
-  ::torch::optim::Adam adam(params, ::torch::optim::AdamOptions(lr));
+  std::unique_ptr<::torch::optim::Optimizer> adam;
+  if (use_sgd) adam = std::make_unique<::torch::optim::SGD>(params, ::torch::optim::SGDOptions(lr));
+  else adam = std::make_unique<::torch::optim::Adam>(params, ::torch::optim::AdamOptions(lr));
   const auto n = static_cast<int64_t>(d.train.size());
   std::vector<int64_t> tu(n), ti(n);
   for (int64_t k = 0; k < n; ++k) tu[k] = d.train[k].first, ti[k] = d.train[k].second;
@@ -112,14 +116,14 @@ Result train(const Data& d, int seed, int epochs, double lr, bool auto_fix, cons
       const at::Tensor idx = perm.slice(0, b, std::min(n, b + kBatch));
       const at::Tensor u = all_u.index_select(0, idx), pos = all_i.index_select(0, idx);
       const at::Tensor neg = at::randint(0, d.items, {idx.size(0)}, gen, at::kLong);
-      adam.zero_grad();
+      adam->zero_grad();
       const at::Tensor eu = hub["user"].forward(u);
       const at::Tensor ep = hub["item"].forward(at::cat({pos, neg}));
       const at::Tensor x = (eu * (ep.slice(0, 0, idx.size(0)) - ep.slice(0, idx.size(0)))).sum(1);
       // BPR (Rendle et al. 2009): -log sigmoid(x_upi - x_upj) + L2 on the batch's rows.
       const at::Tensor loss = -at::log_sigmoid(x).mean() + 1e-4 * (eu.pow(2).sum(1).mean() + ep.pow(2).sum(1).mean());
       loss.backward();
-      hub.step(adam);
+      hub.step(*adam);
     }
   }
   const gradscope::EmbeddingHubReport rep = hub.report();
@@ -151,11 +155,12 @@ Result train(const Data& d, int seed, int epochs, double lr, bool auto_fix, cons
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: validate_embedding DATA_DIR [SEEDS] [EPOCHS] [LR]\n");
+    std::fprintf(stderr, "usage: validate_embedding DATA_DIR [SEEDS] [EPOCHS] [LR] [adam|sgd]\n");
     return 2;
   }
   const int seeds = argc > 2 ? std::atoi(argv[2]) : 5, epochs = argc > 3 ? std::atoi(argv[3]) : 30;
   const double lr = argc > 4 ? std::atof(argv[4]) : 5e-3;
+  const bool use_sgd = argc > 5 && std::string(argv[5]) == "sgd";
   const Data d = load(std::string(argv[1]) + "/movielens.csv");
   std::printf("movielens: %lld users, %lld items with a rating >= 4, %zu training pairs, %zu test users\n",
               (long long)d.users, (long long)d.items, d.train.size(), d.test_user.size());
@@ -164,8 +169,8 @@ int main(int argc, char** argv) {
   std::vector<double> seed_base, seed_fix, hr_base, hr_fix;
   for (int s = 0; s < seeds; ++s) {
     const std::string dir = "gradscope-runs/validate-embedding/seed" + std::to_string(s);
-    const Result b = train(d, s, epochs, lr, false, dir + "-baseline");
-    const Result f = train(d, s, epochs, lr, true, dir + "-autofix");
+    const Result b = train(d, s, epochs, lr, use_sgd, false, dir + "-baseline");
+    const Result f = train(d, s, epochs, lr, use_sgd, true, dir + "-autofix");
     std::printf("| %d | %.4f | %.4f | %.4f | %.4f | %lld/%lld | %lld (%lld) |\n", s, b.hr, f.hr, b.ndcg, f.ndcg,
                 (long long)b.zombies_user, (long long)b.zombies_item, (long long)f.interventions,
                 (long long)f.rows_scaled);
