@@ -124,6 +124,39 @@ TEST(Audit, SampleEveryAuditsOnlyThoseSteps) {
   EXPECT_EQ(audit.current_step(), 10);
 }
 
+TEST(Audit, OnStepHandsOverEachStepAndAFunctionUpdateMeasuresTheSame) {
+  auto run = [](bool with_function, bool keep) {
+    auto net = mlp();
+    ::torch::optim::SGD opt(net->parameters(), 0.1);
+    std::vector<std::vector<Record>> handed;
+    AuditOptions o;
+    o.keep_records = keep;
+    o.on_step = [&](const std::vector<Record>& rs) { handed.push_back(rs); };
+    Audit audit(net, o);
+    ::torch::manual_seed(3);
+    for (int s = 0; s < 3; ++s) {
+      opt.zero_grad();
+      audit.forward(net, at::randn({4, 6})).sum().backward();
+      if (with_function) audit.step([&] { opt.step(); });
+      else audit.step(opt);
+    }
+    EXPECT_EQ(audit.records().size(), keep ? 3 * handed.at(0).size() : 0u);
+    return handed;
+  };
+  const auto a = run(false, true), b = run(true, false);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (std::size_t s = 0; s < 3; ++s) {
+    ASSERT_EQ(a[s].size(), b[s].size());
+    for (std::size_t i = 0; i < a[s].size(); ++i) {
+      EXPECT_EQ(a[s][i].step, static_cast<int64_t>(s));
+      EXPECT_EQ(a[s][i].node, b[s][i].node);
+      EXPECT_EQ(a[s][i].site, b[s][i].site);
+      EXPECT_EQ(a[s][i].stats.sum_sq, b[s][i].stats.sum_sq);  // same measurement either way
+    }
+  }
+}
+
 TEST(Audit, HooksAreRemovedOnDestructionAlsoWhenTrainingThrows) {
   auto net = mlp();
   const at::Tensor w = net->named_parameters()["fc1.weight"];
