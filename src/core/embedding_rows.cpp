@@ -37,13 +37,8 @@ EmbeddingRows::EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions opt
   check_rate(options.oscillation_ema, "oscillation_ema");
   check_rate(options.gradient_ema, "gradient_ema");
   const auto n = static_cast<std::size_t>(rows);
-  exposure_.assign(n, 0);
-  last_seen_.assign(n, -1);
-  velocity_.assign(n, 0.f);
-  oscillation_.assign(n, 0.f);
-  updates_.assign(n, 0);
-  gradients_.assign(n, 0);
-  grad_var_.assign(n, 0.f);
+  static_assert(sizeof(Scalars) == 28, "bytes_per_row counts 28 bytes of scalars");
+  scalars_.assign(n, Scalars{});
   grad_mean_.assign(n * static_cast<std::size_t>(dim), 0.f);
   prev_update_.assign(n * static_cast<std::size_t>(dim), 0);
 }
@@ -51,16 +46,18 @@ EmbeddingRows::EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions opt
 void EmbeddingRows::expose(int64_t row, int64_t step) {
   if (step > std::numeric_limits<int32_t>::max())
     throw Error("embedding rows: step " + std::to_string(step) + " exceeds 2^31 - 1");
-  if (last_seen_[row] == static_cast<int32_t>(step) && exposure_[row] > 0) return;
-  ++exposure_[row];
-  last_seen_[row] = static_cast<int32_t>(step);
+  Scalars& x = scalars_[row];
+  if (x.last_seen == static_cast<int32_t>(step) && x.exposure > 0) return;
+  ++x.exposure;
+  x.last_seen = static_cast<int32_t>(step);
 }
 
 void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {
   float* __restrict m = grad_mean_.data() + row * dim_;
-  if (gradients_[row]++ == 0) {
+  Scalars& x = scalars_[row];
+  if (x.gradients++ == 0) {
     std::copy(g, g + dim_, m);
-    grad_var_[row] = 0.f;
+    x.grad_var = 0.f;
     return;
   }
   // Finch (2009) eq. 143: diff = x - mu; incr = a diff; mu += incr; S = (1 - a)(S + diff.incr)
@@ -80,16 +77,17 @@ void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {
     m[j] += a * diff;
     diff_diff += static_cast<double>(diff) * diff;
   }
-  grad_var_[row] = static_cast<float>((1.0 - a) * (grad_var_[row] + a * diff_diff));
+  x.grad_var = static_cast<float>((1.0 - a) * (x.grad_var + a * diff_diff));
 }
 
 void EmbeddingRows::record_update(int64_t row, const float* delta, double row_norm) {
   const double norm = std::sqrt(dot_lanes(delta, delta, dim_));
+  Scalars& x = scalars_[row];
   const double rv = options_.velocity_ema;
-  velocity_[row] = static_cast<float>(rv * velocity_[row] + (1.0 - rv) * norm);
+  x.velocity = static_cast<float>(rv * x.velocity + (1.0 - rv) * norm);
   if (!(norm > options_.update_ratio_lo * row_norm) || norm == 0.0) return;
   uint16_t* prev = prev_update_.data() + row * dim_;
-  if (updates_[row] > 0) {
+  if (x.updates > 0) {
     float p[512];  // the previous update, widened in blocks
     double dot = 0.0, pp = 0.0;
     for (int64_t b = 0; b < dim_; b += 512) {
@@ -101,11 +99,11 @@ void EmbeddingRows::record_update(int64_t row, const float* delta, double row_no
     if (pp > 0.0) {
       const double cosine = dot / (std::sqrt(pp) * norm);
       const double ro = options_.oscillation_ema;
-      oscillation_[row] = static_cast<float>(ro * oscillation_[row] + (1.0 - ro) * cosine);
+      x.oscillation = static_cast<float>(ro * x.oscillation + (1.0 - ro) * cosine);
     }
   }
   for (int64_t j = 0; j < dim_; ++j) prev[j] = float_to_bfloat16(delta[j]);
-  ++updates_[row];
+  ++x.updates;
 }
 
 double squared_norm(const float* x, int64_t n) { return dot_lanes(x, x, n); }
@@ -119,11 +117,8 @@ void EmbeddingRows::prefetch(int64_t row) const {
   const char* p = reinterpret_cast<const char*>(prev_update_.data() + row * dim_);
   for (int64_t b = 0; b < dim_ * 4; b += 64) __builtin_prefetch(m + b, 1);
   for (int64_t b = 0; b < dim_ * 2; b += 64) __builtin_prefetch(p + b, 1);
-  __builtin_prefetch(&velocity_[row], 1);
-  __builtin_prefetch(&oscillation_[row], 1);
-  __builtin_prefetch(&grad_var_[row], 1);
-  __builtin_prefetch(&gradients_[row], 1);
-  __builtin_prefetch(&updates_[row], 1);
+  __builtin_prefetch(&scalars_[row], 1);
+  __builtin_prefetch(reinterpret_cast<const char*>(&scalars_[row]) + 27, 1);
 }
 
 double EmbeddingRows::record_gradients(const int64_t* rows, int64_t n, const float* gradients) {
@@ -145,11 +140,11 @@ void EmbeddingRows::record_updates(const int64_t* rows, int64_t n, const float* 
 }
 
 double EmbeddingRows::snr(int64_t row) const {
-  if (gradients_[row] < 2) return std::numeric_limits<double>::quiet_NaN();
+  if (scalars_[row].gradients < 2) return std::numeric_limits<double>::quiet_NaN();
   const float* m = grad_mean_.data() + row * dim_;
   double mm = 0.0;
   for (int64_t j = 0; j < dim_; ++j) mm += static_cast<double>(m[j]) * m[j];
-  const double v = grad_var_[row];
+  const double v = scalars_[row].grad_var;
   if (v <= 0.0) return mm > 0.0 ? std::numeric_limits<double>::infinity() : 0.0;
   return mm / v;
 }
