@@ -10,6 +10,19 @@
 namespace gradscope {
 namespace {
 
+// Node names are data: control characters would break the table's lines, so show them escaped.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<int>(c));
+    else out += c;
+  }
+  return out;
+}
+
 const char* comparison(Flag f) { return f == Flag::kVanishing || f == Flag::kStagnant ? "<" : ">"; }
 
 }  // namespace
@@ -30,7 +43,7 @@ std::string render_table(const Report& report) {
       "|param grad|", "|param|", "grad/param", "update",  "flags"};
   std::vector<std::array<std::string, kColumns>> rows;
   for (const NodeReport& n : report.nodes) {
-    rows.push_back({n.node, std::to_string(n.steps), format_measure(n.act_mean_abs),
+    rows.push_back({printable(n.node), std::to_string(n.steps), format_measure(n.act_mean_abs),
                     format_measure(n.act_std), format_measure(n.out_grad_l2),
                     format_measure(n.param_grad_l2), format_measure(n.param_l2),
                     format_measure(n.grad_param_ratio), format_measure(n.update_ratio),
@@ -60,7 +73,7 @@ std::string render_table(const Report& report) {
     for (const Evidence& e : n.evidence) {
       if (!any) out += "\nevidence:\n";
       any = true;
-      out += fmt::format("  {} {}", n.node, flag_name(e.flag));
+      out += fmt::format("  {} {}", printable(n.node), flag_name(e.flag));
       if (e.first_step >= 0) out += fmt::format(" since step {}", e.first_step);
       if (e.flag == Flag::kNaN || e.flag == Flag::kInf) {
         out += fmt::format(": {} {} (first in {})", e.value, e.measure, site_name(e.site));
@@ -82,7 +95,7 @@ std::string render_table(const Report& report) {
   const NonFiniteOrigin& o = report.nonfinite_origin;
   if (o.found())
     out += fmt::format("\nnon-finite values first appeared at step {} in {} ({}, {})\n", o.step,
-                       o.node, o.phase, site_name(o.site));
+                       printable(o.node), o.phase, site_name(o.site));
   out += "\n" + render_verdict(report) + "\n";
   return out;
 }
@@ -99,7 +112,7 @@ std::string render_verdict(const Report& report) {
   std::string line = fmt::format("verdict: unhealthy: {} of {} flagged over {}; worst {} [{}]",
                                  flagged.size(), plural(report.nodes.size(), "node"),
                                  plural(static_cast<std::size_t>(report.steps), "step"),
-                                 worst.node, worst.flags_label());
+                                 printable(worst.node), worst.flags_label());
   for (const Evidence& e : worst.evidence) {
     if (flag_severity(e.flag) == worst.severity() && e.first_step >= 0)
       line += fmt::format(" since step {}", e.first_step);

@@ -81,6 +81,15 @@ TEST(Render, HostileNodeNamesSurviveJsonAndCsv) {
   EXPECT_NE(csv.find("\"a,b \"\"quoted\"\"\nline2 </script>\",1,"), std::string::npos) << csv;
 }
 
+TEST(Render, TableShowsControlCharactersInNamesEscaped) {
+  ReportBuilder b;
+  b.add({0, "a\nb\tc", Site::kParamGrad, summary(1e-9, 10)});
+  const std::string table = render_table(b.build());
+  EXPECT_NE(table.find("a\\nb\\tc"), std::string::npos) << table;
+  EXPECT_EQ(table.find("a\nb"), std::string::npos);
+  EXPECT_NE(table.find("worst a\\nb\\tc [VANISHING]"), std::string::npos);
+}
+
 TEST(Render, CsvFieldQuotesOnlyWhenNeeded) {
   EXPECT_EQ(csv_field("fc1.weight"), "fc1.weight");
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
