@@ -3,8 +3,6 @@
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 
-#include <future>
-
 #include "audit_state.h"
 #include "channel_math.h"
 #include "gradscope/torch/tensor.h"
@@ -21,17 +19,11 @@ struct StepSums {
 }  // namespace
 
 void Audit::step(::torch::optim::Optimizer& optimizer) {
-  // LibTorch's optimizers read gradients without changing them, so the gradient and value
-  // statistics can run on another core while the optimizer step runs.
-  run_step(*state_, [&] { optimizer.step(); }, /*overlap=*/true);
+  step([&] { optimizer.step(); });
 }
 
 void Audit::step(const std::function<void()>& apply_update) {
-  // An arbitrary update rule may change gradients in place: measure first, then update.
-  run_step(*state_, apply_update, /*overlap=*/false);
-}
-
-void Audit::run_step(State& s, const std::function<void()>& apply_update, bool overlap) {
+  State& s = *state_;
   if (!s.audited()) {
     apply_update();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -52,37 +44,37 @@ void Audit::run_step(State& s, const std::function<void()>& apply_update, bool o
   };
   std::vector<char> node_had_grad(s.entries.size(), 0);
 
-  // 1. Snapshot every parameter the optimizer will update (those with a gradient): a copy,
-  //    the one thing that must finish before the update starts.
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     State::Param& p = s.params[i];
-    if (!p.tensor.requires_grad() || !p.tensor.grad().defined()) continue;
     const at::Tensor value = p.tensor.detach();
-    if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
-        p.snapshot.scalar_type() != value.scalar_type())
-      p.snapshot = at::empty_like(value, at::MemoryFormat::Contiguous);
-    p.snapshot.copy_(value);
-    snapshotted[i] = 1;
-  }
-
-  // 2. Gradient and value statistics (the values from the snapshots, which keep the
-  //    pre-update values while the optimizer runs).
-  StatsOptions single = s.stats_options;
-  if (overlap) single.threads = 1;  // the other core is busy with the optimizer
-  auto measure = [&] {
-    for (std::size_t i = 0; i < s.params.size(); ++i) {
-      State::Param& p = s.params[i];
-      const Stats v = stats_of(snapshotted[i] ? p.snapshot : p.tensor.detach(), p.name, single);
-      if (!p.tensor.requires_grad()) {
-        into(p, [&](StepSums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
-        continue;
+    if (!p.tensor.requires_grad()) {
+      const Stats v = stats_of(value, p.name, s.stats_options);
+      into(p, [&](StepSums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
+      continue;
+    }
+    at::Tensor grad = p.tensor.grad();
+    // Only parameters with a gradient are updated by the optimizer step: snapshot those, in
+    // the same read that measures them when the parameter is contiguous.
+    const TensorView view = view_of(value, p.name);
+    Stats v;
+    if (grad.defined() && view.is_contiguous()) {
+      if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
+          p.snapshot.scalar_type() != value.scalar_type())
+        p.snapshot = at::empty_like(value, at::MemoryFormat::Contiguous);
+      v = compute_and_copy(view, p.snapshot.data_ptr(), s.stats_options);
+      snapshotted[i] = 1;
+    } else {
+      v = compute(view, s.stats_options);
+      if (grad.defined()) {
+        p.snapshot = value.clone(at::MemoryFormat::Contiguous);
+        snapshotted[i] = 1;
       }
-      into(p, [&](StepSums& x) { x.value = merge(x.value, v), x.any_value = true; });
-      const at::Tensor grad = p.tensor.grad();
-      if (!grad.defined()) continue;
+    }
+    into(p, [&](StepSums& x) { x.value = merge(x.value, v), x.any_value = true; });
+    if (grad.defined()) {
       // Sparse gradients (Embedding with sparse=true): the summed values of touched rows.
       const at::Tensor dense_part = grad.is_sparse() ? grad.coalesce().values() : grad;
-      const Stats g = stats_of(dense_part, p.name + ".grad", single);
+      const Stats g = stats_of(dense_part, p.name + ".grad", s.stats_options);
       into(p, [&](StepSums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
       if (s.options.gradient_snr && !grad.is_sparse()) {
         if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
@@ -91,24 +83,12 @@ void Audit::run_step(State& s, const std::function<void()>& apply_update, bool o
         node_had_grad[static_cast<std::size_t>(p.node)] = 1;
       }
     }
-  };
-  if (overlap) {
-    std::future<void> measured = std::async(std::launch::async, measure);
-    try {
-      apply_update();
-    } catch (...) {
-      measured.wait();
-      throw;
-    }
-    measured.get();
-  } else {
-    measure();
-    apply_update();
   }
   for (std::size_t e = 0; e < s.entries.size(); ++e)
     if (node_had_grad[e]) ++s.entries[e].snr_steps;
 
-  // 3. The real update: after - before.
+  apply_update();
+
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     if (!snapshotted[i]) continue;
     State::Param& p = s.params[i];

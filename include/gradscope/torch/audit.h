@@ -127,7 +127,6 @@ class Audit {
   struct State;
 
  private:
-  static void run_step(State& s, const std::function<void()>& apply_update, bool overlap);
   std::shared_ptr<State> state_;
 };
 
