@@ -9,22 +9,7 @@
 namespace gradscope {
 namespace {
 
-void expect_same(const Stats& a, const Stats& b) {
-  EXPECT_EQ(a.count, b.count);
-  EXPECT_EQ(a.finite, b.finite);
-  EXPECT_EQ(a.nan, b.nan);
-  EXPECT_EQ(a.pos_inf, b.pos_inf);
-  EXPECT_EQ(a.neg_inf, b.neg_inf);
-  EXPECT_EQ(a.zero, b.zero);
-  EXPECT_EQ(a.saturated, b.saturated);
-  EXPECT_EQ(a.min, b.min);
-  EXPECT_EQ(a.max, b.max);
-  EXPECT_EQ(a.max_abs, b.max_abs);
-  // Only the order of double additions differs: within 1e-12 relative.
-  EXPECT_NEAR(a.sum, b.sum, 1e-12 * a.sum_abs);
-  EXPECT_NEAR(a.sum_sq, b.sum_sq, 1e-12 * a.sum_sq);
-  EXPECT_NEAR(a.sum_abs, b.sum_abs, 1e-12 * a.sum_abs);
-}
+using test::expect_same;
 
 std::vector<float> data(std::size_t n) {
   std::vector<float> x;

@@ -10,17 +10,7 @@
 namespace gradscope {
 namespace {
 
-void expect_same(const Stats& a, const Stats& b) {
-  EXPECT_EQ(a.count, b.count);
-  EXPECT_EQ(a.finite, b.finite);
-  EXPECT_EQ(a.nan, b.nan);
-  EXPECT_EQ(a.zero, b.zero);
-  EXPECT_EQ(a.saturated, b.saturated);
-  EXPECT_EQ(a.min, b.min);
-  EXPECT_EQ(a.max, b.max);
-  EXPECT_NEAR(a.sum, b.sum, 1e-12 * a.sum_abs + 1e-300);
-  EXPECT_NEAR(a.sum_sq, b.sum_sq, 1e-12 * a.sum_sq + 1e-300);
-}
+using test::expect_same;
 
 template <class Codec>
 class Paired : public ::testing::Test {};

@@ -7,7 +7,10 @@
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "gradscope/core/half.h"
+#include "gradscope/core/stats.h"
 #include "gradscope/core/tensor_view.h"
 
 namespace gradscope::test {
@@ -84,6 +87,24 @@ inline std::vector<double> mixed_values(std::size_t n, uint32_t seed, double sca
     }
   }
   return v;
+}
+
+/// Two summaries of the same values: counts, min and max exact, sums within 1e-12 relative
+/// (only the order of double additions may differ).
+inline void expect_same(const Stats& a, const Stats& b) {
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.finite, b.finite);
+  EXPECT_EQ(a.nan, b.nan);
+  EXPECT_EQ(a.pos_inf, b.pos_inf);
+  EXPECT_EQ(a.neg_inf, b.neg_inf);
+  EXPECT_EQ(a.zero, b.zero);
+  EXPECT_EQ(a.saturated, b.saturated);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
+  EXPECT_EQ(a.max_abs, b.max_abs);
+  EXPECT_NEAR(a.sum, b.sum, 1e-12 * a.sum_abs + 1e-300);
+  EXPECT_NEAR(a.sum_sq, b.sum_sq, 1e-12 * a.sum_sq + 1e-300);
+  EXPECT_NEAR(a.sum_abs, b.sum_abs, 1e-12 * a.sum_abs + 1e-300);
 }
 
 }  // namespace gradscope::test
