@@ -8,6 +8,8 @@
 #include <thread>
 #include <tuple>
 
+#include <torch/nn/modules/activation.h>
+
 #include "audit_state.h"
 #include "channel_math.h"
 #include "gradscope/core/error.h"
@@ -18,6 +20,11 @@ namespace gradscope::torch {
 namespace {
 
 using ModulePtr = std::shared_ptr<::torch::nn::Module>;
+
+bool squashes(const ::torch::nn::Module& m) {
+  return dynamic_cast<const ::torch::nn::TanhImpl*>(&m) || dynamic_cast<const ::torch::nn::SigmoidImpl*>(&m) ||
+         dynamic_cast<const ::torch::nn::HardtanhImpl*>(&m) || dynamic_cast<const ::torch::nn::SoftsignImpl*>(&m);
+}
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -271,9 +278,11 @@ at::Tensor Audit::forward(::torch::nn::SequentialImpl& sequential, at::Tensor x)
     const auto found = s.by_module.find(children[i].get());
     if (found != s.by_module.end()) {
       current = found->second;
-      // The group goes on (e.g. into tanh): keep the module's own output for SATURATED.
+      // The group goes on into a squashing function: keep the module's own output, whose
+      // magnitude is what saturates tanh or sigmoid (SATURATED). After ReLU and the like the
+      // group's output already shows it, so that pass is skipped.
       const State::Entry& e = s.entries[static_cast<std::size_t>(current)];
-      if (!last && !next_audited && s.entry_audited(e)) {
+      if (!last && !next_audited && squashes(*children[i + 1]) && s.entry_audited(e)) {
         const Stats pre = stats_of(x.detach(), e.id, s.stats_options);
         std::lock_guard<std::mutex> lock(s.mutex);
         s.records.push_back({s.step, e.id, Site::kPreActivation, pre});

@@ -96,8 +96,9 @@ class Audit {
   /// Same, with the id looked up from the module (for ModuleList loops).
   at::Tensor tap(const ::torch::nn::Module& module, const at::Tensor& x);
   /// Runs a Sequential child by child and taps each audited child's output; parameter-free
-  /// children (activations, dropout) belong to the audited child before them, whose own
-  /// output is then also recorded as its pre-activation (for SATURATED).
+  /// children (activations, dropout) belong to the audited child before them; when the next
+  /// one is Tanh, Sigmoid, Hardtanh or Softsign, the child's own output is also recorded as
+  /// its pre-activation (for SATURATED).
   at::Tensor forward(::torch::nn::SequentialImpl& sequential, at::Tensor x);
   at::Tensor forward(const ::torch::nn::Sequential& sequential, at::Tensor x) {
     return forward(*sequential.ptr(), std::move(x));
