@@ -98,6 +98,16 @@ std::shared_ptr<ScenarioModel> sequential(nn::Sequential net) {
   return std::make_shared<SequentialModel>(std::move(net));
 }
 
+// fc1 -> ReLU -> fc2 (where the failure is planted) -> ReLU -> out: the shape most share.
+template <class PlantedLayer>
+std::shared_ptr<ScenarioModel> around_fc2(PlantedLayer fc2, int64_t fc2_out) {
+  return sequential(nn::Sequential({{"fc1", nn::Linear(64, 64)},
+                                    {"relu1", nn::ReLU()},
+                                    {"fc2", std::move(fc2)},
+                                    {"relu2", nn::ReLU()},
+                                    {"out", nn::Linear(fc2_out, 10)}}));
+}
+
 }  // namespace
 
 std::shared_ptr<ScenarioModel> vanishing_trunk() {
@@ -115,11 +125,7 @@ std::shared_ptr<ScenarioModel> vanishing_trunk() {
 }
 
 std::shared_ptr<ScenarioModel> exploding_layer() {
-  return sequential(nn::Sequential({{"fc1", nn::Linear(64, 64)},
-                                    {"relu1", nn::ReLU()},
-                                    {"fc2", ScaledInputLinear(64, 64, 1e5)},
-                                    {"relu2", nn::ReLU()},
-                                    {"out", nn::Linear(64, 10)}}));
+  return around_fc2(ScaledInputLinear(64, 64, 1e5), 64);
 }
 
 std::shared_ptr<ScenarioModel> nan_later() { return std::make_shared<NanLater>(); }
@@ -130,11 +136,7 @@ std::shared_ptr<ScenarioModel> dying_relu() {
     ::torch::NoGradGuard no_grad;
     fc2->bias.fill_(-10.0);
   }
-  return sequential(nn::Sequential({{"fc1", nn::Linear(64, 64)},
-                                    {"relu1", nn::ReLU()},
-                                    {"fc2", fc2},
-                                    {"relu2", nn::ReLU()},
-                                    {"out", nn::Linear(64, 10)}}));
+  return around_fc2(fc2, 64);
 }
 
 std::shared_ptr<ScenarioModel> saturated_tanh() {
@@ -150,11 +152,7 @@ std::shared_ptr<ScenarioModel> starved_branch() { return std::make_shared<Starve
 std::shared_ptr<ScenarioModel> frozen_layer() {
   nn::Linear fc2(64, 32);
   for (auto& p : fc2->parameters()) p.set_requires_grad(false);
-  return sequential(nn::Sequential({{"fc1", nn::Linear(64, 64)},
-                                    {"relu1", nn::ReLU()},
-                                    {"fc2", fc2},
-                                    {"relu2", nn::ReLU()},
-                                    {"out", nn::Linear(32, 10)}}));
+  return around_fc2(fc2, 32);
 }
 
 std::shared_ptr<ScenarioModel> dead_third() {
@@ -163,11 +161,7 @@ std::shared_ptr<ScenarioModel> dead_third() {
     ::torch::NoGradGuard no_grad;
     fc2->bias.narrow(0, 0, 16).fill_(-100.0);  // 16 of 48 channels never fire
   }
-  return sequential(nn::Sequential({{"fc1", nn::Linear(64, 64)},
-                                    {"relu1", nn::ReLU()},
-                                    {"fc2", fc2},
-                                    {"relu2", nn::ReLU()},
-                                    {"out", nn::Linear(48, 10)}}));
+  return around_fc2(fc2, 48);
 }
 
 std::shared_ptr<ScenarioModel> leaky_branches() { return std::make_shared<LeakyBranches>(); }
