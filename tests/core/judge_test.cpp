@@ -6,20 +6,12 @@
 
 #include "gradscope/core/error.h"
 #include "gradscope/core/rules.h"
+#include "../common/stats_fixture.h"
 
 namespace gradscope {
 namespace {
 
-Stats summary(double l2, int64_t count = 100, int64_t zeros = 0) {
-  Stats s;
-  s.count = s.finite = count;
-  s.zero = zeros;
-  s.sum_sq = l2 * l2;
-  s.sum = s.sum_abs = l2;
-  s.min = 0;
-  s.max = s.max_abs = l2;
-  return s;
-}
+Stats summary(double l2, int64_t count = 100, int64_t zeros = 0) { return test::with_l2(l2, count, zeros); }
 
 Stats with_nan(Stats s) {
   s.nan = 1;

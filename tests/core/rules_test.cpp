@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "gradscope/core/error.h"
+#include "../common/stats_fixture.h"
 
 namespace gradscope {
 namespace {
@@ -16,15 +17,7 @@ using ::testing::HasSubstr;
 // A summary of `count` finite values whose L2 norm is exactly `l2`, with `zeros` zeros and
 // `saturated` saturated elements.
 Stats summary(double l2, int64_t count = 100, int64_t zeros = 0, int64_t saturated = 0) {
-  Stats s;
-  s.count = s.finite = count;
-  s.zero = zeros;
-  s.saturated = saturated;
-  s.sum_sq = l2 * l2;  // sqrt(fl(x*x)) == x for IEEE doubles without over/underflow
-  s.sum = s.sum_abs = l2;
-  s.min = 0;
-  s.max = s.max_abs = l2;
-  return s;
+  return test::with_l2(l2, count, zeros, saturated);
 }
 
 Record rec(int64_t step, const std::string& node, Site site, Stats s) {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "gradscope/core/error.h"
+#include "../common/stats_fixture.h"
 
 namespace gradscope {
 namespace {
@@ -15,15 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // `count` finite values with L2 norm exactly `l2`, mean |x| = l2 / count, max |x| = l2.
-Stats grad(double l2, int64_t count = 4) {
-  Stats s;
-  s.count = s.finite = count;
-  s.sum_sq = l2 * l2;
-  s.sum = s.sum_abs = l2;
-  s.min = 0;
-  s.max = s.max_abs = l2;
-  return s;
-}
+Stats grad(double l2, int64_t count = 4) { return test::with_l2(l2, count); }
 
 Record rec(int64_t step, const std::string& node, Stats s, Site site = Site::kParamGrad) {
   return Record{step, node, site, s};

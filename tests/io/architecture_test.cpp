@@ -7,19 +7,12 @@
 
 #include "gradscope/core/rules.h"
 #include "golden_util.h"
+#include "../common/stats_fixture.h"
 
 namespace gradscope {
 namespace {
 
-Stats summary(double l2, int64_t count) {
-  Stats s;
-  s.count = s.finite = count;
-  s.sum_sq = l2 * l2;
-  s.sum = s.sum_abs = l2;
-  s.min = 0;
-  s.max = s.max_abs = l2;
-  return s;
-}
+Stats summary(double l2, int64_t count) { return test::with_l2(l2, count); }
 
 Architecture sample_architecture() {
   Architecture a;
