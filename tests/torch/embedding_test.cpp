@@ -9,6 +9,8 @@
 #include <torch/optim/adam.h>
 
 #include <ATen/Functions.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +19,8 @@
 
 #include "gradscope/core/error.h"
 #include "gradscope/io/embedding_json.h"
+#include "gradscope/io/run_reader.h"
+#include "gradscope/io/run_writer.h"
 
 namespace gradscope::torch {
 namespace {
@@ -275,6 +279,48 @@ TEST(EmbeddingTracker, HalfPrecisionTablesAreReadAsFloat) {
   tracker.step([&] { at::NoGradGuard g; emb->weight[2].add_(0.5); });
   EXPECT_NEAR(tracker.rows().velocity(2), 0.1 * 1.0, 1e-3);  // ||(0.5, 0.5, 0.5, 0.5)|| = 1
   EXPECT_EQ(tracker.rows().updates(2), 1u);
+}
+
+}  // namespace
+}  // namespace gradscope::torch
+
+namespace gradscope::torch {
+namespace {
+
+TEST(EmbeddingTracker, RecordsReachARunAndReadBack) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gradscope-emb-run-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::vector<Record> handed;
+  {
+    RunWriter run(dir.string());
+    EmbeddingTrackerOptions o;
+    o.on_step = [&](const std::vector<Record>& records) {
+      for (const Record& r : records) {
+        handed.push_back(r);
+        run.add(r);
+      }
+    };
+    Embedding emb = make_table(true);
+    EmbeddingTracker tracker(emb, "items", o);
+    run_planted(tracker, emb, 6);
+    run.close();
+  }
+  ASSERT_EQ(handed.size(), 12u);  // per step: touched rows' gradient and their real update
+  std::vector<Record> read;
+  RunReader reader(dir.string());
+  EXPECT_EQ(reader.for_each([&](const Record& r) { read.push_back(r); }), 6);
+  ASSERT_EQ(read.size(), handed.size());
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(read[i].step, handed[i].step);
+    EXPECT_EQ(read[i].node, "items");
+    EXPECT_EQ(read[i].site, handed[i].site);
+    EXPECT_EQ(read[i].stats.count, handed[i].stats.count);
+    EXPECT_EQ(read[i].stats.sum_sq, handed[i].stats.sum_sq);
+  }
+  EXPECT_EQ(read[0].site, Site::kEmbeddingRows);
+  EXPECT_EQ(read[0].stats.count, kSampled * kDim);  // only the touched rows
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
