@@ -22,13 +22,15 @@ void print_warnings(const RunReader& reader) {
 LoadedRun load_run(const std::string& path, bool partial, StepRange range) {
   RunReader reader(path, ReadOptions{partial});
   if (reader.step_count() == 0) throw Error("run '" + path + "': no steps recorded");
-  LoadedRun run{path, reader.metadata(), {}, Timeline(reader.metadata().thresholds), {}, 0};
+  LoadedRun run{path, reader.metadata(), {}, Timeline(reader.metadata().thresholds), {}, {}, 0};
   ReportBuilder builder(run.meta.thresholds);
+  SeriesBuilder series(kSeriesSteps);
   ProgressBar bar("reading " + path);
   run.steps = reader.for_each(
       [&](const Record& r) {
         builder.add(r);
         run.timeline.add(r);
+        series.add(r);
       },
       range, [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
@@ -37,6 +39,7 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range) {
   run.timeline.finish();
   run.report = builder.build();
   run.flow = summarize_flow(run.timeline);
+  run.series = series.finish();
   return run;
 }
 

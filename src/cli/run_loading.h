@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gradscope/core/report.h"
+#include "gradscope/core/series.h"
 #include "gradscope/core/timeline.h"
 #include "gradscope/io/run_reader.h"
 
@@ -19,8 +20,12 @@ struct LoadedRun {
   Report report;
   Timeline timeline;
   FlowSummary flow;
+  std::vector<NodeSeries> series;  ///< per-node measures over at most kSeriesSteps steps
   int64_t steps = 0;  ///< steps read
 };
+
+/// Steps kept per node series (evenly spread over the run): enough for a chart's width.
+inline constexpr int64_t kSeriesSteps = 400;
 
 /// Reads `path` (in `range`). Throws Error "run '<path>': no steps recorded" for an empty run;
 /// warnings of a partial read go to stderr.

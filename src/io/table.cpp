@@ -36,6 +36,26 @@ std::string format_measure(double value) {
   return fmt::format("{:.2e}", value);
 }
 
+std::string describe_evidence(const Evidence& e) {
+  std::string out = flag_name(e.flag);
+  if (e.first_step >= 0) out += fmt::format(" since step {}", e.first_step);
+  if (e.flag == Flag::kNaN || e.flag == Flag::kInf) {
+    out += fmt::format(": {} {} (first in {})", e.value, e.measure, site_name(e.site));
+  } else if (e.flag == Flag::kNoData) {
+    out += ": no activation or gradient recorded";
+  } else if (e.flag == Flag::kDeadChannels || e.flag == Flag::kIgnoredChannels) {
+    out += fmt::format(": {} {} {}", e.value, e.measure, format_measure(e.threshold));
+  } else if (e.flag == Flag::kFrozen || e.measure == "submodules flagged") {
+    // No comparison: the detail says what was seen and where.
+  } else {
+    out += fmt::format(": {} = {} {} {}", e.measure, format_measure(e.value),
+                       comparison(e.flag), format_measure(e.threshold));
+  }
+  if (e.measure == "submodules flagged") out += fmt::format(" {}", printable(e.detail));
+  else if (!e.detail.empty()) out += fmt::format(" ({})", printable(e.detail));
+  return out;
+}
+
 std::string render_table(const Report& report) {
   constexpr std::size_t kColumns = 10;
   const std::array<const char*, kColumns> header = {
@@ -73,23 +93,7 @@ std::string render_table(const Report& report) {
     for (const Evidence& e : n.evidence) {
       if (!any) out += "\nevidence:\n";
       any = true;
-      out += fmt::format("  {} {}", printable(n.node), flag_name(e.flag));
-      if (e.first_step >= 0) out += fmt::format(" since step {}", e.first_step);
-      if (e.flag == Flag::kNaN || e.flag == Flag::kInf) {
-        out += fmt::format(": {} {} (first in {})", e.value, e.measure, site_name(e.site));
-      } else if (e.flag == Flag::kNoData) {
-        out += ": no activation or gradient recorded";
-      } else if (e.flag == Flag::kDeadChannels || e.flag == Flag::kIgnoredChannels) {
-        out += fmt::format(": {} {} {}", e.value, e.measure, format_measure(e.threshold));
-      } else if (e.flag == Flag::kFrozen || e.measure == "submodules flagged") {
-        // No comparison: the detail says what was seen and where.
-      } else {
-        out += fmt::format(": {} = {} {} {}", e.measure, format_measure(e.value),
-                           comparison(e.flag), format_measure(e.threshold));
-      }
-      if (e.measure == "submodules flagged") out += fmt::format(" {}", e.detail);
-      else if (!e.detail.empty()) out += fmt::format(" ({})", e.detail);
-      out += "\n";
+      out += "  " + printable(n.node) + " " + describe_evidence(e) + "\n";
     }
   }
   const NonFiniteOrigin& o = report.nonfinite_origin;

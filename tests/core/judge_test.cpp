@@ -2,6 +2,8 @@
 // and the roll-up of submodule flags.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cmath>
 
 #include "gradscope/core/error.h"
@@ -200,6 +202,16 @@ TEST(Judge, SubmoduleFlagsRollUpOncePerFlag) {
     }
   }
   EXPECT_EQ(find(r, "encoder/backbone.0").flags.join(), "VANISHING,DEAD");
+}
+
+TEST(FlagAdvice, EveryFlagButHealthyHasAdviceOfItsOwn) {
+  EXPECT_STREQ(flag_advice(Flag::kHealthy), "");
+  std::set<std::string> seen;
+  for (int i = 1; i < kFlagCount; ++i) {
+    const std::string advice = flag_advice(static_cast<Flag>(i));
+    EXPECT_GT(advice.size(), 20u) << flag_name(static_cast<Flag>(i));
+    EXPECT_TRUE(seen.insert(advice).second) << "advice repeated for " << flag_name(static_cast<Flag>(i));
+  }
 }
 
 }  // namespace

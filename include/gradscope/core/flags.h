@@ -40,6 +40,10 @@ const char* flag_name(Flag flag);
 /// as a consequence.
 int flag_severity(Flag flag);
 
+/// What to try first for a node with this flag, one sentence ("" for HEALTHY). Standard
+/// remedies, not measured claims; the evidence says why the flag was raised.
+const char* flag_advice(Flag flag);
+
 /// A small set of flags, iterated in enum order.
 class FlagSet {
  public:

@@ -17,6 +17,10 @@ std::string render_table(const Report& report);
 /// One line: "verdict: healthy (...)" or "verdict: unhealthy: worst <node> [FLAGS] ...".
 std::string render_verdict(const Report& report);
 
+/// One evidence entry without its node: "VANISHING since step 3: mean param_grad L2 over
+/// steps = 1.2e-09 < 1e-07 (detail)".
+std::string describe_evidence(const Evidence& evidence);
+
 /// A measured number in 3 significant digits ("1.23e-05", "0.5", "-" for NaN).
 std::string format_measure(double value);
 

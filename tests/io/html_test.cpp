@@ -1,0 +1,276 @@
+// The HTML report without a browser: escaping in every context, the charts' data as measured,
+// the page's structure and its guards (CSP nonce, inlined libraries), and bad input.
+// tests/browser opens the same pages in Chromium.
+#include "gradscope/io/html.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+#include <regex>
+
+#include "gradscope/core/error.h"
+#include "gradscope/core/rules.h"
+#include "../common/stats_fixture.h"
+
+namespace gradscope {
+namespace {
+
+using nlohmann::json;
+using test::with_l2;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kHostile = "</script><img src=x onerror=alert(1)>";
+
+// A run of `steps` steps over the given nodes: "fc1" healthy, "dead" with zero gradients.
+struct Fixture {
+  RunMetadata meta;
+  Report report;
+  Timeline timeline;
+  FlowSummary flow;
+  std::vector<NodeSeries> series;
+
+  explicit Fixture(std::vector<std::string> nodes, int steps = 4) {
+    meta.name = nodes.back();
+    meta.start_time = "2026-12-02T10:00:00Z";
+    meta.command_line = "train --name '" + nodes.back() + "'";
+    ReportBuilder b;
+    SeriesBuilder s;
+    for (int step = 0; step < steps; ++step) {
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        const double g = i == 0 ? 0.5 * (step + 1) : 0.0;
+        for (const Record& r : {Record{step, nodes[i], Site::kActivation, with_l2(2.0, 4)},
+                                Record{step, nodes[i], Site::kParamGrad, with_l2(g)},
+                                Record{step, nodes[i], Site::kParam, with_l2(10.0)},
+                                Record{step, nodes[i], Site::kUpdate, with_l2(0.01)}}) {
+          b.add(r);
+          timeline.add(r);
+          s.add(r);
+        }
+      }
+    }
+    timeline.finish();
+    report = b.build();
+    flow = summarize_flow(timeline);
+    series = s.finish();
+  }
+  HtmlReportInput input() const {
+    HtmlReportInput in;
+    in.run_path = "runs/" + meta.name;
+    in.meta = &meta;
+    in.report = &report;
+    in.timeline = &timeline;
+    in.flow = &flow;
+    in.series = &series;
+    return in;
+  }
+};
+
+const ChartLibraries kLibs{"window.vega={};", "window.vegaLite={};", "window.vegaEmbed=function(){};", "test 1.0"};
+
+const Chart& chart(const std::vector<Chart>& charts, const std::string& name) {
+  for (const Chart& c : charts)
+    if (c.name == name) return c;
+  throw std::runtime_error("no chart " + name);
+}
+
+TEST(HtmlEscape, EscapesEveryHtmlSpecialCharacter) {
+  EXPECT_EQ(html_escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+  EXPECT_EQ(html_escape(""), "");
+  EXPECT_EQ(html_escape("plain text"), "plain text");
+}
+
+TEST(HtmlEscape, JsonForScriptEscapesTagsAndLineTerminators) {
+  const std::string in = "{\"a\":\"</script><!-- & \xE2\x80\xA8 \xE2\x80\xA9 \xE2\x80\xA6\"}";
+  const std::string out = json_for_script(in);
+  EXPECT_EQ(out, "{\"a\":\"\\u003c/script\\u003e\\u003c!-- \\u0026 \\u2028 \\u2029 \xE2\x80\xA6\"}");
+  EXPECT_EQ(json::parse(out), json::parse(in));  // the same value
+}
+
+TEST(HtmlEscape, ScriptForHtmlDefusesClosingTagsInAnyCase) {
+  EXPECT_EQ(script_for_html("var s='</script>';var t=\"</SCRIPT \";"),
+            "var s='<\\/script>';var t=\"<\\/SCRIPT \";");
+  EXPECT_EQ(script_for_html("a<!--b"), "a<\\!--b");
+  EXPECT_EQ(script_for_html("x</scrip"), "x</scrip");  // too short to be the tag
+  EXPECT_EQ(script_for_html("1<2&&a</b"), "1<2&&a</b");
+}
+
+TEST(HtmlCharts, EveryChartIsVegaLiteWithInlineData) {
+  const Fixture f({"fc1", "dead"});
+  const std::vector<Chart> charts = build_charts(f.input());
+  std::vector<std::string> names;
+  for (const Chart& c : charts) {
+    names.push_back(c.name);
+    EXPECT_TRUE(std::regex_match(c.name, std::regex("[a-z0-9-]+"))) << c.name;
+    const json spec = json::parse(c.spec);
+    EXPECT_THAT(spec["$schema"].get<std::string>(), HasSubstr("vega-lite"));
+    EXPECT_THAT(c.spec, Not(HasSubstr("\"url\"")));  // nothing to fetch
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"gradient-flow", "module-flow", "node-diagram", "gradient-norm",
+                                             "activations", "update-ratio"}));
+}
+
+TEST(HtmlCharts, HeatmapCellsAreTheTimelinesMeasures) {
+  const Fixture f({"fc1", "dead"}, 4);
+  const json values = json::parse(chart(build_charts(f.input()), "gradient-flow").spec)["data"]["values"];
+  ASSERT_EQ(values.size(), 8u);  // 4 steps x 2 nodes
+  EXPECT_EQ(values[2]["step"], 1);
+  EXPECT_EQ(values[2]["node"], "fc1");
+  EXPECT_DOUBLE_EQ(values[2]["grad_norm"].get<double>(), 1.0);
+  EXPECT_EQ(values[2]["kind"], "finite");
+  EXPECT_EQ(values[3]["kind"], "zero");
+  EXPECT_EQ(values[3]["status"], "vanishing");
+}
+
+TEST(HtmlCharts, HeatmapThinsLongRunsToEvenlySpacedSteps) {
+  const Fixture f({"fc1"}, 100);
+  HtmlReportInput in = f.input();
+  in.max_heatmap_steps = 10;
+  const json spec = json::parse(chart(build_charts(in), "gradient-flow").spec);
+  const json& values = spec["data"]["values"];
+  ASSERT_EQ(values.size(), 10u);
+  EXPECT_EQ(values.front()["step"], 0);
+  EXPECT_EQ(values.back()["step"], 99);  // first and last step both shown
+  EXPECT_EQ(values[1]["step"], 11);
+  EXPECT_THAT(spec["title"]["subtitle"].get<std::string>(), HasSubstr("10 of 100 steps"));
+}
+
+TEST(HtmlCharts, NonFiniteNormsBecomeNullWithTheirKind) {
+  Fixture f({"fc1"}, 1);
+  Timeline tl;
+  Stats nan = with_l2(1.0);
+  nan.nan = 2;
+  tl.add(Record{0, "fc1", Site::kParamGrad, nan});
+  tl.finish();
+  HtmlReportInput in = f.input();
+  in.timeline = &tl;
+  const json v = json::parse(chart(build_charts(in), "gradient-flow").spec)["data"]["values"][0];
+  EXPECT_TRUE(v["grad_norm"].is_null());
+  EXPECT_EQ(v["kind"], "NaN");
+  EXPECT_EQ(v["status"], "exploding");
+}
+
+TEST(HtmlCharts, SeriesAndStaircaseCarryTheMeasuredValues) {
+  const Fixture f({"fc1", "dead"}, 3);
+  const std::vector<Chart> charts = build_charts(f.input());
+  const json grad = json::parse(chart(charts, "gradient-norm").spec)["data"]["values"];
+  ASSERT_EQ(grad.size(), 3u);  // zero norms cannot sit on a log axis
+  EXPECT_DOUBLE_EQ(grad[2]["value"].get<double>(), 1.5);
+  const json update = json::parse(chart(charts, "update-ratio").spec);
+  EXPECT_DOUBLE_EQ(update["data"]["values"][0]["value"].get<double>(), 0.01 / 10.0);
+  EXPECT_DOUBLE_EQ(update["layer"][1]["data"]["values"][0]["threshold"].get<double>(), 1e-6);
+  const json act = json::parse(chart(charts, "activations").spec)["data"]["values"];
+  EXPECT_EQ(act.size(), 3u * 2u * 4u);  // steps x nodes x measures
+  const json diagram = json::parse(chart(charts, "node-diagram").spec);
+  const json boxes = diagram["layer"][1]["data"]["values"];
+  ASSERT_EQ(boxes.size(), 2u);
+  EXPECT_EQ(boxes[0]["health"], "healthy");
+  EXPECT_EQ(boxes[1]["health"], "failing");
+  EXPECT_EQ(diagram["layer"][0]["data"]["values"].size(), 1u);  // one arrow between two nodes
+}
+
+TEST(HtmlCharts, EmbeddingTablesGetFourChartsEach) {
+  const Fixture f({"fc1"});
+  EmbeddingRunSummary e;
+  EmbeddingTableSummary t;
+  t.report.layer = "item " + kHostile;
+  t.profile.layer = t.report.layer;
+  t.profile.lorenz = {{0, 0}, {0.5, 0.2}, {1, 1}};
+  t.profile.popularity_gini = 0.3;
+  t.profile.exposure = {{1, 10, 100}, {7, 3}, 0};
+  t.profile.velocity = {{1e-3, 1e-2, 1e-1}, {4, 6}, 2};
+  t.profile.oscillation = {{-1, 0, 1}, {5, 5}, 0};
+  e.tables = {t, t};
+  HtmlReportInput in = f.input();
+  in.embedding = &e;
+  const std::vector<Chart> charts = build_charts(in);
+  ASSERT_EQ(charts.size(), 6u + 8u);
+  const json lorenz = json::parse(chart(charts, "embedding-1-lorenz").spec);
+  EXPECT_EQ(lorenz["layer"][1]["data"]["values"].size(), 3u);
+  EXPECT_THAT(lorenz["title"]["subtitle"].get<std::string>(), HasSubstr("Gini 0.300"));
+  const json velocity = json::parse(chart(charts, "embedding-0-velocity").spec);
+  EXPECT_EQ(velocity["data"]["values"][1]["rows"], 6);
+  EXPECT_THAT(velocity["title"]["subtitle"].get<std::string>(), HasSubstr("2 rows with velocity 0"));
+  EXPECT_EQ(json::parse(chart(charts, "embedding-0-oscillation").spec)["layer"][1]["data"]["values"][0]["threshold"],
+            -0.3);
+}
+
+TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
+  const Fixture f({"fc1", kHostile});
+  const std::string page = render_html(f.input(), kLibs);
+  EXPECT_THAT(page, Not(HasSubstr("<img")));
+  EXPECT_THAT(page, HasSubstr("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));  // table, title
+  // Exactly the three libraries, the chart data and the driver: nothing from the run opens a tag.
+  std::size_t scripts = 0;
+  for (std::size_t at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1)) ++scripts;
+  EXPECT_EQ(scripts, 5u);
+  std::size_t closes = 0;
+  for (std::size_t at = page.find("</script"); at != std::string::npos; at = page.find("</script", at + 1)) ++closes;
+  EXPECT_EQ(closes, 5u);
+}
+
+TEST(HtmlPage, OnlyNoncedScriptsMayRunAndNothingIsFetched) {
+  const Fixture f({"fc1", "dead"});
+  const std::string page = render_html(f.input(), kLibs);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(page, m, std::regex("script-src 'nonce-([0-9a-f]{32})' 'unsafe-eval'")));
+  const std::string nonce = m[1];
+  EXPECT_THAT(page, HasSubstr("default-src 'none'"));
+  const std::regex tag("<script([^>]*)>");
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), tag); it != std::sregex_iterator(); ++it) {
+    const std::string attrs = (*it)[1];
+    if (attrs.find("application/json") == std::string::npos) {
+      EXPECT_EQ(attrs, " nonce=\"" + nonce + "\"");
+    }
+  }
+  EXPECT_THAT(page, Not(HasSubstr("http://")));
+  EXPECT_THAT(page, Not(HasSubstr("src=\"")));
+  // A second page gets a different nonce.
+  const std::string second = render_html(f.input(), kLibs);
+  ASSERT_TRUE(std::regex_search(second, m, std::regex("nonce-([0-9a-f]{32})")));
+  EXPECT_NE(m[1], nonce);
+}
+
+TEST(HtmlPage, ShowsVerdictAdviceTableAndOneContainerPerChart) {
+  const Fixture f({"fc1", "dead"});
+  const std::string page = render_html(f.input(), kLibs);
+  EXPECT_THAT(page, HasSubstr("<p class=\"verdict bad\">verdict: unhealthy"));
+  EXPECT_THAT(page, HasSubstr(flag_advice(Flag::kVanishing)));
+  EXPECT_THAT(page, HasSubstr("<table id=\"nodes\">"));
+  EXPECT_THAT(page, HasSubstr("test 1.0"));
+  for (const Chart& c : build_charts(f.input()))
+    EXPECT_THAT(page, HasSubstr("data-chart=\"" + c.name + "\"")) << c.name;
+  // The chart data parses back from the page.
+  const std::size_t at = page.find("id=\"gradscope-charts\">") + 22;
+  const json specs = json::parse(page.substr(at, page.find("</script>", at) - at));
+  EXPECT_EQ(specs.size(), 6u);
+  EXPECT_EQ(specs["gradient-flow"]["data"]["values"].size(), 8u);
+}
+
+TEST(HtmlPage, HealthyRunSaysSoAndHasNothingToDo) {
+  const Fixture f({"fc1"});
+  const std::string page = render_html(f.input(), kLibs);
+  EXPECT_THAT(page, HasSubstr("<p class=\"verdict ok\">verdict: healthy"));
+  EXPECT_THAT(page, HasSubstr("No node is flagged"));
+}
+
+TEST(HtmlPage, MissingInputsAndLibrariesAreErrors) {
+  const Fixture f({"fc1"});
+  HtmlReportInput in = f.input();
+  in.series = nullptr;
+  EXPECT_THROW(build_charts(in), Error);
+  EXPECT_THROW(render_html(f.input(), ChartLibraries{"", "x", "y", ""}), Error);
+}
+
+TEST(HtmlPage, InvalidUtf8InANodeNameDoesNotThrow) {
+  const Fixture f({"fc1", std::string("bad\xFF\xFEname")});
+  std::string page;
+  ASSERT_NO_THROW(page = render_html(f.input(), kLibs));
+  EXPECT_THAT(page, HasSubstr("bad\\ufffd\\ufffdname"));  // in the chart data, replaced
+}
+
+}  // namespace
+}  // namespace gradscope
