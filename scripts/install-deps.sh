@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gradscope builds with. Idempotent: silent when all are present.
+# Installs the Debian packages gradscope builds with, and the HTML report's chart libraries
+# (web/, npm ci). Idempotent: silent when all are present.
 set -euo pipefail
 
 packages=(
@@ -14,18 +15,33 @@ packages=(
   libcli11-dev            # command line
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  chromium                # browser tests of the HTML report (driven by npm playwright-core)
 )
+# Node.js and npm fetch the chart libraries; a machine that already has npm (from nodesource or
+# nvm, say) keeps it, since Debian's nodejs package would conflict with it.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: done"
+fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+# web/node_modules is current when its stamp holds the sha256 of the lock it was installed from;
+# the build embeds the chart libraries from there, so a changed lock must reinstall them.
+web="$(cd "$(dirname "$0")/.." && pwd)/web"
+stamp="$web/node_modules/.gradscope-lock-sha256"
+lock_sum="$(sha256sum "$web/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
+  echo "install-deps: npm ci --prefix web"
+  npm ci --prefix "$web" --no-audit --no-fund --loglevel=error >/dev/null
+  echo "$lock_sum" >"$stamp"
+fi
