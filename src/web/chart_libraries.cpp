@@ -1,0 +1,50 @@
+#include "chart_libraries.h"
+
+// The assembler's .incbin copies each file into .rodata between two symbols: no generated
+// source (a ~800 KB string literal costs the compiler seconds and memory), no extra tool.
+// The symbols are hidden, so position-independent code reaches them without a GOT entry.
+// clang-format off
+#define GRADSCOPE_INCBIN(name, file)                   \
+  __asm__(".section .rodata\n"                         \
+          ".balign 16\n"                               \
+          ".global gradscope_web_" #name "_begin\n"    \
+          ".hidden gradscope_web_" #name "_begin\n"    \
+          "gradscope_web_" #name "_begin:\n"           \
+          ".incbin \"" file "\"\n"                     \
+          ".global gradscope_web_" #name "_end\n"      \
+          ".hidden gradscope_web_" #name "_end\n"      \
+          "gradscope_web_" #name "_end:\n"             \
+          ".byte 0\n"                                  \
+          ".previous\n");                              \
+  extern "C" __attribute__((visibility("hidden")))     \
+  const char gradscope_web_##name##_begin[];           \
+  extern "C" __attribute__((visibility("hidden")))     \
+  const char gradscope_web_##name##_end[]
+// clang-format on
+
+GRADSCOPE_INCBIN(vega, GRADSCOPE_VEGA_JS);
+GRADSCOPE_INCBIN(vega_lite, GRADSCOPE_VEGA_LITE_JS);
+GRADSCOPE_INCBIN(vega_embed, GRADSCOPE_VEGA_EMBED_JS);
+
+namespace gradscope::web {
+namespace {
+
+std::string_view between(const char* begin, const char* end) {
+  return {begin, static_cast<std::size_t>(end - begin)};
+}
+
+}  // namespace
+
+std::string_view vega_js() { return between(gradscope_web_vega_begin, gradscope_web_vega_end); }
+
+std::string_view vega_lite_js() {
+  return between(gradscope_web_vega_lite_begin, gradscope_web_vega_lite_end);
+}
+
+std::string_view vega_embed_js() {
+  return between(gradscope_web_vega_embed_begin, gradscope_web_vega_embed_end);
+}
+
+std::string_view versions() { return GRADSCOPE_WEB_VERSIONS; }
+
+}  // namespace gradscope::web
