@@ -48,7 +48,8 @@ table#nodes, table.stats { border-collapse: collapse; width: 100%; font-size: 13
 table#nodes th, table#nodes td, table.stats td, table.stats th { border-bottom: 1px solid var(--line);
   padding: 5px 8px; text-align: left; vertical-align: top; }
 table#nodes td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-table#nodes td.node { word-break: break-all; }
+table#nodes td.node { overflow-wrap: anywhere; min-width: 90px; }
+.note { color: var(--muted); font-style: italic; }
 table#nodes th { background: var(--panel); position: sticky; top: 0; }
 .flag { display: inline-block; padding: 1px 6px; margin: 1px 2px 1px 0; border-radius: 4px; color: #fff;
         font-size: 12px; font-weight: 600; }
@@ -174,10 +175,11 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
   return out + "</section>\n";
 }
 
-const Chart& find_chart(const std::vector<Chart>& charts, const std::string& name) {
+// The chart's container, or a line saying why the run has nothing to draw there.
+std::string chart_or_note(const std::vector<Chart>& charts, const std::string& name, const char* missing) {
   for (const Chart& c : charts)
-    if (c.name == name) return c;
-  throw Error("html: no chart named " + name);
+    if (c.name == name) return chart_div(c);
+  return std::string("<p class=\"note\">") + missing + "</p>\n";
 }
 
 }  // namespace
@@ -283,11 +285,14 @@ std::string render_html(const HtmlReportInput& in, const ChartLibraries& libs) {
                         o.step, esc(o.node), esc(o.phase), site_name(o.site));
   page += "</section>\n";
 
-  page += "<section id=\"flow\"><h2>Gradient flow</h2>\n" + chart_div(find_chart(charts, "gradient-flow")) +
-          chart_div(find_chart(charts, "module-flow")) + chart_div(find_chart(charts, "node-diagram")) + "</section>\n";
+  constexpr const char* kNoGradients = "No finite, non-zero gradient recorded for this chart.";
+  page += "<section id=\"flow\"><h2>Gradient flow</h2>\n" + chart_or_note(charts, "gradient-flow", kNoGradients) +
+          chart_or_note(charts, "module-flow", kNoGradients) +
+          chart_or_note(charts, "node-diagram", "No nodes recorded.") + "</section>\n";
   page += "<section id=\"nodes-section\"><h2>Nodes</h2>\n" + node_table(report) + "</section>\n";
-  page += "<section id=\"series\"><h2>Over steps</h2>\n" + chart_div(find_chart(charts, "gradient-norm")) +
-          chart_div(find_chart(charts, "activations")) + chart_div(find_chart(charts, "update-ratio")) + "</section>\n";
+  page += "<section id=\"series\"><h2>Over steps</h2>\n" + chart_or_note(charts, "gradient-norm", kNoGradients) +
+          chart_or_note(charts, "activations", "No activations recorded.") +
+          chart_or_note(charts, "update-ratio", "No parameter updates recorded.") + "</section>\n";
   if (in.embedding && !in.embedding->tables.empty()) page += embedding_section(*in.embedding, charts);
 
   page += fmt::format("<footer>gradscope {} &middot; charts: {} &middot; thresholds: grad_lo {}, grad_hi {}, dead_frac {}</footer>\n",

@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v5.json";
+constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";
 constexpr int kWidth = 760;
 
 // Measured numbers: NaN and +-Inf have no JSON form; null leaves the point out of the chart.
@@ -30,6 +30,17 @@ const char* value_kind(double v) {
 // ASCII-only JSON (so U+2028 and friends arrive escaped); bytes that are not UTF-8 become U+FFFD
 // instead of an exception, since node names are whatever the user's code called them.
 std::string text(const json& spec) { return spec.dump(-1, ' ', true, json::error_handler_t::replace); }
+
+// The charts in page order. A chart whose data is empty is left out (the page says why):
+// an empty Vega-Lite view is a blank box with infinite-extent warnings.
+struct Charts {
+  std::vector<Chart> list;
+  void add(std::string name, std::string title, const json& spec) {
+    const auto data = spec.find("data");
+    if (data != spec.end() && data->contains("values") && (*data)["values"].empty()) return;
+    list.push_back({std::move(name), std::move(title), text(spec)});
+  }
+};
 
 json base(const std::string& title, const std::string& description) {
   return {{"$schema", kSchema}, {"title", {{"text", title}, {"subtitle", description}, {"anchor", "start"}}},
@@ -50,7 +61,7 @@ json picked_opacity() {
   return {{"condition", {{"param", "pick"}, {"value", 1}}}, {"value", 0.12}};
 }
 
-Chart gradient_flow(const HtmlReportInput& in) {
+void gradient_flow(const HtmlReportInput& in, Charts& out) {
   const auto& frames = in.timeline->frames();
   const auto& names = in.timeline->nodes();
   const std::size_t n = frames.size();
@@ -85,10 +96,10 @@ Chart gradient_flow(const HtmlReportInput& in) {
         {"encoding", {{"fill", {{"field", "kind"}, {"type", "nominal"}, {"title", "not plotted"},
                                  {"scale", {{"domain", {"zero", "NaN", "Inf"}},
                                             {"range", {theme::kZeroCell, theme::kNaNCell, theme::kInfCell}}}}}}}}}});
-  return {"gradient-flow", "Gradient flow", text(spec)};
+  out.add("gradient-flow", "Gradient flow", spec);
 }
 
-Chart module_flow(const HtmlReportInput& in) {
+void module_flow(const HtmlReportInput& in, Charts& out) {
   // |output gradient| where the audit measured it; a run with parameter gradients only (e.g.
   // records written by hand) shows those instead, and says so.
   bool any_output_grad = false;
@@ -118,11 +129,11 @@ Chart module_flow(const HtmlReportInput& in) {
       {{{"mark", {{"type", "line"}, {"interpolate", "step"}, {"color", theme::kLine}}}},
        {{"mark", {{"type", "point"}, {"filled", true}, {"size", 90}}},
         {"encoding", {{"color", theme::health_encoding()}}}}});
-  return {"module-flow", "Module flow", text(spec)};
+  out.add("module-flow", "Module flow", spec);
 }
 
 // Boxes in execution order, left to right, wrapping every kPerRow nodes, joined by arrows.
-Chart node_diagram(const HtmlReportInput& in) {
+void node_diagram(const HtmlReportInput& in, Charts& out) {
   constexpr int kPerRow = 5;
   const auto& nodes = in.report->nodes;
   json boxes = json::array(), links = json::array();
@@ -158,7 +169,7 @@ Chart node_diagram(const HtmlReportInput& in) {
                             {"tooltip", json::array({{{"field", "node"}}, {{"field", "flags"}}})}}}},
              {{"mark", {{"type", "text"}, {"color", "white"}, {"fontSize", 11}, {"limit", 130}}},
               {"encoding", {{"x", axis_x("x")}, {"y", axis_y("y")}, {"text", {{"field", "label"}}}}}}})}}});
-  return {"node-diagram", "Nodes", text(spec)};
+  out.add("node-diagram", "Nodes", spec);
 }
 
 // One line per node over steps; `values` rows are {node, step, value[, measure]}.
@@ -176,7 +187,7 @@ json series_spec(const std::string& title, const std::string& subtitle, json val
   return spec;
 }
 
-std::vector<Chart> node_series(const HtmlReportInput& in) {
+void node_series(const HtmlReportInput& in, Charts& out) {
   json grad = json::array(), act = json::array(), update = json::array();
   for (const NodeSeries& n : *in.series) {
     for (const SeriesPoint& p : n.points) {
@@ -192,11 +203,22 @@ std::vector<Chart> node_series(const HtmlReportInput& in) {
     }
   }
   const json log_y = {{"field", "value"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"axis", {{"format", ".0e"}}}};
-  std::vector<Chart> out;
   json g = series_spec("Gradient norm", "L2 per node and step (log); click a legend entry to pick nodes", grad,
                        log_y, *in.report);
   g["encoding"]["y"]["title"] = "|grad|";
-  out.push_back({"gradient-norm", "Gradient norm", text(g)});
+  if (in.report->nonfinite_origin.found()) {  // the lines stop where NaN/Inf begin: say so
+    const int64_t step = in.report->nonfinite_origin.step;
+    json line = {{"mark", g["mark"]}, {"params", g["params"]}, {"encoding", g["encoding"]}};
+    for (const char* key : {"mark", "params", "encoding"}) g.erase(key);
+    json rule = {{"data", {{"values", json::array({{{"step", step}, {"label", "non-finite from step " + std::to_string(step)}}})}}},
+                 {"encoding", {{"x", {{"field", "step"}, {"type", "quantitative"}}}}},
+                 {"layer", json::array({{{"mark", {{"type", "rule"}, {"color", theme::kNaNCell}, {"strokeWidth", 2}}}},
+                                        {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 4}, {"dy", -4},
+                                                   {"baseline", "top"}, {"color", theme::kNaNCell}}},
+                                         {"encoding", {{"text", {{"field", "label"}}}, {"y", {{"value", 0}}}}}}})}};
+    g["layer"] = json::array({line, rule});
+  }
+  out.add("gradient-norm", "Gradient norm", g);
 
   // Faceted by measure, each with its own y scale (Vega-Lite moves data out of the inner spec).
   json facet = base("Activations", "mean |x|, std, fraction of zeros (|x| <= dead_eps) and of saturated values, per node and step");
@@ -211,7 +233,7 @@ std::vector<Chart> node_series(const HtmlReportInput& in) {
                                  {"tooltip", json::array({{{"field", "node"}}, {{"field", "step"}}, {{"field", "measure"}},
                                                           {{"field", "value"}, {"format", ".3g"}}})}}}};
   facet["resolve"] = {{"scale", {{"y", "independent"}}}};
-  out.push_back({"activations", "Activations", text(facet)});
+  out.add("activations", "Activations", facet);
 
   json u = series_spec("Update ratio", "||actual parameter change|| / ||parameters|| per step (log); dashed: update_ratio_lo",
                        update, log_y, *in.report);
@@ -223,8 +245,7 @@ std::vector<Chart> node_series(const HtmlReportInput& in) {
                {"mark", {{"type", "rule"}, {"strokeDash", {4, 4}}, {"color", theme::kThreshold}}},
                {"encoding", {{"y", {{"field", "threshold"}, {"type", "quantitative"}}}}}};
   u["layer"] = json::array({line, rule});
-  out.push_back({"update-ratio", "Update ratio", text(u)});
-  return out;
+  out.add("update-ratio", "Update ratio", u);
 }
 
 // Bars over [edges[i], edges[i+1]).
@@ -258,8 +279,7 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-std::vector<Chart> embedding_charts(const EmbeddingRunSummary& summary, const Thresholds& t) {
-  std::vector<Chart> out;
+void embedding_charts(const EmbeddingRunSummary& summary, const Thresholds& t, Charts& out) {
   for (std::size_t i = 0; i < summary.tables.size(); ++i) {
     const EmbeddingProfile& p = summary.tables[i].profile;
     const std::string id = "embedding-" + std::to_string(i) + "-";
@@ -280,14 +300,13 @@ std::vector<Chart> embedding_charts(const EmbeddingRunSummary& summary, const Th
          {{"data", {{"values", lorenz}}},
           {"mark", {{"type", "area"}, {"line", true}, {"opacity", 0.3}, {"color", theme::kBar}}},
           {"encoding", {{"x", sx}, {"y", sy}}}}});
-    out.push_back({id + "lorenz", "Exposure Lorenz curve" + of, text(l)});
-    out.push_back({id + "exposure", "Exposure" + of,
-                   text(histogram_spec("Exposure" + of, "rows by the number of steps they were in the batch",
-                                       p.exposure, true, "exposure (steps)"))});
+    out.add(id + "lorenz", "Exposure Lorenz curve" + of, l);
+    out.add(id + "exposure", "Exposure" + of,
+            histogram_spec("Exposure" + of, "rows by the number of steps they were in the batch", p.exposure,
+                           true, "exposure (steps)"));
     std::string vsub = "velocity EMA of each exposed row's real update (log)";
     if (p.velocity.below > 0) vsub += "; " + std::to_string(p.velocity.below) + " rows with velocity 0 not shown";
-    out.push_back({id + "velocity", "Velocity" + of,
-                   text(histogram_spec("Velocity" + of, vsub, p.velocity, true, "velocity"))});
+    out.add(id + "velocity", "Velocity" + of, histogram_spec("Velocity" + of, vsub, p.velocity, true, "velocity"));
     json o = histogram_spec("Oscillation" + of,
                             "EMA of the cosine between successive updates; dashed: zombie threshold " +
                                 fixed(t.zombie_oscillation, 2),
@@ -299,9 +318,8 @@ std::vector<Chart> embedding_charts(const EmbeddingRunSummary& summary, const Th
                  {"mark", {{"type", "rule"}, {"strokeDash", {4, 4}}, {"color", theme::kThreshold}}},
                  {"encoding", {{"x", {{"field", "threshold"}, {"type", "quantitative"}}}}}};
     o["layer"] = json::array({bars, rule});
-    out.push_back({id + "oscillation", "Oscillation" + of, text(o)});
+    out.add(id + "oscillation", "Oscillation" + of, o);
   }
-  return out;
 }
 
 }  // namespace
@@ -309,11 +327,13 @@ std::vector<Chart> embedding_charts(const EmbeddingRunSummary& summary, const Th
 std::vector<Chart> build_charts(const HtmlReportInput& in) {
   if (!in.meta || !in.report || !in.timeline || !in.flow || !in.series)
     throw Error("html: the report needs the run's metadata, report, timeline, flow summary and series");
-  std::vector<Chart> charts = {gradient_flow(in), module_flow(in), node_diagram(in)};
-  for (Chart& c : node_series(in)) charts.push_back(std::move(c));
-  if (in.embedding)
-    for (Chart& c : embedding_charts(*in.embedding, in.meta->thresholds)) charts.push_back(std::move(c));
-  return charts;
+  Charts charts;
+  gradient_flow(in, charts);
+  module_flow(in, charts);
+  node_diagram(in, charts);
+  node_series(in, charts);
+  if (in.embedding) embedding_charts(*in.embedding, in.meta->thresholds, charts);
+  return std::move(charts.list);
 }
 
 }  // namespace gradscope

@@ -25,7 +25,7 @@ using ::testing::Not;
 
 const std::string kHostile = "</script><img src=x onerror=alert(1)>";
 
-// A run of `steps` steps over the given nodes: "fc1" healthy, "dead" with zero gradients.
+// A run of `steps` steps over the given nodes; nodes named "dead..." get zero gradients.
 struct Fixture {
   RunMetadata meta;
   Report report;
@@ -41,7 +41,7 @@ struct Fixture {
     SeriesBuilder s;
     for (int step = 0; step < steps; ++step) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
-        const double g = i == 0 ? 0.5 * (step + 1) : 0.0;
+        const double g = nodes[i].rfind("dead", 0) == 0 ? 0.0 : 0.5 * (step + 1);
         for (const Record& r : {Record{step, nodes[i], Site::kActivation, with_l2(2.0, 4)},
                                 Record{step, nodes[i], Site::kParamGrad, with_l2(g)},
                                 Record{step, nodes[i], Site::kParam, with_l2(10.0)},
@@ -196,6 +196,27 @@ TEST(HtmlCharts, EmbeddingTablesGetFourChartsEach) {
   EXPECT_THAT(velocity["title"]["subtitle"].get<std::string>(), HasSubstr("2 rows with velocity 0"));
   EXPECT_EQ(json::parse(chart(charts, "embedding-0-oscillation").spec)["layer"][1]["data"]["values"][0]["threshold"],
             -0.3);
+}
+
+TEST(HtmlCharts, ChartsWithNothingToDrawAreLeftOutAndThePageSaysWhy) {
+  const Fixture f({"dead"});  // only zero gradients: nothing for a log axis
+  std::vector<std::string> names;
+  for (const Chart& c : build_charts(f.input())) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"gradient-flow", "node-diagram", "activations", "update-ratio"}));
+  const std::string page = render_html(f.input(), kLibs);
+  EXPECT_THAT(page, HasSubstr("<p class=\"note\">No finite, non-zero gradient recorded"));
+  EXPECT_THAT(page, Not(HasSubstr("data-chart=\"gradient-norm\"")));
+}
+
+TEST(HtmlCharts, GradientNormMarksTheStepWhereNonFiniteValuesBegan) {
+  Fixture f({"fc1"}, 3);
+  f.report.nonfinite_origin.step = 2;
+  f.report.nonfinite_origin.node = "fc1";
+  const json spec = json::parse(chart(build_charts(f.input()), "gradient-norm").spec);
+  ASSERT_EQ(spec["layer"].size(), 2u);
+  EXPECT_EQ(spec["layer"][1]["data"]["values"][0]["step"], 2);
+  EXPECT_EQ(spec["layer"][0]["data"], nullptr);  // the lines keep the top-level data
+  EXPECT_EQ(spec["data"]["values"].size(), 3u);
 }
 
 TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
