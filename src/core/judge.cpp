@@ -43,7 +43,11 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     r.act_std = act.total.stddev();
   }
   r.out_grad_l2 = mean_l2(site(Site::kOutputGrad));
-  r.param_grad_l2 = mean_l2(site(Site::kParamGrad));
+  // An embedding table's gradient is zero outside the rows its batch touched, so the touched
+  // rows' gradient (what EmbeddingTracker records) has the L2 of the whole parameter gradient.
+  const Site param_grad_site =
+      site(Site::kParamGrad).steps || !site(Site::kEmbeddingRows).steps ? Site::kParamGrad : Site::kEmbeddingRows;
+  r.param_grad_l2 = mean_l2(site(param_grad_site));
   // Frozen parameters count towards the node's parameter norm.
   const SiteAccum& param = site(Site::kParam);
   const SiteAccum& frozen = site(Site::kFrozenParam);
@@ -88,7 +92,7 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   }
 
   // VANISHING / EXPLODING on parameter gradients, else output gradients.
-  const Site grad_site = site(Site::kParamGrad).steps ? Site::kParamGrad : Site::kOutputGrad;
+  const Site grad_site = site(param_grad_site).steps ? param_grad_site : Site::kOutputGrad;
   const SiteAccum& g = site(grad_site);
   if (g.steps) {
     const double m = mean_l2(g);
@@ -126,7 +130,7 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   judge_leakage(n, r);
 
   const bool has_params = param.steps > 0 || frozen.steps > 0;
-  const bool saw_grad = site(Site::kParamGrad).seen;
+  const bool saw_grad = site(param_grad_site).seen;
   const bool saw_activity = act.seen || site(Site::kOutputGrad).seen || saw_grad;
   if (has_params && !saw_grad && (frozen.steps > 0 || act.seen)) {
     raise({Flag::kFrozen, frozen.steps ? Site::kFrozenParam : Site::kParam, n.first_step, 0, 0,
@@ -134,7 +138,7 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
            frozen.steps ? "parameters do not require gradients" : "ran forward, no gradient reached it"});
   } else if (!saw_activity ||
              (act.total.count == 0 && site(Site::kOutputGrad).total.count == 0 &&
-              site(Site::kParamGrad).total.count == 0)) {
+              site(param_grad_site).total.count == 0)) {
     raise({Flag::kNoData, Site::kActivation, -1, 0, 0, "activation or gradient elements recorded", {}});
   }
   if (r.flags.empty()) r.flags.insert(Flag::kHealthy);
@@ -235,7 +239,8 @@ NonFiniteOrigin ReportBuilder::find_origin(const std::vector<NodeAccum>& nodes) 
                    Site::kEmbeddingRows}) {
       if (first_at(*it, s) == o.step) {
         o.node = it->node;
-        o.phase = (s == Site::kParamGrad || s == Site::kOutputGrad) ? "backward" : "optimizer";
+        o.phase = (s == Site::kParamGrad || s == Site::kOutputGrad || s == Site::kEmbeddingRows) ? "backward"
+                                                                                                 : "optimizer";
         o.site = s;
         return o;
       }

@@ -60,7 +60,9 @@ void SeriesBuilder::close_step() {
     kept = true;
     SeriesPoint pt{pending_step_, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
     const int pg = site_index(Site::kParamGrad), og = site_index(Site::kOutputGrad);
+    const int rows = site_index(Site::kEmbeddingRows);
     if (p.has[pg]) pt.grad_norm = gradient_norm(p.sites[pg]);
+    else if (p.has[rows]) pt.grad_norm = gradient_norm(p.sites[rows]);
     else if (p.has[og]) pt.grad_norm = gradient_norm(p.sites[og]);
     const int act = site_index(Site::kActivation);
     if (p.has[act]) {

@@ -59,7 +59,9 @@ uint32_t Timeline::node_index(const std::string& name) {
 }
 
 void Timeline::add(const Record& record) {
-  if (record.site != Site::kParamGrad && record.site != Site::kOutputGrad) return;
+  if (record.site != Site::kParamGrad && record.site != Site::kOutputGrad &&
+      record.site != Site::kEmbeddingRows)
+    return;
   if (record.step < pending_step_)
     throw Error("timeline: node '" + record.node + "': step " + std::to_string(record.step) +
                 " arrived after step " + std::to_string(pending_step_) +
@@ -70,10 +72,13 @@ void Timeline::add(const Record& record) {
   }
   const uint32_t id = node_index(record.node);
   Pending& p = pending_[id];
-  if (!p.has_param_grad && !p.has_output_grad) pending_order_.push_back(id);
+  if (!p.has_param_grad && !p.has_output_grad && !p.has_rows_grad) pending_order_.push_back(id);
   if (record.site == Site::kParamGrad) {
     p.param_grad = p.has_param_grad ? merge(p.param_grad, record.stats) : record.stats;
     p.has_param_grad = true;
+  } else if (record.site == Site::kEmbeddingRows) {
+    p.rows_grad = p.has_rows_grad ? merge(p.rows_grad, record.stats) : record.stats;
+    p.has_rows_grad = true;
   } else {
     p.output_grad = p.has_output_grad ? merge(p.output_grad, record.stats) : record.stats;
     p.has_output_grad = true;
@@ -91,7 +96,8 @@ void Timeline::finish() {
   for (uint32_t id : pending_order_) {
     Pending& p = pending_[id];
     frame.layers.push_back(
-        make_entry(id, p.has_param_grad ? p.param_grad : p.output_grad, thresholds_));
+        make_entry(id, p.has_param_grad ? p.param_grad : p.has_rows_grad ? p.rows_grad : p.output_grad,
+                   thresholds_));
     p = Pending{};
     const double n = frame.layers.back().grad_norm;
     if (std::isfinite(n)) largest = std::max(largest, n);

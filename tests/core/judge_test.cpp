@@ -204,6 +204,28 @@ TEST(Judge, SubmoduleFlagsRollUpOncePerFlag) {
   EXPECT_EQ(find(r, "encoder/backbone.0").flags.join(), "VANISHING,DEAD");
 }
 
+TEST(Judge, EmbeddingRowsGradientIsTheTablesParameterGradient) {
+  // EmbeddingTracker records the touched rows' gradient and update, no param_grad: the table is
+  // judged on those rows (the rest of its gradient is zero), never NO_DATA.
+  ReportBuilder b;
+  for (int64_t step = 0; step < 3; ++step) {
+    b.add(Record{step, "item", Site::kEmbeddingRows, test::with_l2(0.25)});
+    b.add(Record{step, "item", Site::kUpdate, test::with_l2(0.01)});
+    b.add(Record{step, "cold", Site::kEmbeddingRows, test::with_l2(1e-9)});
+  }
+  const Report r = b.build();
+  ASSERT_EQ(r.nodes.size(), 2u);
+  EXPECT_EQ(r.nodes[0].flags.join(), "HEALTHY");
+  EXPECT_DOUBLE_EQ(r.nodes[0].param_grad_l2, 0.25);
+  EXPECT_EQ(r.nodes[1].flags.join(), "VANISHING");
+  EXPECT_EQ(r.nodes[1].evidence[0].site, Site::kEmbeddingRows);
+  // A node audited as a module too keeps its full parameter gradient.
+  ReportBuilder both;
+  both.add(Record{0, "emb", Site::kParamGrad, test::with_l2(2.0)});
+  both.add(Record{0, "emb", Site::kEmbeddingRows, test::with_l2(5.0)});
+  EXPECT_DOUBLE_EQ(both.build().nodes[0].param_grad_l2, 2.0);
+}
+
 TEST(FlagAdvice, EveryFlagButHealthyHasAdviceOfItsOwn) {
   EXPECT_STREQ(flag_advice(Flag::kHealthy), "");
   std::set<std::string> seen;

@@ -46,6 +46,13 @@ TEST(Series, EachMeasureComesFromItsSite) {
   EXPECT_TRUE(std::isnan(s[1].points[0].update_ratio));
 }
 
+TEST(Series, EmbeddingRowsStandInForAMissingParameterGradient) {
+  SeriesBuilder b;
+  b.add(rec(0, "item", Site::kEmbeddingRows, with_l2(6.0)));
+  b.add(rec(0, "item", Site::kOutputGrad, with_l2(1.0)));
+  EXPECT_DOUBLE_EQ(b.finish()[0].points[0].grad_norm, 6.0);
+}
+
 TEST(Series, RecordsOfOneStepMergeAndNonFiniteGradientsShow) {
   SeriesBuilder b;
   b.add(rec(5, "a", Site::kParamGrad, with_l2(3.0)));

@@ -198,5 +198,17 @@ TEST(FlowHealth, SummaryCoversOnlyTheWindow) {
   EXPECT_EQ(s.recommendations.back(), "healthy: 0 of 4 frames with issues; no action needed");
 }
 
+TEST(Timeline, EmbeddingRowsGradientCountsAsTheTablesGradient) {
+  Timeline tl;
+  tl.add(rec(0, "item", grad(3.0), Site::kEmbeddingRows));
+  tl.add(rec(0, "fc", grad(4.0), Site::kOutputGrad));
+  tl.add(rec(0, "fc", grad(2.0)));  // parameter gradients win over output gradients
+  tl.finish();
+  ASSERT_EQ(tl.frames().size(), 1u);
+  ASSERT_EQ(tl.frames()[0].layers.size(), 2u);
+  EXPECT_DOUBLE_EQ(tl.frames()[0].layers[0].grad_norm, 3.0);
+  EXPECT_DOUBLE_EQ(tl.frames()[0].layers[1].grad_norm, 2.0);
+}
+
 }  // namespace
 }  // namespace gradscope

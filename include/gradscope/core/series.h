@@ -23,8 +23,8 @@ namespace gradscope {
 /// One node at one step. Measures the step did not record are NaN.
 struct SeriesPoint {
   int64_t step = 0;
-  /// L2 of the parameter gradient, or of the output gradient for a node without parameters
-  /// (the rules' choice); NaN when an element was NaN, +Inf when one was Inf.
+  /// L2 of the parameter gradient, else of an embedding table's touched rows, else of the
+  /// output gradient (the rules' choice); NaN when an element was NaN, +Inf when one was Inf.
   double grad_norm;
   double act_mean_abs;        ///< mean |x| of the activation (finite values)
   double act_std;             ///< std of the activation

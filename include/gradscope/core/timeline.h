@@ -6,8 +6,9 @@
 //   gradscope::FlowSummary s = gradscope::summarize_flow(tl);
 //   std::cout << gradscope::flow_health_name(s.health) << "\n";   // "problems detected"
 //
-// A frame holds, per node, the gradient of that step: parameter gradients, or output
-// gradients for a node without parameters (the same choice the rules make). Per-frame flags
+// A frame holds, per node, the gradient of that step: parameter gradients, else the touched
+// rows' gradient of an embedding table (site embedding_rows: the same L2 as its parameter
+// gradient), else output gradients for a node without parameters (the rules' choice). Per-frame flags
 // use the rules' measure, the step's gradient L2 against grad_lo / grad_hi, so the timeline
 // and the report agree; trustformers compared mean|g| and max|g| instead, which disagree with
 // the report on large layers. A NaN or Inf element makes the entry exploding.
@@ -50,7 +51,7 @@ class Timeline {
   /// `max_frames` = 0 keeps every frame. Throws Error for invalid thresholds.
   explicit Timeline(Thresholds thresholds = {}, std::size_t max_frames = 0);
 
-  /// Adds a record; only gradient sites (param_grad, output_grad) are used. Records of one
+  /// Adds a record; only gradient sites (param_grad, embedding_rows, output_grad) are used. Records of one
   /// step merge; a record of a later step closes the current frame. Throws Error when a step
   /// arrives after a later one.
   void add(const Record& record);
@@ -67,8 +68,8 @@ class Timeline {
 
  private:
   struct Pending {
-    Stats param_grad, output_grad;
-    bool has_param_grad = false, has_output_grad = false;
+    Stats param_grad, output_grad, rows_grad;
+    bool has_param_grad = false, has_output_grad = false, has_rows_grad = false;
   };
   uint32_t node_index(const std::string& name);
 
