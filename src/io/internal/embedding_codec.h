@@ -1,0 +1,29 @@
+// JSON of embedding reports, both ways, shared by the agent JSON (embedding_json.cpp) and the
+// run's saved summary (embedding_store.cpp), so the two never drift apart. Objects keep the
+// order the fields are written in, so a report's evidence reads back in its own order.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "gradscope/core/embedding_report.h"
+
+namespace gradscope::internal {
+
+using Json = nlohmann::ordered_json;
+
+/// A number, or null when it is not finite.
+Json json_number(double v);
+/// A number, or NaN for null. Throws nlohmann's type_error for anything else.
+double number_from_json(const Json& j);
+
+/// {"layer", "embedding_stats", "diagnostics"}: the inner object of render_embedding_json.
+Json report_to_json(const EmbeddingReport& report);
+/// Inverse of report_to_json (effective_rank null reads back as -1, "not measured"). Throws
+/// nlohmann's exceptions on a missing field or a wrong type.
+EmbeddingReport report_from_json(const Json& j);
+
+/// {"a", "b", "pearson", "steps"}.
+Json correlation_to_json(const TowerCorrelation& c);
+TowerCorrelation correlation_from_json(const Json& j);
+
+}  // namespace gradscope::internal
