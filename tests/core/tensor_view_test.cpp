@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../common/error_of.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope {
@@ -10,15 +11,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 TEST(TensorView, ContiguousStridesAreRowMajor) {
   float data[24] = {};

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "../common/error_of.h"
 #include "gradscope/core/error.h"
 #include "gradscope/io/run_reader.h"
 #include "gradscope/io/run_writer.h"
@@ -20,6 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
+using test::error_of;
 using test::fresh_dir;
 using test::node_name;
 using test::same_stats;
@@ -44,15 +46,6 @@ void sql(const fs::path& db, const char* statement) {
   ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(h, statement, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
   sqlite3_close(h);
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(RunStore, RecordsRoundTripExactlyWithSitesAndHostileNames) {

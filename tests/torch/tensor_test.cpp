@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../common/error_of.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope::torch {
@@ -12,14 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 void expect_like_torch(const at::Tensor& t) {
   const Stats s = stats_of(t, "t");
