@@ -18,13 +18,12 @@ constexpr int kPixels = 64;
 
 }  // namespace
 
-Digits load_digits(const std::string& path, double test_fraction, uint64_t seed) {
+DigitsCsv read_digits_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in)
     throw Error("cannot open digits data '" + path + "': " + std::strerror(errno) +
                 " (run scripts/fetch-data.sh, or pass --data-dir)");
-  std::vector<float> pixels;
-  std::vector<int64_t> labels;
+  DigitsCsv csv;
   std::string line;
   for (int64_t row = 1; std::getline(in, line); ++row) {
     if (line.empty()) continue;
@@ -46,9 +45,17 @@ Digits load_digits(const std::string& path, double test_fraction, uint64_t seed)
     if (label < 0 || label > 9 || label != static_cast<int64_t>(label))
       throw Error("digits data '" + path + "' line " + std::to_string(row) + ": label " +
                   std::to_string(label) + " is not a digit");
-    for (int i = 0; i < kPixels; ++i) pixels.push_back(static_cast<float>(values[i] / 16.0));
-    labels.push_back(static_cast<int64_t>(label));
+    for (int i = 0; i < kPixels; ++i) csv.pixels.push_back(static_cast<float>(values[i]));
+    csv.labels.push_back(static_cast<int64_t>(label));
   }
+  return csv;
+}
+
+Digits load_digits(const std::string& path, double test_fraction, uint64_t seed) {
+  DigitsCsv csv = read_digits_csv(path);
+  std::vector<float>& pixels = csv.pixels;
+  for (float& v : pixels) v /= 16.0f;
+  std::vector<int64_t>& labels = csv.labels;
   const auto n = static_cast<int64_t>(labels.size());
   if (n < 10) throw Error("digits data '" + path + "': only " + std::to_string(n) + " rows");
 

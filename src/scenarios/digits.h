@@ -4,9 +4,21 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gradscope::cli {
+
+/// The rows of digits.csv as they are: 64 pixel values (0..16) per image, row-major, and
+/// the labels 0..9.
+struct DigitsCsv {
+  std::vector<float> pixels;
+  std::vector<int64_t> labels;
+};
+
+/// Reads `path`. Throws Error naming the file and line on bad input.
+DigitsCsv read_digits_csv(const std::string& path);
 
 struct Digits {
   at::Tensor x_train, y_train;  // float32 [n, 64] standardised; int64 [n]

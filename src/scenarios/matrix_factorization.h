@@ -1,0 +1,61 @@
+// BPR matrix factorisation (Rendle et al. 2009) with the embedding tracker on its user and
+// item tables: the embedding model of the demo and of `make validate-embedding`.
+//
+//   Interactions data = load_movielens("data/movielens.csv");
+//   MfOptions opt;
+//   opt.epochs = 10;
+//   opt.on_step = [&](const std::vector<Record>& records) { for (auto& r : records) run.add(r); };
+//   MfRun r = train_matrix_factorization(data, opt);
+//   std::cout << r.hr << " " << r.ndcg << "\n";   // HR@10, NDCG@10 on the held-out items
+//
+// Training: dim 32, init N(0, 0.1), one uniform negative per positive, loss
+// -log sigmoid(x_ui - x_uj) + l2 x (mean ||u||^2 + mean ||i||^2) over the batch's rows, Adam
+// (or plain SGD). Evaluation: full ranking, the held-out item's rank among all items except
+// the user's training items.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "gradscope/core/embedding_profile.h"
+#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/record.h"
+#include "interactions.h"
+
+namespace gradscope::scenarios {
+
+struct MfOptions {
+  int64_t dim = 32;
+  int64_t batch = 1024;
+  int epochs = 30;
+  double lr = 5e-3;
+  bool sgd = false;     ///< plain SGD instead of Adam
+  double l2 = 1e-4;
+  int64_t top_k = 10;
+  int seed = 0;         ///< initial weights; negatives and batches come from seed 1000 + seed
+  bool auto_fix = false;  ///< the tracker's SNR-scaled zombie damping
+  /// Steps done and the total, after each step.
+  std::function<void(int64_t, int64_t)> progress;
+  /// Each tracked table's records of one step (the tracker's on_step: kEmbeddingRows and
+  /// kUpdate records named "user" or "item"), e.g. for a RunWriter.
+  std::function<void(const std::vector<Record>&)> on_step;
+  /// Each auto-fix act (e.g. AuditLog::append).
+  std::function<void(const EmbeddingIntervention&)> on_intervention;
+};
+
+struct MfRun {
+  double hr = 0, ndcg = 0;           ///< HR@top_k and NDCG@top_k over the test users
+  std::vector<double> user_ndcg;     ///< per test user, in Interactions::test_user order
+  EmbeddingHubReport report;         ///< tables "user" and "item", and their correlation
+  std::vector<EmbeddingProfile> profiles;  ///< the same tables' distributions, same order
+  int64_t interventions = 0, rows_scaled = 0;  ///< auto-fix acts and rows they touched
+  int64_t steps = 0;
+  double final_loss = 0;
+  double seconds = 0;
+};
+
+/// Trains and evaluates. Throws Error when `data` has no training pairs or no test users.
+MfRun train_matrix_factorization(const Interactions& data, const MfOptions& options);
+
+}  // namespace gradscope::scenarios
