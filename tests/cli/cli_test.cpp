@@ -12,8 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
+#include "../common/require_data.h"
+#include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/version.h"
 
@@ -42,15 +45,17 @@ fs::path temp_dir(const std::string& name) {
   return dir;
 }
 
-Result run(const std::string& args) {
+// Runs a shell command line, capturing its exit code, stdout and stderr.
+Result run_shell(const std::string& command_line) {
   const fs::path dir = temp_dir("run");
-  const std::string cmd = std::string(GRADSCOPE_CLI) + " " + args + " >" + (dir / "out").string() +
-                          " 2>" + (dir / "err").string() + " </dev/null";
+  const std::string cmd = command_line + " >" + (dir / "out").string() + " 2>" + (dir / "err").string() + " </dev/null";
   const int status = std::system(cmd.c_str());
   Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
   fs::remove_all(dir);
   return r;
 }
+
+Result run(const std::string& args) { return run_shell(std::string(GRADSCOPE_CLI) + " " + args); }
 
 std::string data_dir() {
   const char* env = std::getenv("GRADSCOPE_DATA_DIR");
@@ -103,22 +108,58 @@ TEST(Cli, MalformedDataExitsThreeNamingTheLine) {
   fs::remove_all(dir);
 }
 
-TEST(Cli, DemoFlagsTheVanishingTrunkAndPassesTheHealthyModel) {
-  const std::string digits = data_dir() + "/digits.csv";
-  if (!fs::exists(digits)) {
-    // A skipped test is a failed promise in CI: there the data must be present.
-    ASSERT_EQ(std::getenv("CI"), nullptr) << digits << " is missing; run scripts/fetch-data.sh";
-    GTEST_SKIP() << digits << " missing (run scripts/fetch-data.sh)";
+// The demo's MF run: embedding.json with the user and item tables, and the run's steps.
+void expect_mf_run(const fs::path& dir, const Result& r) {
+  const std::string name = dir.filename().string().substr(std::string("demo-").size());
+  EXPECT_THAT(r.out, HasSubstr("== " + name + ": BPR matrix factorisation"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("HR@10 [01]\\.[0-9]{3}, NDCG@10 [01]\\.[0-9]{3} on the held-out items"));
+  for (const char* file : {"run.db", "report.txt", "report.json", "report.csv", "embedding_report.json"})
+    EXPECT_TRUE(fs::exists(dir / file)) << dir / file;
+  const std::optional<gradscope::EmbeddingRunSummary> summary = gradscope::load_embedding_summary(dir.string());
+  ASSERT_TRUE(summary.has_value()) << dir;
+  ASSERT_EQ(summary->tables.size(), 2u);
+  const auto report = nlohmann::json::parse(slurp(dir / "report.json"))["gradscope_report"];
+  const int64_t steps = report["steps"].get<int64_t>();
+  EXPECT_GT(steps, 0);
+  const char* layers[] = {"user", "item"};
+  for (int t = 0; t < 2; ++t) {
+    const gradscope::EmbeddingTableSummary& table = summary->tables[t];
+    EXPECT_EQ(table.report.layer, layers[t]);
+    EXPECT_EQ(table.profile.layer, layers[t]);
+    EXPECT_EQ(table.report.stats.tracked_steps, steps);  // the run store holds every tracked step
+    EXPECT_GT(table.profile.exposed_rows, 0);
+    EXPECT_EQ(table.profile.exposed_rows, table.report.stats.exposed_rows);
+    EXPECT_EQ(table.profile.lorenz.back(), std::make_pair(1.0, 1.0));
+    EXPECT_EQ(table.profile.oscillation.counts.size(), 20u);
+    // The summary line names the table when it has findings.
+    if (!table.report.diagnostics.empty()) {
+      EXPECT_THAT(r.out, HasSubstr(std::string(layers[t]) + " [" + table.report.diagnostics[0].type));
+    }
   }
+  ASSERT_EQ(summary->correlations.size(), 1u);
+  EXPECT_EQ(summary->correlations[0].steps, steps);
+  const auto nodes = report["nodes"];
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0]["node"], "user");
+  EXPECT_EQ(nodes[1]["node"], "item");
+  // `gradscope report` reads the saved run (exit 0 healthy, 1 unhealthy; never 3).
+  const Result rep = run("report " + dir.string());
+  EXPECT_NE(rep.code, 3) << rep.err;
+  EXPECT_THAT(rep.out, HasSubstr("item"));
+}
+
+TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
+  GRADSCOPE_REQUIRE_DATA(data_dir() + "/digits.csv");
   const fs::path out = temp_dir("demo");
-  const Result r = run("demo --steps 150 --data-dir " + data_dir() + " --out " + out.string());
+  const Result r = run("demo --quick --data-dir " + data_dir() + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("gradscope demo --quick: "));
   EXPECT_THAT(r.out, HasSubstr("healthy-mlp"));
   EXPECT_THAT(r.out, HasSubstr("verdict: healthy"));
 
   const auto healthy = nlohmann::json::parse(slurp(out / "demo-healthy-mlp" / "report.json"));
   EXPECT_EQ(healthy["gradscope_report"]["healthy"], true);
-  EXPECT_EQ(healthy["gradscope_report"]["steps"], 150);
+  EXPECT_EQ(healthy["gradscope_report"]["steps"], 60);  // --quick's steps
 
   // Each sick model: the worst node is the planted one, with the planted flag.
   const std::vector<std::array<std::string, 3>> sick = {{"vanishing-trunk", "trunk0", "VANISHING"},
@@ -129,14 +170,64 @@ TEST(Cli, DemoFlagsTheVanishingTrunkAndPassesTheHealthyModel) {
     const auto& report = doc["gradscope_report"];
     EXPECT_EQ(report["healthy"], false) << run_name;
     EXPECT_EQ(report["flagged_worst_first"][0], node_name) << run_name;
+    bool found = false;
     for (const auto& node : report["nodes"])
-      if (node["node"] == node_name) EXPECT_THAT(node["flags"].dump(), HasSubstr(flag)) << run_name;
+      if (node["node"] == node_name) {
+        found = true;
+        EXPECT_THAT(node["flags"].dump(), HasSubstr(flag)) << run_name;
+      }
+    EXPECT_TRUE(found) << run_name << " has no node " << node_name;
     EXPECT_TRUE(fs::exists(out / ("demo-" + run_name) / "report.csv"));
+    EXPECT_THAT(r.out, ::testing::ContainsRegex(run_name + " +accuracy [0-9.]+  verdict: unhealthy: .*worst " +
+                                                node_name + " \\["));
   }
   const auto nan = nlohmann::json::parse(slurp(out / "demo-nan-later" / "report.json"));
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["node"], "logfeat");
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["step"], 20);
+
+  // The MF run: MovieLens when fetched, otherwise the digits fallback, said so.
+  const bool movielens = fs::exists(data_dir() + "/movielens.csv");
+  if (movielens) {
+    EXPECT_EQ(r.out.find("MovieLens not found"), std::string::npos);
+  } else {
+    EXPECT_THAT(r.out, HasSubstr("MovieLens not found (run scripts/fetch-data.sh movielens); using"));
+  }
+  const fs::path mf = out / (movielens ? "demo-mf-movielens" : "demo-mf-digits-pixels");
+  expect_mf_run(mf, r);
+  EXPECT_THAT(r.out, HasSubstr("5 epochs"));  // --quick's epochs
   fs::remove_all(out);
+}
+
+TEST(Cli, DemoWithoutMovieLensSaysSoAndFallsBackToDigitsPixels) {
+  GRADSCOPE_REQUIRE_DATA(data_dir() + "/digits.csv");
+  const fs::path data = temp_dir("digits-only");
+  fs::copy_file(data_dir() + "/digits.csv", data / "digits.csv");
+  const fs::path out = temp_dir("demo-fallback");
+  const Result r = run("demo --quick --steps 3 --mf-epochs 2 --data-dir " + data.string() + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("MovieLens not found (run scripts/fetch-data.sh movielens); using sklearn digits "
+                               "as implicit feedback (fallback): images as users, the 64 pixel positions as "
+                               "items, a positive where the pixel value >= 8"));
+  EXPECT_FALSE(fs::exists(out / "demo-mf-movielens"));
+  expect_mf_run(out / "demo-mf-digits-pixels", r);
+  EXPECT_THAT(r.out, HasSubstr("2 epochs"));
+  fs::remove_all(out);
+  fs::remove_all(data);
+}
+
+TEST(Cli, MissingDataSkipsLocallyAndFailsUnderCi) {
+  // This test binary, asked to run one data test with the data gone.
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const std::string one = " " + self + " --gtest_filter=CliRuns.DemoWritesRunsThatReportReads";
+  Result r = run_shell("env -u CI GRADSCOPE_DATA_DIR=/nonexistent/gradscope-data" + one);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("[  SKIPPED ]"));
+  r = run_shell("env CI=false GRADSCOPE_DATA_DIR=/nonexistent/gradscope-data" + one);
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = run_shell("env CI=true GRADSCOPE_DATA_DIR=/nonexistent/gradscope-data" + one);
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("/nonexistent/gradscope-data/digits.csv is missing under CI"));
+  EXPECT_THAT(r.out, HasSubstr("[  FAILED  ]"));
 }
 
 }  // namespace
@@ -351,19 +442,15 @@ TEST(CliRuns, LsListsRunsWithHealthAndKeepsGoingPastBadOnes) {
 }
 
 TEST(CliRuns, DemoWritesRunsThatReportReads) {
-  const std::string digits = data_dir() + "/digits.csv";
-  if (!fs::exists(digits)) {
-    ASSERT_EQ(std::getenv("CI"), nullptr) << digits << " is missing; run scripts/fetch-data.sh";
-    GTEST_SKIP() << digits << " missing (run scripts/fetch-data.sh)";
-  }
+  GRADSCOPE_REQUIRE_DATA(data_dir() + "/digits.csv");
   const fs::path out = temp_dir("demo-runs");
-  Result r = run("demo --steps 40 --data-dir " + data_dir() + " --out " + out.string());
+  Result r = run("demo --quick --steps 40 --data-dir " + data_dir() + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("gradscope report " + (out / "demo-vanishing-trunk").string()));
   r = run("report " + (out / "demo-vanishing-trunk").string());
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.out, HasSubstr("trunk0: gradient L2 < 1e-07 in 40 of 40 frames"));
-  EXPECT_THAT(r.out, HasSubstr("command: " GRADSCOPE_CLI " demo --steps 40"));
+  EXPECT_THAT(r.out, HasSubstr("command: " GRADSCOPE_CLI " demo --quick --steps 40"));
   r = run("report " + (out / "demo-healthy-mlp").string());
   EXPECT_EQ(r.code, 0) << r.out;
   fs::remove_all(out);

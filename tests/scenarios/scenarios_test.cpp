@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "../common/require_data.h"
 #include "gradscope/core/error.h"
 #include "scenario.h"
 
@@ -15,14 +16,14 @@ namespace {
 
 constexpr int kSteps = 60;
 
+std::string digits_path() {
+  const char* env = std::getenv("GRADSCOPE_DATA_DIR");
+  return std::string(env ? env : GRADSCOPE_DEFAULT_DATA_DIR) + "/digits.csv";
+}
+
 const cli::Digits* digits() {
   static std::unique_ptr<cli::Digits> data;
-  if (!data) {
-    const char* env = std::getenv("GRADSCOPE_DATA_DIR");
-    const std::string path = std::string(env ? env : GRADSCOPE_DEFAULT_DATA_DIR) + "/digits.csv";
-    if (!std::filesystem::exists(path)) return nullptr;
-    data = std::make_unique<cli::Digits>(cli::load_digits(path, 0.2, 7));
-  }
+  if (!data) data = std::make_unique<cli::Digits>(cli::load_digits(digits_path(), 0.2, 7));
   return data.get();
 }
 
@@ -37,11 +38,7 @@ class Scenarios : public ::testing::TestWithParam<std::string> {};
 void check(const Scenario& s, const ScenarioRun& run);
 
 TEST_P(Scenarios, FlaggedExactlyWherePlanted) {
-  if (!digits()) {
-    // A skipped test is a failed promise in CI: there the data must be present.
-    ASSERT_EQ(std::getenv("CI"), nullptr) << "digits data missing; run scripts/fetch-data.sh";
-    GTEST_SKIP() << "digits data missing (run scripts/fetch-data.sh)";
-  }
+  GRADSCOPE_REQUIRE_DATA(digits_path());
   const Scenario& s = scenario(GetParam());
   for (uint64_t seed : {1, 2, 3, 4, 5, 6}) {
     const ScenarioRun run = run_scenario(s, *digits(), kSteps, seed);
