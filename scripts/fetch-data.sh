@@ -3,6 +3,9 @@
 # committed). Idempotent: silent when everything is already there.
 #   data/digits.csv         sklearn digits, 1797 rows x (64 pixels + label), from python3-sklearn
 #   data/breast_cancer.csv  sklearn breast cancer, from python3-sklearn
+#   data/movielens.csv      MovieLens ratings from r-cran-dslabs (see below)
+# Usage: fetch-data.sh [movielens]. Without an argument a failure to get MovieLens only warns
+# (the demo then falls back to the digits pixels); with `movielens` it is an error.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,9 +32,25 @@ if ! have_sklearn; then
   echo "fetch-data: wrote $data/digits.csv ($(wc -l < "$data/digits.csv") rows)"
 fi
 
-# MovieLens ratings (for `make validate-embedding` only; `make test` and `make demo` never need
-# them): r-cran-dslabs ships them in an R data base, Rscript from r-base-core extracts them.
+# MovieLens ratings (the demo's matrix-factorisation run and `make validate-embedding`):
+# r-cran-dslabs ships them in an R data base, Rscript from r-base-core extracts them.
 #   data/movielens.csv      userId,movieId,rating,timestamp (100,004 ratings)
+# The default run asks for them in a child process and only warns when that fails; it then
+# leaves data/.movielens-failed so later runs stay quick (an explicit `movielens` retries).
+failed="$data/.movielens-failed"
+if [ "${1:-}" = "" ] && [ ! -s "$data/movielens.csv" ] && [ ! -e "$failed" ]; then
+  log="$(mktemp)"
+  status=0
+  bash "$0" movielens 2>"$log" || status=$?
+  if [ "$status" -ne 0 ]; then
+    reason="$(tail -n 1 "$log")"
+    echo "fetch-data: warning: MovieLens not fetched (${reason:-exit status $status}); the demo" \
+      "uses the digits pixels instead; retry with: bash scripts/fetch-data.sh movielens" >&2
+    touch "$failed"
+  fi
+  rm -f "$log"
+fi
+
 if [ "${1:-}" = "movielens" ] && [ ! -s "$data/movielens.csv" ]; then
   rdata=/usr/lib/R/site-library/dslabs/data/Rdata
   if [ ! -f "$rdata.rdb" ] || ! command -v Rscript >/dev/null; then
@@ -46,5 +65,6 @@ if [ "${1:-}" = "movielens" ] && [ ! -s "$data/movielens.csv" ]; then
     write.csv(e\$movielens[, c('userId','movieId','rating','timestamp')],
               '$data/movielens.csv.part', row.names = FALSE)" >/dev/null
   mv "$data/movielens.csv.part" "$data/movielens.csv"
+  rm -f "$failed"
   echo "fetch-data: wrote $data/movielens.csv ($(($(wc -l < "$data/movielens.csv") - 1)) ratings)"
 fi
