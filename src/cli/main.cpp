@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   add_export_command(app, exit_code);
   add_diff_command(app, exit_code);
   add_ls_command(app, exit_code);
+  add_html_command(app, exit_code);
   set_command_line(argc, argv);
 
   try {

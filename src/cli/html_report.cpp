@@ -1,0 +1,45 @@
+#include "html_report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "chart_libraries.h"
+#include "gradscope/io/embedding_store.h"
+#include "gradscope/io/html.h"
+
+namespace gradscope::cli {
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw Error("cannot write '" + path.string() + "'");
+}
+
+}  // namespace
+
+int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir) {
+  const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
+  HtmlReportInput in;
+  in.run_path = run.path;
+  in.meta = &run.meta;
+  in.report = &run.report;
+  in.timeline = &run.timeline;
+  in.flow = &run.flow;
+  in.series = &run.series;
+  in.embedding = embedding ? &*embedding : nullptr;
+  const ChartLibraries libraries{web::vega_js(), web::vega_lite_js(), web::vega_embed_js(), web::versions()};
+  const std::filesystem::path out(output);
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  write_text(out, render_html(in, libraries));
+  const std::vector<Chart> charts = build_charts(in);
+  if (!spec_dir.empty()) {
+    std::filesystem::create_directories(spec_dir);
+    for (const Chart& c : charts) write_text(std::filesystem::path(spec_dir) / (c.name + ".json"), c.spec + "\n");
+  }
+  return static_cast<int>(charts.size());
+}
+
+}  // namespace gradscope::cli
