@@ -16,6 +16,7 @@
 #include "gradscope/io/json.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/io/table.h"
+#include "html_report.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
 #include "run_loading.h"
@@ -76,12 +77,19 @@ std::string write_reports(const fs::path& dir, const Report& report) {
   return table;
 }
 
+// report.html beside the run, rendered from the saved run as `gradscope html` would.
+void write_html(const fs::path& dir, std::vector<fs::path>& pages) {
+  pages.push_back(dir / "report.html");
+  write_html_report(load_run(dir.string(), false), pages.back().string());
+}
+
 // The models the demo trains on digits: the healthy control first, then planted pathologies.
 const std::vector<std::string> kDemoScenarios = {"healthy-mlp", "vanishing-trunk", "dying-relu",
                                                  "nan-later"};
 
 // Trains one digits scenario as a run; returns its summary line.
-std::string run_digits_model(const std::string& name, const Digits& data, const DemoOptions& opt) {
+std::string run_digits_model(const std::string& name, const Digits& data, const DemoOptions& opt,
+                             std::vector<fs::path>& pages) {
   const scenarios::Scenario& s = scenarios::scenario(name);
   const fs::path dir = fs::path(opt.out_dir) / ("demo-" + name);
   // Every step's records go to the run store as the step ends (a background thread writes).
@@ -93,6 +101,7 @@ std::string run_digits_model(const std::string& name, const Digits& data, const 
       });
   run.close();
   const std::string table = write_reports(dir, r.report);
+  write_html(dir, pages);
   std::printf("\n== %s: %s\n   test accuracy %.3f, final loss %.3f, %.1f s\n\n", name.c_str(),
               s.planted.c_str(), r.test_accuracy, r.final_loss, r.seconds);
   std::cout << table;
@@ -130,7 +139,7 @@ std::string embedding_verdict(const EmbeddingHubReport& report) {
 
 // Trains the matrix-factorisation model as a run with its embedding summary; returns its
 // summary line.
-std::string run_mf_model(const DemoOptions& opt) {
+std::string run_mf_model(const DemoOptions& opt, std::vector<fs::path>& pages) {
   const scenarios::Interactions data = interaction_data(opt);
   const std::string name = "mf-" + data.name;
   const fs::path dir = fs::path(opt.out_dir) / ("demo-" + name);
@@ -153,6 +162,7 @@ std::string run_mf_model(const DemoOptions& opt) {
   for (std::size_t t = 0; t < r.report.tables.size(); ++t) summary.tables.push_back({r.report.tables[t], r.profiles[t]});
   summary.correlations = r.report.correlations;
   save_embedding_summary(dir.string(), summary);
+  write_html(dir, pages);
 
   std::printf("\n== %s: BPR matrix factorisation, dim %lld, user and item tables tracked every step\n",
               name.c_str(), static_cast<long long>(mf.dim));
@@ -186,13 +196,16 @@ int run_demo(DemoOptions opt) {
             << "factorisation, " << opt.mf_epochs << " epochs, embedding tables tracked\n";
 
   std::vector<std::string> summary;
-  for (const std::string& name : kDemoScenarios) summary.push_back(run_digits_model(name, data, opt));
-  summary.push_back(run_mf_model(opt));
+  std::vector<fs::path> pages;
+  for (const std::string& name : kDemoScenarios) summary.push_back(run_digits_model(name, data, opt, pages));
+  summary.push_back(run_mf_model(opt, pages));
 
   std::cout << "\nsummary\n";
   for (const std::string& s : summary) std::cout << s << "\n";
   std::cout << "reports: " << opt.out_dir << "/demo-*/report.{txt,json,csv}; embedding tables: "
             << opt.out_dir << "/demo-mf-*/embedding.json and embedding_report.json\n";
+  std::cout << "HTML reports (open in a browser; they work offline):\n";
+  for (const fs::path& page : pages) std::cout << "  " << page.string() << "\n";
   const std::string sick = (fs::path(opt.out_dir) / "demo-vanishing-trunk").string();
   std::cout << "runs: " << opt.out_dir << "/demo-*/run.db; try `gradscope report " << sick
             << "` and `gradscope animate " << sick << " --metric norm --log`\n";

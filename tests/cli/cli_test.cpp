@@ -24,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct Result {
@@ -115,6 +116,9 @@ void expect_mf_run(const fs::path& dir, const Result& r) {
   EXPECT_THAT(r.out, ::testing::ContainsRegex("HR@10 [01]\\.[0-9]{3}, NDCG@10 [01]\\.[0-9]{3} on the held-out items"));
   for (const char* file : {"run.db", "report.txt", "report.json", "report.csv", "embedding_report.json"})
     EXPECT_TRUE(fs::exists(dir / file)) << dir / file;
+  const std::string page = slurp(dir / "report.html");
+  EXPECT_THAT(page, HasSubstr("data-chart=\"embedding-1-lorenz\""));  // both tables drawn
+  EXPECT_THAT(page, HasSubstr("data-chart=\"gradient-flow\""));       // and their gradients
   const std::optional<gradscope::EmbeddingRunSummary> summary = gradscope::load_embedding_summary(dir.string());
   ASSERT_TRUE(summary.has_value()) << dir;
   ASSERT_EQ(summary->tables.size(), 2u);
@@ -180,6 +184,12 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
     EXPECT_TRUE(fs::exists(out / ("demo-" + run_name) / "report.csv"));
     EXPECT_THAT(r.out, ::testing::ContainsRegex(run_name + " +accuracy [0-9.]+  verdict: unhealthy: .*worst " +
                                                 node_name + " \\["));
+  }
+  // Every run has its HTML report, listed at the end of the output.
+  for (const char* run_name : {"healthy-mlp", "vanishing-trunk", "dying-relu", "nan-later"}) {
+    const fs::path page = out / (std::string("demo-") + run_name) / "report.html";
+    EXPECT_THAT(slurp(page), HasSubstr("data-chart=\"gradient-flow\"")) << page;
+    EXPECT_THAT(r.out, HasSubstr("  " + page.string() + "\n"));
   }
   const auto nan = nlohmann::json::parse(slurp(out / "demo-nan-later" / "report.json"));
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["node"], "logfeat");
@@ -368,6 +378,68 @@ TEST(CliRuns, AnimateDrawsTheSelectedStepsWithoutColourWhenPiped) {
   EXPECT_THAT(r.out, HasSubstr("steps 0..39 (40 frames"));
   EXPECT_EQ(run("animate " + r_dir + " --from 5 --to 2").code, 2);
   EXPECT_EQ(run("animate " + r_dir + " --metric loss").code, 2);
+  fs::remove_all(dir);
+}
+
+TEST(CliRuns, HtmlWritesTheReportAndEachChartsSpec) {
+  const fs::path dir = temp_dir("html");
+  const std::string r_dir = make_run(dir / "r", 5, true).string();
+  Result r = run("html " + r_dir + " -o " + (dir / "out" / "page.html").string() + " --spec " + (dir / "specs").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("wrote " + (dir / "out" / "page.html").string() + " (4 charts) and 4 specs in "));
+  const std::string page = slurp(dir / "out" / "page.html");
+  EXPECT_THAT(page, HasSubstr("<p class=\"verdict bad\">verdict: unhealthy"));
+  EXPECT_THAT(page, HasSubstr("a,b &quot;q&quot;\nx"));  // the node name, escaped
+  EXPECT_THAT(page, HasSubstr("vega-embed"));         // the built-in libraries are inlined
+  EXPECT_THAT(page, Not(HasSubstr("<script src")));
+  // Gradients only: the activation and update charts are replaced by a line saying why.
+  EXPECT_THAT(page, HasSubstr("No activations recorded."));
+  EXPECT_THAT(page, HasSubstr("No parameter updates recorded."));
+  int specs = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "specs")) {
+    const auto spec = nlohmann::json::parse(slurp(entry.path()));
+    EXPECT_THAT(spec["$schema"].get<std::string>(), HasSubstr("vega-lite")) << entry.path();
+    EXPECT_THAT(page, HasSubstr("data-chart=\"" + entry.path().stem().string() + "\""));
+    ++specs;
+  }
+  EXPECT_EQ(specs, 4);
+  // Without -o the page goes beside run.db, whether the run or its run.db was named.
+  r = run("html " + (dir / "r" / "run.db").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "r" / "report.html"));
+  fs::remove_all(dir);
+}
+
+TEST(CliRuns, HtmlShowsSavedEmbeddingTables) {
+  const fs::path dir = temp_dir("html-emb");
+  const std::string r_dir = make_run(dir / "r", 3, false).string();
+  gradscope::EmbeddingRunSummary summary;
+  gradscope::EmbeddingTableSummary table;
+  table.report.layer = table.profile.layer = "item";
+  table.profile.lorenz = {{0, 0}, {1, 1}};
+  table.profile.exposure = {{1, 10}, {4}, 0, 0};
+  table.profile.velocity = {{0.1, 1}, {4}, 0, 0};
+  table.profile.oscillation = {{-1, 1}, {4}, 0, 0};
+  summary.tables = {table};
+  gradscope::save_embedding_summary(r_dir, summary);
+  const Result r = run("html " + r_dir + " -o " + (dir / "page.html").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(8 charts)"));  // 4 of the run's gradients, 4 of the table
+  const std::string page = slurp(dir / "page.html");
+  EXPECT_THAT(page, HasSubstr("<section id=\"embedding\">"));
+  EXPECT_THAT(page, HasSubstr("data-chart=\"embedding-0-lorenz\""));
+  fs::remove_all(dir);
+}
+
+TEST(CliRuns, HtmlBadInputExitsWithTheRightCode) {
+  const fs::path dir = temp_dir("html-bad");
+  EXPECT_EQ(run("html " + (dir / "missing").string()).code, 3);
+  EXPECT_EQ(run("html").code, 2);
+  const std::string r_dir = make_run(dir / "r", 2, false).string();
+  fs::create_directories(dir / "taken.html");  // a folder where the page should go
+  const Result r = run("html " + r_dir + " -o " + (dir / "taken.html").string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("cannot write '" + (dir / "taken.html").string() + "'"));
   fs::remove_all(dir);
 }
 
