@@ -47,6 +47,9 @@ json base(const std::string& title, const std::string& description) {
           {"width", kWidth}, {"config", {{"view", {{"stroke", nullptr}}}, {"font", "system-ui, sans-serif"}}}};
 }
 
+// Nodes in execution order, as a scale domain. Not as a "sort" array: Vega-Lite turns that into
+// a Vega expression without escaping U+2028, which Vega's parser reads as a line break, so a
+// node name holding it broke the chart.
 json node_order(const Report& report) {
   json order = json::array();
   for (const NodeReport& n : report.nodes) order.push_back(n.node);
@@ -80,7 +83,7 @@ void gradient_flow(const HtmlReportInput& in, Charts& out) {
   spec["data"] = {{"values", values}};
   const json x = {{"field", "step"}, {"type", "ordinal"}, {"title", "step"},
                   {"axis", {{"labelOverlap", true}, {"labelAngle", 0}}}};
-  const json y = {{"field", "node"}, {"type", "nominal"}, {"sort", node_order(*in.report)}, {"title", nullptr}};
+  const json y = {{"field", "node"}, {"type", "nominal"}, {"scale", {{"domain", node_order(*in.report)}}}, {"title", nullptr}};
   const json tooltip = json::array({{{"field", "node"}}, {{"field", "step"}},
                                     {{"field", "grad_norm"}, {"format", ".3e"}}, {{"field", "kind"}},
                                     {{"field", "status"}}, {{"field", "flow_intensity"}, {"format", ".3f"}}});
@@ -118,7 +121,7 @@ void module_flow(const HtmlReportInput& in, Charts& out) {
                    "mean |" + what + "| (L2) per node, in execution order; a drop of several "
                    "decades between neighbours is where the gradient stops flowing");
   spec["data"] = {{"values", values}};
-  const json x = {{"field", "node"}, {"type", "ordinal"}, {"sort", node_order(*in.report)}, {"title", nullptr},
+  const json x = {{"field", "node"}, {"type", "ordinal"}, {"scale", {{"domain", node_order(*in.report)}}}, {"title", nullptr},
                   {"axis", {{"labelAngle", -30}, {"labelLimit", 160}}}};
   const json y = {{"field", "out_grad_l2"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}},
                   {"title", "|output gradient|"}, {"axis", {{"format", ".0e"}}}};
@@ -181,7 +184,7 @@ json series_spec(const std::string& title, const std::string& subtitle, json val
   spec["mark"] = {{"type", "line"}, {"strokeWidth", 1.5}};
   spec["encoding"] = {{"x", {{"field", "step"}, {"type", "quantitative"}}},
                       {"y", y},
-                      {"color", {{"field", "node"}, {"type", "nominal"}, {"sort", node_order(report)}}},
+                      {"color", {{"field", "node"}, {"type", "nominal"}, {"scale", {{"domain", node_order(report)}}}}},
                       {"opacity", picked_opacity()},
                       {"tooltip", json::array({{{"field", "node"}}, {{"field", "step"}}, {{"field", "value"}, {"format", ".3e"}}})}};
   return spec;
@@ -229,7 +232,7 @@ void node_series(const HtmlReportInput& in, Charts& out) {
   facet["spec"] = {{"width", kWidth}, {"height", 110}, {"mark", {{"type", "line"}, {"strokeWidth", 1.5}}},
                    {"encoding", {{"x", {{"field", "step"}, {"type", "quantitative"}}},
                                  {"y", {{"field", "value"}, {"type", "quantitative"}, {"title", nullptr}}},
-                                 {"color", {{"field", "node"}, {"type", "nominal"}, {"sort", node_order(*in.report)}}},
+                                 {"color", {{"field", "node"}, {"type", "nominal"}, {"scale", {{"domain", node_order(*in.report)}}}}},
                                  {"tooltip", json::array({{{"field", "node"}}, {{"field", "step"}}, {{"field", "measure"}},
                                                           {{"field", "value"}, {"format", ".3g"}}})}}}};
   facet["resolve"] = {{"scale", {{"y", "independent"}}}};

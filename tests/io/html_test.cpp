@@ -98,6 +98,36 @@ TEST(HtmlEscape, ScriptForHtmlDefusesClosingTagsInAnyCase) {
   EXPECT_EQ(script_for_html("1<2&&a</b"), "1<2&&a</b");
 }
 
+// True when some "sort" in `spec` lists `value` (Vega-Lite compiles sort arrays into expressions).
+bool sorts_by(const json& spec, const std::string& value) {
+  if (spec.is_object()) {
+    for (auto it = spec.begin(); it != spec.end(); ++it) {
+      if (it.key() == "sort" && it.value().is_array())
+        for (const json& v : it.value())
+          if (v.is_string() && v.get<std::string>() == value) return true;
+      if (sorts_by(it.value(), value)) return true;
+    }
+  } else if (spec.is_array()) {
+    for (const json& v : spec)
+      if (sorts_by(v, value)) return true;
+  }
+  return false;
+}
+
+TEST(HtmlCharts, NodeNamesNeverReachAVegaExpression) {
+  // U+2028 in a sort array became a line break inside a compiled Vega expression (Chromium:
+  // "Unexpected token ILLEGAL"); node order goes through scale domains instead.
+  const std::string name = "a\xE2\x80\xA8b";
+  const Fixture f({"fc1", name});
+  for (const Chart& c : build_charts(f.input())) {
+    const json spec = json::parse(c.spec);
+    EXPECT_FALSE(sorts_by(spec, name)) << c.name;
+    EXPECT_FALSE(sorts_by(spec, "fc1")) << c.name;
+  }
+  const json heatmap = json::parse(chart(build_charts(f.input()), "gradient-flow").spec);
+  EXPECT_EQ(heatmap["encoding"]["y"]["scale"]["domain"], json::array({"fc1", name}));
+}
+
 TEST(HtmlCharts, EveryChartIsVegaLiteWithInlineData) {
   const Fixture f({"fc1", "dead"});
   const std::vector<Chart> charts = build_charts(f.input());
