@@ -41,7 +41,8 @@ dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; 
           color: var(--muted); }
 dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; word-break: break-all; }
 code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12.5px; }
-ul.advice { padding-left: 20px; } ul.advice li { margin: 6px 0; }
+ul.advice { padding-left: 20px; } ul.advice li { margin: 6px 0; } ul.advice ul { padding-left: 18px; }
+details summary { cursor: pointer; color: var(--muted); margin: 8px 0; }
 .chart { margin: 14px 0 22px; min-height: 40px; }
 .grid { display: grid; grid-template-columns: 1fr 1fr; gap: 0 24px; }
 table#nodes, table.stats { border-collapse: collapse; width: 100%; font-size: 13px; }
@@ -111,19 +112,34 @@ std::string node_table(const Report& report) {
   return out + "</tbody></table>\n";
 }
 
-// What to do: flagged nodes worst first, each flag's advice with its evidence, then the flow.
+// What to do: the worst flagged nodes, each flag's advice with its evidence; the rest are in
+// the node table. The gradient-flow recommendations fold away (they repeat per node).
 std::string recommendations(const Report& report, const FlowSummary& flow) {
-  std::string items;
-  for (const NodeReport* n : report.flagged_worst_first()) {
-    for (const Evidence& e : n->evidence) {
-      const char* advice = flag_advice(e.flag);
-      items += fmt::format("<li><b class=\"mono\">{}</b> {}<div class=\"evidence\">{}</div></li>\n", esc(n->node),
-                           esc(advice), esc(describe_evidence(e)));
-    }
+  constexpr std::size_t kShown = 3;
+  const std::vector<const NodeReport*> flagged = report.flagged_worst_first();
+  std::string out;
+  if (flagged.empty()) out += "<p>No node is flagged.</p>\n";
+  else out += "<ul class=\"advice\">\n";
+  for (std::size_t i = 0; i < flagged.size() && i < kShown; ++i) {
+    const NodeReport& n = *flagged[i];
+    out += "<li><b class=\"mono\">" + esc(n.node) + "</b> " + flag_badges(n) + "<ul>\n";
+    for (const Evidence& e : n.evidence)
+      out += fmt::format("<li>{}<div class=\"evidence\">{}</div></li>\n", esc(flag_advice(e.flag)),
+                         esc(describe_evidence(e)));
+    out += "</ul></li>\n";
   }
-  const std::string lead = items.empty() ? "<p>No node is flagged.</p>\n" : "";
-  for (const std::string& r : flow.recommendations) items += "<li>" + esc(r) + "</li>\n";
-  return lead + (items.empty() ? "" : "<ul class=\"advice\">\n" + items + "</ul>\n");
+  if (flagged.size() > kShown)
+    out += fmt::format("<li>{} more flagged node{} in the <a href=\"#nodes-section\">node table</a>.</li>\n",
+                       flagged.size() - kShown, flagged.size() - kShown == 1 ? "" : "s");
+  if (!flagged.empty()) out += "</ul>\n";
+  if (!flow.recommendations.empty()) {
+    out += fmt::format("<details><summary>Gradient flow: {} ({} recommendation{})</summary><ul class=\"advice\">\n",
+                       flow_health_name(flow.health), flow.recommendations.size(),
+                       flow.recommendations.size() == 1 ? "" : "s");
+    for (const std::string& r : flow.recommendations) out += "<li>" + esc(r) + "</li>\n";
+    out += "</ul></details>\n";
+  }
+  return out;
 }
 
 std::string chart_div(const Chart& c) {
