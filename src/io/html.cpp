@@ -112,26 +112,52 @@ std::string node_table(const Report& report) {
   return out + "</tbody></table>\n";
 }
 
-// What to do: the worst flagged nodes, each flag's advice with its evidence; the rest are in
-// the node table. The gradient-flow recommendations fold away (they repeat per node).
-std::string recommendations(const Report& report, const FlowSummary& flow) {
+// "; embedding: item [ZOMBIE_ROWS]" for tables with findings, "" when none has one.
+std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
+  std::string out;
+  if (!embedding) return out;
+  for (const EmbeddingTableSummary& t : embedding->tables) {
+    if (t.report.diagnostics.empty()) continue;
+    std::string types;
+    for (const EmbeddingDiagnostic& d : t.report.diagnostics) types += (types.empty() ? "" : ",") + d.type;
+    out += (out.empty() ? "; embedding: " : ", ") + t.report.layer + " [" + types + "]";
+  }
+  return out;
+}
+
+// What to do: the worst flagged nodes, each flag's advice with its evidence (the rest are in
+// the node table), then each embedding finding with its action. The gradient-flow
+// recommendations fold away (they repeat per node).
+std::string recommendations(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding) {
   constexpr std::size_t kShown = 3;
   const std::vector<const NodeReport*> flagged = report.flagged_worst_first();
-  std::string out;
-  if (flagged.empty()) out += "<p>No node is flagged.</p>\n";
-  else out += "<ul class=\"advice\">\n";
+  std::string items;
   for (std::size_t i = 0; i < flagged.size() && i < kShown; ++i) {
     const NodeReport& n = *flagged[i];
-    out += "<li><b class=\"mono\">" + esc(n.node) + "</b> " + flag_badges(n) + "<ul>\n";
+    items += "<li><b class=\"mono\">" + esc(n.node) + "</b> " + flag_badges(n) + "<ul>\n";
     for (const Evidence& e : n.evidence)
-      out += fmt::format("<li>{}<div class=\"evidence\">{}</div></li>\n", esc(flag_advice(e.flag)),
-                         esc(describe_evidence(e)));
-    out += "</ul></li>\n";
+      items += fmt::format("<li>{}<div class=\"evidence\">{}</div></li>\n", esc(flag_advice(e.flag)),
+                           esc(describe_evidence(e)));
+    items += "</ul></li>\n";
   }
   if (flagged.size() > kShown)
-    out += fmt::format("<li>{} more flagged node{} in the <a href=\"#nodes-section\">node table</a>.</li>\n",
-                       flagged.size() - kShown, flagged.size() - kShown == 1 ? "" : "s");
-  if (!flagged.empty()) out += "</ul>\n";
+    items += fmt::format("<li>{} more flagged node{} in the <a href=\"#nodes-section\">node table</a>.</li>\n",
+                         flagged.size() - kShown, flagged.size() - kShown == 1 ? "" : "s");
+  bool embedding_findings = false;
+  for (const EmbeddingTableSummary& t : embedding ? embedding->tables : std::vector<EmbeddingTableSummary>{}) {
+    for (const EmbeddingDiagnostic& d : t.report.diagnostics) {
+      embedding_findings = true;
+      items += fmt::format(
+          "<li><b class=\"mono\">{}</b> <span class=\"flag failing\">{}</span><ul><li>{}; action: {}"
+          "<div class=\"evidence\">{}</div></li></ul></li>\n",
+          esc(t.report.layer), esc(d.type), esc(d.implies), esc(d.action), esc(d.premise));
+    }
+  }
+  std::string out;
+  if (flagged.empty())
+    out += embedding_findings ? "<p>No node is flagged by the gradient rules; the embedding tables have findings.</p>\n"
+                              : "<p>No node is flagged.</p>\n";
+  if (!items.empty()) out += "<ul class=\"advice\">\n" + items + "</ul>\n";
   if (!flow.recommendations.empty()) {
     out += fmt::format("<details><summary>Gradient flow: {} ({} recommendation{})</summary><ul class=\"advice\">\n",
                        flow_health_name(flow.health), flow.recommendations.size(),
@@ -261,12 +287,8 @@ std::string render_html(const HtmlReportInput& in, const ChartLibraries& libs) {
   const RunMetadata& meta = *in.meta;
   const Report& report = *in.report;
   const FlowSummary& flow = *in.flow;
-  const bool unhealthy = run_unhealthy(report, flow) ||
-                         (in.embedding && [&] {
-                           for (const auto& t : in.embedding->tables)
-                             if (!t.report.diagnostics.empty()) return true;
-                           return false;
-                         }());
+  const std::string embedding_findings = embedding_verdict(in.embedding);
+  const bool unhealthy = run_unhealthy(report, flow) || !embedding_findings.empty();
   const std::string nonce = make_nonce();
   const std::string name = meta.name.empty() ? in.run_path : meta.name;
 
@@ -279,7 +301,7 @@ std::string render_html(const HtmlReportInput& in, const ChartLibraries& libs) {
   page += "<title>gradscope: " + esc(name) + "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
 
   page += "<header>\n<h1>gradscope report: <span class=\"mono\">" + esc(name) + "</span></h1>\n";
-  page += fmt::format("<p class=\"verdict {}\">{}</p>\n", unhealthy ? "bad" : "ok", esc(render_verdict(report)));
+  page += fmt::format("<p class=\"verdict {}\">{}</p>\n", unhealthy ? "bad" : "ok", esc(render_verdict(report) + embedding_findings));
   page += "<dl class=\"meta\">\n";
   const std::pair<const char*, std::string> meta_rows[] = {
       {"run", in.run_path},
@@ -294,7 +316,7 @@ std::string render_html(const HtmlReportInput& in, const ChartLibraries& libs) {
     page += "<dt>" + std::string(k) + "</dt><dd class=\"mono\">" + esc(v) + "</dd>\n";
   page += "</dl>\n</header>\n";
 
-  page += "<section id=\"summary\"><h2>What to do</h2>\n" + recommendations(report, flow);
+  page += "<section id=\"summary\"><h2>What to do</h2>\n" + recommendations(report, flow, in.embedding);
   const NonFiniteOrigin& o = report.nonfinite_origin;
   if (o.found())
     page += fmt::format("<p>Non-finite values first appeared at step {} in <b class=\"mono\">{}</b> ({}, {}).</p>\n",

@@ -301,6 +301,27 @@ TEST(HtmlPage, ShowsVerdictAdviceTableAndOneContainerPerChart) {
   EXPECT_EQ(specs["gradient-flow"]["data"]["values"].size(), 8u);
 }
 
+TEST(HtmlPage, EmbeddingFindingsReachTheVerdictAndWhatToDo) {
+  const Fixture f({"fc1"});
+  EmbeddingRunSummary e;
+  EmbeddingTableSummary t;
+  t.report.layer = t.profile.layer = "item";
+  EmbeddingDiagnostic d;
+  d.type = "ZOMBIE_ROWS";
+  d.premise = "108 of 6170 exposed rows oscillate";
+  d.implies = "these rows thrash";
+  d.action = "LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX";
+  t.report.diagnostics = {d};
+  e.tables = {t};
+  HtmlReportInput in = f.input();
+  in.embedding = &e;
+  const std::string page = render_html(in, kLibs);
+  EXPECT_THAT(page, HasSubstr("<p class=\"verdict bad\">verdict: healthy (1 node, 4 steps); embedding: item [ZOMBIE_ROWS]</p>"));
+  EXPECT_THAT(page, HasSubstr("No node is flagged by the gradient rules; the embedding tables have findings."));
+  EXPECT_THAT(page, HasSubstr("these rows thrash; action: LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX"));
+  EXPECT_THAT(page, HasSubstr("108 of 6170 exposed rows oscillate"));
+}
+
 TEST(HtmlPage, HealthyRunSaysSoAndHasNothingToDo) {
   const Fixture f({"fc1"});
   const std::string page = render_html(f.input(), kLibs);
