@@ -15,6 +15,7 @@
 #include "gradscope/io/embedding_json.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/json.h"
+#include "gradscope/io/run_report.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/io/table.h"
 #include "html_report.h"
@@ -122,24 +123,6 @@ scenarios::Interactions interaction_data(const DemoOptions& opt) {
   return d;
 }
 
-// "item [DEAD_ROWS,POPULARITY_BIAS]; user: no findings".
-std::string embedding_verdict(const EmbeddingHubReport& report) {
-  std::string flagged, clean;
-  for (const EmbeddingReport& t : report.tables) {
-    if (t.diagnostics.empty()) {
-      clean += (clean.empty() ? "" : ", ") + t.layer;
-      continue;
-    }
-    std::string types;
-    for (const EmbeddingDiagnostic& d : t.diagnostics) types += (types.empty() ? "" : ",") + d.type;
-    flagged += (flagged.empty() ? "" : "; ") + t.layer + " [" + types + "]";
-  }
-  if (flagged.empty()) return "embedding: no findings";
-  return "embedding: " + flagged + (clean.empty() ? "" : "; no findings in " + clean);
-}
-
-// Trains the matrix-factorisation model as a run with its embedding summary; returns its
-// summary line.
 // The two MF runs: Adam as in validation, and a planted pathology, plain SGD at a step size
 // far too large, whose item rows overshoot and flip direction step after step (zombie rows).
 struct MfVariant {
@@ -192,17 +175,11 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
               static_cast<long long>(mf.top_k), r.hr, static_cast<long long>(mf.top_k), r.ndcg, mf.epochs,
               static_cast<long long>(r.steps), r.final_loss, r.seconds);
   std::cout << table << "\n";
-  for (const EmbeddingReport& t : r.report.tables) {
-    std::printf("   %s (%lld rows, %.1f%% exposed, popularity Gini %.3f): ", t.layer.c_str(),
-                static_cast<long long>(t.stats.num_embeddings), t.stats.active_coverage_pct, t.stats.popularity_gini);
-    if (t.diagnostics.empty()) std::printf("no embedding findings\n");
-    else std::printf("%zu finding%s\n", t.diagnostics.size(), t.diagnostics.size() == 1 ? "" : "s");
-    for (const EmbeddingDiagnostic& d : t.diagnostics)
-      std::printf("     %s: %s\n", d.type.c_str(), d.premise.c_str());
-  }
+  std::cout << render_embedding_findings(summary);
   char line[256];
   std::snprintf(line, sizeof line, "  %-21s HR@%lld %.3f  ", name.c_str(), static_cast<long long>(mf.top_k), r.hr);
-  return line + render_verdict(report) + "; " + embedding_verdict(r.report);
+  const std::string findings = embedding_verdict(&summary);
+  return line + render_verdict(report) + (findings.empty() ? "; embedding: no findings" : findings);
 }
 
 int run_demo(DemoOptions opt) {

@@ -1,9 +1,12 @@
-// gradscope report RUN: the node table with flags, the gradient-flow health and what to do.
-// Exit 1 when the run is unhealthy, so a CI job can gate on it.
+// gradscope report RUN: the node table with flags, the gradient-flow health, the embedding
+// tables' findings when the run saved them, and what to do. Exit 1 when the run is unhealthy,
+// so a CI job can gate on it.
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "gradscope/io/csv.h"
+#include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
 #include "gradscope/io/table.h"
 #include "run_loading.h"
@@ -18,14 +21,17 @@ struct ReportOptions {
 
 int run_report(const ReportOptions& opt) {
   const LoadedRun run = load_run(opt.run, opt.partial);
+  const std::optional<EmbeddingRunSummary> saved = load_embedding_summary(run.path);
+  const EmbeddingRunSummary* embedding = saved ? &*saved : nullptr;
   if (opt.json) {
-    std::cout << render_run_json(run.meta, run.report, run.flow);
+    std::cout << render_run_json(run.meta, run.report, run.flow, embedding);
   } else if (opt.csv) {
     std::cout << render_csv(run.report);
   } else {
     std::cout << render_run_header(run.meta, run.path) << render_table(run.report) << render_flow_summary(run.flow);
+    if (embedding) std::cout << render_embedding_findings(*embedding);
   }
-  return run_unhealthy(run.report, run.flow) ? kExitUnhealthy : kExitOk;
+  return run_unhealthy(run.report, run.flow, embedding) ? kExitUnhealthy : kExitOk;
 }
 
 }  // namespace

@@ -112,19 +112,6 @@ std::string node_table(const Report& report) {
   return out + "</tbody></table>\n";
 }
 
-// "; embedding: item [ZOMBIE_ROWS]" for tables with findings, "" when none has one.
-std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
-  std::string out;
-  if (!embedding) return out;
-  for (const EmbeddingTableSummary& t : embedding->tables) {
-    if (t.report.diagnostics.empty()) continue;
-    std::string types;
-    for (const EmbeddingDiagnostic& d : t.report.diagnostics) types += (types.empty() ? "" : ",") + d.type;
-    out += (out.empty() ? "; embedding: " : ", ") + t.report.layer + " [" + types + "]";
-  }
-  return out;
-}
-
 // What to do: the worst flagged nodes, each flag's advice with its evidence (the rest are in
 // the node table), then each embedding finding with its action. The gradient-flow
 // recommendations fold away (they repeat per node).
@@ -288,7 +275,7 @@ std::string render_html(const HtmlReportInput& in, const ChartLibraries& libs) {
   const Report& report = *in.report;
   const FlowSummary& flow = *in.flow;
   const std::string embedding_findings = embedding_verdict(in.embedding);
-  const bool unhealthy = run_unhealthy(report, flow) || !embedding_findings.empty();
+  const bool unhealthy = run_unhealthy(report, flow, in.embedding);
   const std::string nonce = make_nonce();
   const std::string name = meta.name.empty() ? in.run_path : meta.name;
 

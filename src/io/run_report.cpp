@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/io/json.h"
+#include "internal/embedding_codec.h"
 
 namespace gradscope {
 namespace {
@@ -31,7 +32,8 @@ std::string render_flow_summary(const FlowSummary& flow) {
   return out;
 }
 
-std::string render_run_json(const RunMetadata& m, const Report& report, const FlowSummary& flow) {
+std::string render_run_json(const RunMetadata& m, const Report& report, const FlowSummary& flow,
+                            const EmbeddingRunSummary* embedding) {
   nlohmann::ordered_json doc;
   doc["run"] = {{"name", m.name},
                 {"start_time", m.start_time},
@@ -40,7 +42,7 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
                 {"command_line", m.command_line},
                 {"gradscope_version", m.gradscope_version},
                 {"schema_version", m.schema_version},
-                {"unhealthy", run_unhealthy(report, flow)}};
+                {"unhealthy", run_unhealthy(report, flow, embedding)}};
   const nlohmann::ordered_json rep = nlohmann::ordered_json::parse(render_json(report, -1));
   doc["gradscope_report"] = rep.at("gradscope_report");
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
@@ -61,11 +63,43 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
                           {"issue_ratio", flow.issue_ratio},
                           {"nodes", nodes},
                           {"recommendations", flow.recommendations}};
+  if (embedding) {
+    nlohmann::ordered_json tables = nlohmann::ordered_json::array(), correlations = nlohmann::ordered_json::array();
+    for (const EmbeddingTableSummary& t : embedding->tables) tables.push_back(internal::report_to_json(t.report));
+    for (const TowerCorrelation& c : embedding->correlations) correlations.push_back(internal::correlation_to_json(c));
+    doc["embedding"] = {{"tables", tables}, {"gradient_norm_correlations", correlations}};
+  }
   return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-bool run_unhealthy(const Report& report, const FlowSummary& flow) {
-  return !report.healthy() || flow.health >= FlowHealth::kProblemsDetected;
+std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
+  std::string out = "\nembedding tables:\n";
+  for (const EmbeddingTableSummary& t : embedding.tables) {
+    const EmbeddingStats& s = t.report.stats;
+    const std::size_t n = t.report.diagnostics.size();
+    out += fmt::format("  {} ({} rows, {:.1f}% exposed, popularity Gini {:.3f}): ", t.report.layer, s.num_embeddings,
+                       s.active_coverage_pct, s.popularity_gini);
+    out += n == 0 ? std::string("no findings\n") : fmt::format("{} finding{}\n", n, n == 1 ? "" : "s");
+    for (const EmbeddingDiagnostic& d : t.report.diagnostics)
+      out += fmt::format("    {}: {}\n      action: {}\n", d.type, d.premise, d.action);
+  }
+  return out;
+}
+
+std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
+  std::string out;
+  if (!embedding) return out;
+  for (const EmbeddingTableSummary& t : embedding->tables) {
+    if (t.report.diagnostics.empty()) continue;
+    std::string types;
+    for (const EmbeddingDiagnostic& d : t.report.diagnostics) types += (types.empty() ? "" : ",") + d.type;
+    out += (out.empty() ? "; embedding: " : ", ") + t.report.layer + " [" + types + "]";
+  }
+  return out;
+}
+
+bool run_unhealthy(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding) {
+  return !report.healthy() || flow.health >= FlowHealth::kProblemsDetected || !embedding_verdict(embedding).empty();
 }
 
 }  // namespace gradscope

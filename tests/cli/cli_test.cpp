@@ -398,6 +398,37 @@ TEST(CliRuns, AnimateDrawsTheSelectedStepsWithoutColourWhenPiped) {
   fs::remove_all(dir);
 }
 
+TEST(CliRuns, ReportShowsSavedEmbeddingFindingsAndFailsOnThem) {
+  const fs::path dir = temp_dir("report-emb");
+  const std::string r_dir = make_run(dir / "r", 3, false).string();
+  ASSERT_EQ(run("report " + r_dir).code, 0);  // healthy before the tables are saved
+  gradscope::EmbeddingRunSummary summary;
+  gradscope::EmbeddingTableSummary table;
+  table.report.layer = "item";
+  table.report.stats.num_embeddings = 40;
+  table.report.stats.active_coverage_pct = 75;
+  table.report.stats.popularity_gini = 0.288;
+  gradscope::EmbeddingDiagnostic zombie;
+  zombie.type = "ZOMBIE_ROWS";
+  zombie.premise = "8 of 30 exposed rows oscillate";
+  zombie.action = "LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX";
+  table.report.diagnostics = {zombie};
+  summary.tables = {table};
+  gradscope::save_embedding_summary(r_dir, summary);
+  Result r = run("report " + r_dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("embedding tables:\n  item (40 rows, 75.0% exposed, popularity Gini 0.288): 1 finding\n"
+                               "    ZOMBIE_ROWS: 8 of 30 exposed rows oscillate\n"
+                               "      action: LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX\n"));
+  r = run("report " + r_dir + " --json");
+  EXPECT_EQ(r.code, 1);
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["run"]["unhealthy"], true);
+  EXPECT_EQ(doc["embedding"]["tables"][0]["layer"], "item");
+  EXPECT_EQ(doc["embedding"]["tables"][0]["diagnostics"][0]["type"], "ZOMBIE_ROWS");
+  fs::remove_all(dir);
+}
+
 TEST(CliRuns, HtmlWritesTheReportAndEachChartsSpec) {
   const fs::path dir = temp_dir("html");
   const std::string r_dir = make_run(dir / "r", 5, true).string();

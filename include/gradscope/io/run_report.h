@@ -11,6 +11,7 @@
 
 #include "gradscope/core/report.h"
 #include "gradscope/core/timeline.h"
+#include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_metadata.h"
 
 namespace gradscope {
@@ -21,11 +22,22 @@ std::string render_run_header(const RunMetadata& meta, const std::string& path);
 /// "gradient flow: <health> (...)" and one indented line per recommendation.
 std::string render_flow_summary(const FlowSummary& flow);
 
-/// {"run": {...metadata}, "gradscope_report": {...as render_json}, "gradient_flow": {...}}.
-std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow);
+/// {"run": {...metadata}, "gradscope_report": {...as render_json}, "gradient_flow": {...}}, and
+/// with `embedding`, "embedding": {"tables": [...as render_embedding_json's inner object],
+/// "gradient_norm_correlations": [...]}.
+std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow,
+                            const EmbeddingRunSummary* embedding = nullptr);
+
+/// "embedding tables:" and per table "  item (6170 rows, 100.0% exposed, popularity Gini
+/// 0.248): 1 finding", each finding's type, premise and action beneath.
+std::string render_embedding_findings(const EmbeddingRunSummary& embedding);
+
+/// "; embedding: item [ZOMBIE_ROWS]" naming each table with findings; "" when none has one.
+std::string embedding_verdict(const EmbeddingRunSummary* embedding);
 
 /// A run is unhealthy when a rule flags a node or the flow health is ProblemsDetected or
-/// worse (a few vanishing frames alone, MinorIssues, do not fail a CI job).
-bool run_unhealthy(const Report& report, const FlowSummary& flow);
+/// worse (a few vanishing frames alone, MinorIssues, do not fail a CI job), or when an
+/// embedding table has a finding.
+bool run_unhealthy(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding = nullptr);
 
 }  // namespace gradscope
