@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <filesystem>
 #include <iostream>
 
 #include "commands.h"
+#include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
 #include "run_loading.h"
 
@@ -37,11 +39,13 @@ int run_ls(const LsOptions& opt) {
     const std::string name = r.filename().string();
     try {
       const LoadedRun run = load_run(r.string(), false);
-      std::string health = run_unhealthy(run.report, run.flow) ? "unhealthy" : "healthy";
+      const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
+      std::string health = run_unhealthy(run.report, run.flow, embedding ? &*embedding : nullptr) ? "unhealthy" : "healthy";
       const auto flagged = run.report.flagged_worst_first();
       if (!flagged.empty()) health += fmt::format(": {} flagged, worst {} [{}]", flagged.size(), flagged.front()->node,
                                                   flagged.front()->flags.join());
       health += fmt::format("; gradient flow {}", flow_health_name(run.flow.health));
+      health += embedding_verdict(embedding ? &*embedding : nullptr);
       if (run.meta.end_time.empty()) health += " (not closed)";
       std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", name, w, run.steps, run.report.nodes.size(),
                                run.meta.start_time, health);
