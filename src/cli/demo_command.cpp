@@ -82,7 +82,7 @@ std::string write_reports(const fs::path& dir, const Report& report) {
 // report.html beside the run, rendered from the saved run as `gradscope html` would.
 void write_html(const fs::path& dir, std::vector<fs::path>& pages) {
   pages.push_back(dir / "report.html");
-  write_html_report(load_run(dir.string(), false), pages.back().string());
+  write_html_report(load_run(dir.string(), false, {}, /*series=*/true), pages.back().string());
 }
 
 // The models the demo trains on digits: the healthy control first, then planted pathologies.

@@ -15,7 +15,7 @@ struct HtmlOptions {
 };
 
 int run_html(const HtmlOptions& opt) {
-  const LoadedRun run = load_run(opt.run, opt.partial);
+  const LoadedRun run = load_run(opt.run, opt.partial, {}, /*series=*/true);
   std::string output = opt.output;
   if (output.empty()) {  // beside run.db, whichever of the two the user named
     const std::filesystem::path p(opt.run);

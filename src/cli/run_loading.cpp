@@ -19,18 +19,18 @@ void print_warnings(const RunReader& reader) {
   for (const std::string& w : reader.warnings()) std::cerr << "gradscope: warning: " << w << "\n";
 }
 
-LoadedRun load_run(const std::string& path, bool partial, StepRange range) {
+LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool series) {
   RunReader reader(path, ReadOptions{partial});
   if (reader.step_count() == 0) throw Error("run '" + path + "': no steps recorded");
   LoadedRun run{path, reader.metadata(), {}, Timeline(reader.metadata().thresholds), {}, {}, 0};
   ReportBuilder builder(run.meta.thresholds);
-  SeriesBuilder series(kSeriesSteps);
+  SeriesBuilder steps(kSeriesSteps);
   ProgressBar bar("reading " + path);
   run.steps = reader.for_each(
       [&](const Record& r) {
         builder.add(r);
         run.timeline.add(r);
-        series.add(r);
+        if (series) steps.add(r);
       },
       range, [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
@@ -39,7 +39,7 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range) {
   run.timeline.finish();
   run.report = builder.build();
   run.flow = summarize_flow(run.timeline);
-  run.series = series.finish();
+  if (series) run.series = steps.finish();
   return run;
 }
 

@@ -20,7 +20,7 @@ struct LoadedRun {
   Report report;
   Timeline timeline;
   FlowSummary flow;
-  std::vector<NodeSeries> series;  ///< per-node measures over at most kSeriesSteps steps
+  std::vector<NodeSeries> series;  ///< per-node measures over at most kSeriesSteps steps (when asked)
   int64_t steps = 0;  ///< steps read
 };
 
@@ -28,8 +28,9 @@ struct LoadedRun {
 inline constexpr int64_t kSeriesSteps = 400;
 
 /// Reads `path` (in `range`). Throws Error "run '<path>': no steps recorded" for an empty run;
-/// warnings of a partial read go to stderr.
-LoadedRun load_run(const std::string& path, bool partial, StepRange range = {});
+/// warnings of a partial read go to stderr. `series` also fills LoadedRun::series (only the
+/// HTML report draws it; the other commands skip the work).
+LoadedRun load_run(const std::string& path, bool partial, StepRange range = {}, bool series = false);
 
 /// Prints a partial reader's warnings to stderr as "gradscope: warning: ...".
 void print_warnings(const RunReader& reader);
