@@ -33,8 +33,8 @@ int write_html_report(const LoadedRun& run, const std::string& output, const std
   const ChartLibraries libraries{web::vega_js(), web::vega_lite_js(), web::vega_embed_js(), web::versions()};
   const std::filesystem::path out(output);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  write_text(out, render_html(in, libraries));
   const std::vector<Chart> charts = build_charts(in);
+  write_text(out, render_html(in, charts, libraries));
   if (!spec_dir.empty()) {
     std::filesystem::create_directories(spec_dir);
     for (const Chart& c : charts) write_text(std::filesystem::path(spec_dir) / (c.name + ".json"), c.spec + "\n");

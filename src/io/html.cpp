@@ -268,9 +268,14 @@ std::string script_for_html(std::string_view code) {
 }
 
 std::string render_html(const HtmlReportInput& in, const ChartLibraries& libs) {
+  return render_html(in, build_charts(in), libs);
+}
+
+std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& charts, const ChartLibraries& libs) {
   if (libs.vega.empty() || libs.vega_lite.empty() || libs.vega_embed.empty())
     throw Error("html: the chart libraries (vega, vega-lite, vega-embed) are missing from this build");
-  const std::vector<Chart> charts = build_charts(in);
+  if (!in.meta || !in.report || !in.flow)
+    throw Error("html: the report needs the run's metadata, report, timeline, flow summary and series");
   const RunMetadata& meta = *in.meta;
   const Report& report = *in.report;
   const FlowSummary& flow = *in.flow;

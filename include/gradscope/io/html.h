@@ -5,7 +5,9 @@
 //   in.series = &series;                  // SeriesBuilder::finish()
 //   in.embedding = &embedding;            // optional: load_embedding_summary(run)
 //   std::ofstream("report.html") << gradscope::render_html(in, libraries);
-//   for (const gradscope::Chart& c : gradscope::build_charts(in)) save(c.name + ".json", c.spec);
+//   const std::vector<gradscope::Chart> charts = gradscope::build_charts(in);   // or, for both:
+//   for (const gradscope::Chart& c : charts) save(c.name + ".json", c.spec);
+//   std::ofstream("report.html") << gradscope::render_html(in, charts, libraries);
 //
 // Charts are Vega-Lite specs with their data inline; the page inlines the chart libraries
 // (vega, vega-lite, vega-embed, given by the caller: the gradscope command builds them in),
@@ -59,6 +61,9 @@ std::vector<Chart> build_charts(const HtmlReportInput& input);
 
 /// The whole page. Throws Error when a required input is null or a library is empty.
 std::string render_html(const HtmlReportInput& input, const ChartLibraries& libraries);
+/// The same page from charts already built by build_charts(input) (e.g. also saved as specs).
+std::string render_html(const HtmlReportInput& input, const std::vector<Chart>& charts,
+                        const ChartLibraries& libraries);
 
 /// `text` escaped for HTML text and quoted attribute values (& < > " ').
 std::string html_escape(std::string_view text);
