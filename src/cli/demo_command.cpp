@@ -10,7 +10,6 @@
 #include <iostream>
 
 #include "commands.h"
-#include "gradscope/core/rules.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_json.h"
 #include "gradscope/io/embedding_store.h"
@@ -55,11 +54,6 @@ void show_progress(const std::string& name, int64_t done, int64_t total) {
   std::fflush(stderr);
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw Error("cannot write '" + path.string() + "'");
-}
 
 // A run under the output folder, rewritten on every call of the demo.
 RunWriterOptions demo_run(const std::string& name) {
@@ -73,16 +67,19 @@ RunWriterOptions demo_run(const std::string& name) {
 // report.{txt,json,csv} beside the run's run.db; returns the table.
 std::string write_reports(const fs::path& dir, const Report& report) {
   const std::string table = render_table(report);
-  write_file(dir / "report.txt", table);
-  write_file(dir / "report.json", render_json(report));
-  write_file(dir / "report.csv", render_csv(report));
+  write_text_file((dir / "report.txt").string(), table);
+  write_text_file((dir / "report.json").string(), render_json(report));
+  write_text_file((dir / "report.csv").string(), render_csv(report));
   return table;
 }
 
-// report.html beside the run, rendered from the saved run as `gradscope html` would.
-void write_html(const fs::path& dir, std::vector<fs::path>& pages) {
-  pages.push_back(dir / "report.html");
-  write_html_report(load_run(dir.string(), false, {}, /*series=*/true), pages.back().string());
+// The run as saved, read back as `gradscope html` reads it.
+LoadedRun load_saved(const fs::path& dir) { return load_run(dir.string(), false, {}, /*series=*/true); }
+
+// report.html beside the saved run.
+void write_html(const LoadedRun& saved, std::vector<fs::path>& pages) {
+  pages.push_back(fs::path(saved.path) / "report.html");
+  write_html_report(saved, pages.back().string());
 }
 
 // The models the demo trains on digits: the healthy control first, then planted pathologies.
@@ -103,7 +100,7 @@ std::string run_digits_model(const std::string& name, const Digits& data, const 
       });
   run.close();
   const std::string table = write_reports(dir, r.report);
-  write_html(dir, pages);
+  write_html(load_saved(dir), pages);
   std::printf("\n== %s: %s\n   test accuracy %.3f, final loss %.3f, %.1f s\n\n", name.c_str(),
               s.planted.c_str(), r.test_accuracy, r.final_loss, r.seconds);
   std::cout << table;
@@ -140,7 +137,6 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
   const std::string name = "mf-" + data.name + variant.suffix;
   const fs::path dir = fs::path(opt.out_dir) / ("demo-" + name);
   RunWriter run(dir.string(), demo_run("demo-" + name));
-  std::vector<Record> records;
   scenarios::MfOptions mf;
   // The thrashing needs time to show (MovieLens, seed 7: no zombie rows after 5 epochs, about
   // a hundred after 30), so the planted run trains at least kMfEpochs even with --quick.
@@ -151,18 +147,18 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
   mf.progress = [&](int64_t done, int64_t total) { show_progress(name, done, total); };
   mf.on_step = [&](const std::vector<Record>& step) {
     for (const Record& record : step) run.add(record);
-    records.insert(records.end(), step.begin(), step.end());
   };
   const scenarios::MfRun r = scenarios::train_matrix_factorization(data, mf);
   run.close();
-  const Report report = build_report(records);
+  const LoadedRun saved = load_saved(dir);  // the report, as `gradscope report` would judge it
+  const Report& report = saved.report;
   const std::string table = write_reports(dir, report);
-  write_file(dir / "embedding_report.json", render_embedding_hub_json(r.report));
+  write_text_file((dir / "embedding_report.json").string(), render_embedding_hub_json(r.report));
   EmbeddingRunSummary summary;
   for (std::size_t t = 0; t < r.report.tables.size(); ++t) summary.tables.push_back({r.report.tables[t], r.profiles[t]});
   summary.correlations = r.report.correlations;
   save_embedding_summary(dir.string(), summary);
-  write_html(dir, pages);
+  write_html(saved, pages);  // after the summary: the page shows the tables
 
   std::printf("\n== %s: BPR matrix factorisation, dim %lld, %s lr %g, user and item tables tracked every step\n",
               name.c_str(), static_cast<long long>(mf.dim), mf.sgd ? "SGD" : "Adam", mf.lr);

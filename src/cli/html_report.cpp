@@ -1,7 +1,6 @@
 #include "html_report.h"
 
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "chart_libraries.h"
@@ -9,16 +8,6 @@
 #include "gradscope/io/html.h"
 
 namespace gradscope::cli {
-namespace {
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw Error("cannot write '" + path.string() + "'");
-}
-
-}  // namespace
 
 int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir) {
   const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
@@ -34,10 +23,10 @@ int write_html_report(const LoadedRun& run, const std::string& output, const std
   const std::filesystem::path out(output);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   const std::vector<Chart> charts = build_charts(in);
-  write_text(out, render_html(in, charts, libraries));
+  write_text_file(out.string(), render_html(in, charts, libraries));
   if (!spec_dir.empty()) {
     std::filesystem::create_directories(spec_dir);
-    for (const Chart& c : charts) write_text(std::filesystem::path(spec_dir) / (c.name + ".json"), c.spec + "\n");
+    for (const Chart& c : charts) write_text_file((std::filesystem::path(spec_dir) / (c.name + ".json")).string(), c.spec + "\n");
   }
   return static_cast<int>(charts.size());
 }

@@ -1,5 +1,6 @@
 #include "run_loading.h"
 
+#include <fstream>
 #include <iostream>
 
 #include "gradscope/core/rules.h"
@@ -45,6 +46,13 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
 
 void add_partial_flag(CLI::App* command, bool& partial) {
   command->add_flag("--partial", partial, "read the complete steps of a damaged run instead of failing");
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();  // a failed flush shows only here
+  if (!out) throw Error("cannot write '" + path + "'");
 }
 
 const std::string& command_line() { return stored_command_line(); }

@@ -38,6 +38,9 @@ void print_warnings(const RunReader& reader);
 /// Adds --partial (read the complete steps of a damaged run instead of failing).
 void add_partial_flag(CLI::App* command, bool& partial);
 
+/// Writes `text` to `path` (replacing it); throws Error "cannot write '<path>'" on failure.
+void write_text_file(const std::string& path, const std::string& text);
+
 /// The command line gradscope was started with, for run metadata.
 const std::string& command_line();
 void set_command_line(int argc, char** argv);
