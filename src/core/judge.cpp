@@ -43,10 +43,15 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     r.act_std = act.total.stddev();
   }
   r.out_grad_l2 = mean_l2(site(Site::kOutputGrad));
-  // An embedding table's gradient is zero outside the rows its batch touched, so the touched
-  // rows' gradient (what EmbeddingTracker records) has the L2 of the whole parameter gradient.
-  const Site param_grad_site =
-      site(Site::kParamGrad).steps || !site(Site::kEmbeddingRows).steps ? Site::kParamGrad : Site::kEmbeddingRows;
+  // The gradient the rules judge: the first of kGradientSites with records (record.h). The
+  // parameter-gradient column shows it unless it is the output gradient.
+  Site grad_site = Site::kOutputGrad;
+  for (Site g : kGradientSites)
+    if (site(g).steps) {
+      grad_site = g;
+      break;
+    }
+  const Site param_grad_site = grad_site == Site::kOutputGrad ? Site::kParamGrad : grad_site;
   r.param_grad_l2 = mean_l2(site(param_grad_site));
   // Frozen parameters count towards the node's parameter norm.
   const SiteAccum& param = site(Site::kParam);
@@ -92,7 +97,6 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   }
 
   // VANISHING / EXPLODING on parameter gradients, else output gradients.
-  const Site grad_site = site(param_grad_site).steps ? param_grad_site : Site::kOutputGrad;
   const SiteAccum& g = site(grad_site);
   if (g.steps) {
     const double m = mean_l2(g);

@@ -59,11 +59,11 @@ void SeriesBuilder::close_step() {
     if (!p.any) continue;
     kept = true;
     SeriesPoint pt{pending_step_, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
-    const int pg = site_index(Site::kParamGrad), og = site_index(Site::kOutputGrad);
-    const int rows = site_index(Site::kEmbeddingRows);
-    if (p.has[pg]) pt.grad_norm = gradient_norm(p.sites[pg]);
-    else if (p.has[rows]) pt.grad_norm = gradient_norm(p.sites[rows]);
-    else if (p.has[og]) pt.grad_norm = gradient_norm(p.sites[og]);
+    for (Site g : kGradientSites) {
+      if (!p.has[site_index(g)]) continue;
+      pt.grad_norm = gradient_norm(p.sites[site_index(g)]);
+      break;
+    }
     const int act = site_index(Site::kActivation);
     if (p.has[act]) {
       const Stats& a = p.sites[act];

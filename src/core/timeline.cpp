@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 
 #include "gradscope/core/error.h"
@@ -59,9 +60,8 @@ uint32_t Timeline::node_index(const std::string& name) {
 }
 
 void Timeline::add(const Record& record) {
-  if (record.site != Site::kParamGrad && record.site != Site::kOutputGrad &&
-      record.site != Site::kEmbeddingRows)
-    return;
+  const int rank = gradient_site_rank(record.site);
+  if (rank < 0) return;
   if (record.step < pending_step_)
     throw Error("timeline: node '" + record.node + "': step " + std::to_string(record.step) +
                 " arrived after step " + std::to_string(pending_step_) +
@@ -72,17 +72,9 @@ void Timeline::add(const Record& record) {
   }
   const uint32_t id = node_index(record.node);
   Pending& p = pending_[id];
-  if (!p.has_param_grad && !p.has_output_grad && !p.has_rows_grad) pending_order_.push_back(id);
-  if (record.site == Site::kParamGrad) {
-    p.param_grad = p.has_param_grad ? merge(p.param_grad, record.stats) : record.stats;
-    p.has_param_grad = true;
-  } else if (record.site == Site::kEmbeddingRows) {
-    p.rows_grad = p.has_rows_grad ? merge(p.rows_grad, record.stats) : record.stats;
-    p.has_rows_grad = true;
-  } else {
-    p.output_grad = p.has_output_grad ? merge(p.output_grad, record.stats) : record.stats;
-    p.has_output_grad = true;
-  }
+  if (std::none_of(std::begin(p.has), std::end(p.has), [](bool h) { return h; })) pending_order_.push_back(id);
+  p.grad[rank] = p.has[rank] ? merge(p.grad[rank], record.stats) : record.stats;
+  p.has[rank] = true;
 }
 
 void Timeline::finish() {
@@ -95,9 +87,8 @@ void Timeline::finish() {
   double largest = 0;
   for (uint32_t id : pending_order_) {
     Pending& p = pending_[id];
-    frame.layers.push_back(
-        make_entry(id, p.has_param_grad ? p.param_grad : p.has_rows_grad ? p.rows_grad : p.output_grad,
-                   thresholds_));
+    const int rank = static_cast<int>(std::find(std::begin(p.has), std::end(p.has), true) - std::begin(p.has));
+    frame.layers.push_back(make_entry(id, p.grad[rank], thresholds_));
     p = Pending{};
     const double n = frame.layers.back().grad_norm;
     if (std::isfinite(n)) largest = std::max(largest, n);

@@ -24,6 +24,20 @@ enum class Site : uint8_t {
 };
 inline constexpr int kSiteCount = 8;
 
+/// The sites that measure a node's gradient, in the order the rules, the timeline and the
+/// series prefer them: the parameter gradient; the touched rows of an embedding table (its
+/// gradient is zero outside them, so their L2 is the parameter gradient's); the output
+/// gradient of a node without parameters.
+inline constexpr Site kGradientSites[] = {Site::kParamGrad, Site::kEmbeddingRows, Site::kOutputGrad};
+inline constexpr int kGradientSiteCount = 3;
+
+/// Index of `site` in kGradientSites, -1 when it does not measure a gradient.
+constexpr int gradient_site_rank(Site site) {
+  for (int i = 0; i < kGradientSiteCount; ++i)
+    if (kGradientSites[i] == site) return i;
+  return -1;
+}
+
 /// snake_case name of a site ("param_grad", ...).
 const char* site_name(Site site);
 

@@ -6,9 +6,9 @@
 //   gradscope::FlowSummary s = gradscope::summarize_flow(tl);
 //   std::cout << gradscope::flow_health_name(s.health) << "\n";   // "problems detected"
 //
-// A frame holds, per node, the gradient of that step: parameter gradients, else the touched
-// rows' gradient of an embedding table (site embedding_rows: the same L2 as its parameter
-// gradient), else output gradients for a node without parameters (the rules' choice). Per-frame flags
+// A frame holds, per node, the gradient of that step from the first of kGradientSites it
+// recorded (record.h): parameter gradients, else an embedding table's touched rows, else
+// output gradients for a node without parameters (the rules' choice). Per-frame flags
 // use the rules' measure, the step's gradient L2 against grad_lo / grad_hi, so the timeline
 // and the report agree; trustformers compared mean|g| and max|g| instead, which disagree with
 // the report on large layers. A NaN or Inf element makes the entry exploding.
@@ -68,8 +68,8 @@ class Timeline {
 
  private:
   struct Pending {
-    Stats param_grad, output_grad, rows_grad;
-    bool has_param_grad = false, has_output_grad = false, has_rows_grad = false;
+    Stats grad[kGradientSiteCount];  // by gradient_site_rank
+    bool has[kGradientSiteCount] = {};
   };
   uint32_t node_index(const std::string& name);
 
