@@ -130,16 +130,13 @@ std::string recommendations(const Report& report, const FlowSummary& flow, const
   if (flagged.size() > kShown)
     items += fmt::format("<li>{} more flagged node{} in the <a href=\"#nodes-section\">node table</a>.</li>\n",
                          flagged.size() - kShown, flagged.size() - kShown == 1 ? "" : "s");
-  bool embedding_findings = false;
-  for (const EmbeddingTableSummary& t : embedding ? embedding->tables : std::vector<EmbeddingTableSummary>{}) {
-    for (const EmbeddingDiagnostic& d : t.report.diagnostics) {
-      embedding_findings = true;
+  const bool embedding_findings = !embedding_verdict(embedding).empty();
+  for (std::size_t i = 0; embedding_findings && i < embedding->tables.size(); ++i)
+    for (const EmbeddingDiagnostic& d : embedding->tables[i].report.diagnostics)
       items += fmt::format(
           "<li><b class=\"mono\">{}</b> <span class=\"flag failing\">{}</span><ul><li>{}; action: {}"
           "<div class=\"evidence\">{}</div></li></ul></li>\n",
-          esc(t.report.layer), esc(d.type), esc(d.implies), esc(d.action), esc(d.premise));
-    }
-  }
+          esc(embedding->tables[i].report.layer), esc(d.type), esc(d.implies), esc(d.action), esc(d.premise));
   std::string out;
   if (flagged.empty())
     out += embedding_findings ? "<p>No node is flagged by the gradient rules; the embedding tables have findings.</p>\n"
