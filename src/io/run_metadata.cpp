@@ -1,5 +1,6 @@
 #include "gradscope/io/run_metadata.h"
 
+#include <climits>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -63,13 +64,22 @@ std::string thresholds_to_json(const Thresholds& t) {
 Thresholds thresholds_from_json(const std::string& json) {
   Thresholds t;
   const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-  if (!j.is_object()) throw Error("run metadata: thresholds are not a json object");
+  if (!j.is_object()) throw Error("thresholds are not a json object");
+  // Keys this build does not know are a newer writer's; known ones must be what they say.
   for (const DoubleField& f : kDoubleFields) {
     auto it = j.find(f.name);
-    if (it != j.end() && it->is_number()) t.*(f.member) = it->get<double>();
+    if (it == j.end()) continue;
+    if (!it->is_number()) throw Error(std::string("threshold '") + f.name + "' is not a number");
+    t.*(f.member) = it->get<double>();
   }
-  if (auto it = j.find("stagnant_steps"); it != j.end() && it->is_number_integer())
-    t.stagnant_steps = it->get<int>();
+  if (auto it = j.find("stagnant_steps"); it != j.end()) {
+    const bool fits = it->is_number_unsigned()
+                          ? it->get<uint64_t>() <= uint64_t{INT_MAX}
+                          : it->is_number_integer() && it->get<int64_t>() >= INT_MIN && it->get<int64_t>() <= INT_MAX;
+    if (!fits) throw Error("threshold 'stagnant_steps' is not an integer of int's range");
+    t.stagnant_steps = static_cast<int>(it->get<int64_t>());
+  }
+  t.validate();
   return t;
 }
 

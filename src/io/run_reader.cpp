@@ -1,14 +1,87 @@
 #include "gradscope/io/run_reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
+#include <unordered_map>
 
 #include "gradscope/core/error.h"
 #include "internal/record_codec.h"
 #include "internal/sqlite_db.h"
+#include "internal/wal_check.h"
 
 namespace gradscope {
+
+namespace internal {
+
+// A private folder holding copies of a run's files; removed with everything in it.
+class PrivateCopy {
+ public:
+  explicit PrivateCopy(const std::string& what) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gradscope-read-XXXXXX";
+    if (!mkdtemp(pattern.data())) throw Error(what + "no temporary folder (" + std::strerror(errno) + ")");
+    dir_ = pattern;
+  }
+  ~PrivateCopy() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  PrivateCopy(const PrivateCopy&) = delete;
+  PrivateCopy& operator=(const PrivateCopy&) = delete;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
 namespace {
+
+// A log shorter than its header plus one frame of the smallest page holds no transaction.
+constexpr int64_t kSmallestLogWithAFrame = 32 + 24 + 512;
+
+int64_t file_size_or_zero(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+// What a reader must know of the log to open a run: whether it holds a transaction, and
+// whether its index (-shm) is there to read it with.
+struct LogState {
+  int64_t log_bytes = 0;
+  bool has_frames = false, has_index = false;
+  bool operator==(const LogState& o) const {
+    return log_bytes == o.log_bytes && has_frames == o.has_frames && has_index == o.has_index;
+  }
+};
+
+static LogState log_state(const std::string& db) {
+  LogState s;
+  s.log_bytes = file_size_or_zero(db + "-wal");
+  s.has_frames = s.log_bytes >= kSmallestLogWithAFrame;
+  s.has_index = exists(db + "-shm");
+  return s;
+}
+
+}  // namespace internal
+
+namespace {
+
+namespace fs = std::filesystem;
 
 constexpr const char* kPartialHint = " (use --partial to read the complete steps that remain)";
 
@@ -19,21 +92,22 @@ struct ReadTransaction {
   internal::Database& db;
 };
 
+std::string plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 }  // namespace
 
 RunReader::RunReader(const std::string& run, ReadOptions options)
     : path_(run_database_path(run)), options_(options) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path_, ec))
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0)
     throw Error("run database '" + path_ + "': no such file (is '" + run + "' a gradscope run?)");
-  db_ = std::make_unique<internal::Database>(path_, false);
-  // SQLite refuses a file shorter than its header says (truncated) unless the schema is
-  // "writable"; partial reading needs exactly those files, and this reader never writes.
-  if (options_.partial) db_->exec("PRAGMA writable_schema=ON");
+  if (!S_ISREG(st.st_mode)) throw Error("run database '" + path_ + "': not a regular file");
   int64_t version = 0;
   try {
+    open_database();
     version = db_->query_int("PRAGMA user_version");
-    db_->query_int("SELECT count(*) FROM sqlite_schema");
   } catch (const Error& e) {
     damaged(e.what());
   }
@@ -42,25 +116,81 @@ RunReader::RunReader(const std::string& run, ReadOptions options)
                 " is newer than this gradscope reads (" + std::to_string(kRunSchemaVersion) +
                 "); upgrade gradscope");
   if (version < 1) throw Error("run database '" + path_ + "': not a gradscope run (no schema version)");
+  check_log();
   refresh_metadata();
-  try {
-    internal::Statement s = db_->prepare("SELECT id, name FROM sites");
-    while (s.step()) {
-      const int64_t id = s.column_int(0);
-      const std::string name = s.column_text(1);
-      if (id < 0 || id > 255) continue;
-      if (site_map_.size() <= static_cast<std::size_t>(id)) site_map_.resize(static_cast<std::size_t>(id) + 1, -1);
-      for (int i = 0; i < kSiteCount; ++i)
-        if (name == site_name(static_cast<Site>(i))) site_map_[static_cast<std::size_t>(id)] = i;
-    }
-  } catch (const Error& e) {
-    damaged(e.what());  // without sites no record can be read, even partially
-  }
+  load_sites();
 }
 
 RunReader::~RunReader() = default;
 RunReader::RunReader(RunReader&&) noexcept = default;
 RunReader& RunReader::operator=(RunReader&&) noexcept = default;
+
+void RunReader::open_database() {
+  // The writer may close (moving its log into the file and deleting it) or start logging
+  // between looking at the files and opening them: look again when they changed meanwhile.
+  for (int attempt = 0;; ++attempt) {
+    const internal::LogState before = internal::log_state(path_);
+    try {
+      open_as(before);
+      db_->query_int("SELECT count(*) FROM sqlite_schema");  // opens the log and its index now
+      return;
+    } catch (const Error&) {
+      if (attempt < 5 && !(internal::log_state(path_) == before)) continue;
+      throw;
+    }
+  }
+}
+
+void RunReader::open_as(const internal::LogState& state) {
+  const std::string log = path_ + "-wal";
+  db_.reset();
+  copy_.reset();
+  if (!state.has_frames) {
+    // No transaction in a log: the file alone is the run, and nothing about it needs a lock.
+    mode_ = internal::OpenMode::kImmutable;
+    db_ = std::make_unique<internal::Database>(path_, mode_);
+  } else if (state.has_index) {
+    mode_ = internal::OpenMode::kReadOnly;
+    db_ = std::make_unique<internal::Database>(path_, mode_);
+  } else {
+    // A log without its index (copied without run.db-shm): SQLite can only rebuild the index
+    // with write access, so it reads a private copy and the run itself stays untouched.
+    const std::string what = "run database '" + path_ + "': cannot make a private copy to read its log: ";
+    copy_ = std::make_unique<internal::PrivateCopy>(what);
+    std::error_code ec;
+    const std::string copy = copy_->dir() + "/run.db";
+    fs::copy_file(path_, copy, ec);
+    if (!ec) fs::copy_file(log, copy + "-wal", ec);
+    if (ec) throw Error(what + ec.message());
+    mode_ = internal::OpenMode::kReadWrite;
+    db_ = std::make_unique<internal::Database>(copy, mode_);
+  }
+  // SQLite refuses a file shorter than its header says (truncated) unless the schema is
+  // "writable"; partial reading needs exactly those files, and this reader never writes.
+  if (options_.partial) db_->exec("PRAGMA writable_schema=ON");
+}
+
+void RunReader::check_log() {
+  const std::string log = path_ + "-wal";
+  internal::WalCheck c = internal::check_wal_file(log);
+  if (!c.damaged()) return;
+  // A live writer's last frame can be caught half-written; damage stays, a write finishes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  c = internal::check_wal_file(log);
+  if (!c.damaged()) return;
+  std::string what = "run log '" + log + "': ";
+  if (c.header_damaged) {
+    what += "its header is damaged, so SQLite ignores all " + plural(c.damaged_frames, "frame", "frames") +
+            " of the log (" + std::to_string(c.bytes) + " bytes)";
+  } else {
+    what += plural(c.damaged_frames, "frame", "frames") + " from byte " + std::to_string(c.damaged_from) +
+            " fail their checksum, so SQLite ignores them and what they hold (" +
+            plural(c.damaged_commits, "commit", "commits") + ")";
+    if (!c.resumes_after_damage) what += "; damaged, or cut short when its writer was killed mid-write";
+  }
+  if (!options_.partial) damaged(what + "; the run would look shorter than it is");
+  warnings_.push_back(what + "; only the steps committed before them are read");
+}
 
 void RunReader::damaged(const std::string& what) const { throw Error(what + kPartialHint); }
 
@@ -73,37 +203,109 @@ void RunReader::tolerate(const std::string& what, const std::string& action) {
 }
 
 void RunReader::refresh_metadata() {
+  // Opened before its writer logged a transaction: follow the log from now on.
+  if (mode_ == internal::OpenMode::kImmutable && internal::log_state(path_).has_frames) open_database();
+  const std::string where = "run database '" + path_ + "': table meta, ";
   try {
     internal::Statement s = db_->prepare("SELECT key, value FROM meta");
     RunMetadata m;
     while (s.step()) {
       const std::string key = s.column_text(0), value = s.column_text(1);
+      const auto integer = [&] {
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || errno != 0 || v < 0)
+          throw Error(where + "key '" + key + "': not a non-negative integer ('" + value + "')");
+        return static_cast<int64_t>(v);
+      };
       if (key == "name") m.name = value;
       else if (key == "start_time") m.start_time = value;
       else if (key == "end_time") m.end_time = value;
       else if (key == "host") m.host = value;
       else if (key == "command_line") m.command_line = value;
       else if (key == "gradscope_version") m.gradscope_version = value;
-      else if (key == "thresholds") m.thresholds = thresholds_from_json(value);
-      else if (key == "schema_version") m.schema_version = std::stoll(value);
-      else if (key == "queue_waits") m.queue_waits = std::stoll(value);
+      else if (key == "schema_version") m.schema_version = integer();
+      else if (key == "queue_waits") m.queue_waits = integer();
+      else if (key == "thresholds") {
+        try {
+          m.thresholds = thresholds_from_json(value);
+        } catch (const Error& e) {
+          throw Error(where + "key 'thresholds': " + e.what());
+        }
+      }
     }
     meta_ = m;
-  } catch (const std::exception& e) {
-    tolerate(std::string(e.what()).rfind("run database", 0) == 0
-                 ? e.what()
-                 : "run database '" + path_ + "': unreadable metadata (" + e.what() + ")");
+  } catch (const Error& e) {
+    tolerate(e.what(), "the metadata is not used");
+  }
+}
+
+void RunReader::load_sites() {
+  site_map_.clear();
+  const std::string where = "run database '" + path_ + "': table sites, row ";
+  try {
+    internal::Statement s = db_->prepare("SELECT id, name, typeof(id) FROM sites ORDER BY id");
+    std::unordered_map<std::string, int64_t> seen;
+    while (s.step()) {
+      const int64_t id = s.column_int(0);
+      const std::string row = where + "id " + std::to_string(id) + ": ";
+      if (s.column_text(2) != "integer" || id < 0 || id > 255) {
+        tolerate(row + "id out of range 0..255", "row ignored");
+        continue;
+      }
+      if (s.column_type(1) != SQLITE_TEXT) {
+        tolerate(row + "name is not text", "row ignored");
+        continue;
+      }
+      const std::string name = s.column_text(1);
+      if (const auto it = seen.find(name); it != seen.end()) {
+        tolerate(row + "name '" + name + "' is also row id " + std::to_string(it->second), "row ignored");
+        continue;
+      }
+      seen.emplace(name, id);
+      if (site_map_.size() <= static_cast<std::size_t>(id)) site_map_.resize(static_cast<std::size_t>(id) + 1, -1);
+      for (int i = 0; i < kSiteCount; ++i)
+        if (name == site_name(static_cast<Site>(i))) site_map_[static_cast<std::size_t>(id)] = i;
+    }
+  } catch (const Error& e) {
+    damaged(e.what());  // without sites no record can be read, even partially
   }
 }
 
 void RunReader::load_nodes() {
+  nodes_.clear();
+  node_known_.clear();
+  const std::string where = "run database '" + path_ + "': table nodes, row ";
   try {
+    // The writer numbers nodes 0..N-1 in the transaction that first uses them, so any other
+    // id, a missing name or a name given twice means the tables contradict each other.
+    const int64_t rows = db_->query_int("SELECT count(*) FROM nodes");
+    nodes_.resize(static_cast<std::size_t>(std::max<int64_t>(rows, 0)));
+    node_known_.assign(nodes_.size(), false);
     internal::Statement s = db_->prepare("SELECT id, name FROM nodes ORDER BY id");
+    std::unordered_map<std::string, int64_t> seen;
     while (s.step()) {
       const int64_t id = s.column_int(0);
-      if (id < 0 || id > static_cast<int64_t>(UINT32_MAX)) continue;
-      if (nodes_.size() <= static_cast<std::size_t>(id)) nodes_.resize(static_cast<std::size_t>(id) + 1);
-      nodes_[static_cast<std::size_t>(id)].node = s.column_text(1);
+      const std::string row = where + "id " + std::to_string(id) + ": ";
+      if (id < 0 || id >= rows) {
+        tolerate(row + "ids must run from 0 to " + std::to_string(rows - 1) + " (the table has " +
+                     plural(rows, "row", "rows") + ")",
+                 "row ignored");
+        continue;
+      }
+      if (s.column_type(1) != SQLITE_TEXT) {
+        tolerate(row + "name is not text", "row ignored");
+        continue;
+      }
+      const std::string name = s.column_text(1);
+      if (const auto it = seen.find(name); it != seen.end()) {
+        tolerate(row + "name '" + name + "' is also row id " + std::to_string(it->second), "row ignored");
+        continue;
+      }
+      seen.emplace(name, id);
+      nodes_[static_cast<std::size_t>(id)].node = name;
+      node_known_[static_cast<std::size_t>(id)] = true;
     }
   } catch (const Error& e) {
     damaged(e.what());  // node names are needed for every record
@@ -134,8 +336,9 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
       tolerate(e.what());
     }
   }
-  internal::Statement s =
-      db_->prepare("SELECT step, n_records, checksum, records FROM steps WHERE step BETWEEN ? AND ? ORDER BY step");
+  internal::Statement s = db_->prepare(
+      "SELECT step, n_records, checksum, records, typeof(step), typeof(n_records), typeof(checksum), typeof(records) "
+      "FROM steps WHERE step BETWEEN ? AND ? ORDER BY step");
   s.bind(1, range.from);
   s.bind(2, range.to);
   int64_t steps = 0, since_progress = 0, last_step = -1;
@@ -150,8 +353,18 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
       break;
     }
     const int64_t step = s.column_int(0);
-    const std::string_view blob = s.column_blob(3);
     const std::string bad = "run database '" + path_ + "': step " + std::to_string(step);
+    const std::string row = "run database '" + path_ + "': table steps, row step " + std::to_string(step) + ": ";
+    if (s.column_text(4) != "integer" || s.column_text(5) != "integer" || s.column_text(6) != "integer" ||
+        s.column_text(7) != "blob") {
+      tolerate(row + "columns are not (integer, integer, integer, blob)", "skipped");
+      continue;
+    }
+    if (step < 0) {
+      tolerate(row + "negative step", "skipped");
+      continue;
+    }
+    const std::string_view blob = s.column_blob(3);
     if (internal::checksum64(blob) != s.column_int(2)) {
       tolerate(bad + " is damaged (checksum mismatch)", "skipped");
       continue;
@@ -164,10 +377,12 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
       tolerate(bad + " is malformed", "skipped");
       continue;
     }
-    bool missing_node = false;
-    for (const internal::StoredRecord& r : records) missing_node |= r.node >= nodes_.size();
-    if (missing_node) {
-      tolerate(bad + " names a node missing from the nodes table", "skipped");
+    const internal::StoredRecord* unknown = nullptr;
+    for (const internal::StoredRecord& r : records)
+      if (!unknown && (r.node >= nodes_.size() || !node_known_[r.node])) unknown = &r;
+    if (unknown) {
+      tolerate(row + "a record names node id " + std::to_string(unknown->node) + ", which table nodes does not have",
+               "skipped");
       continue;
     }
     for (const internal::StoredRecord& r : records) {

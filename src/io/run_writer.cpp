@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <unordered_map>
 
@@ -50,33 +51,61 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
   if (fs::exists(path_)) {
     if (!options_.overwrite)
       throw Error("run '" + dir + "' already exists ('" + path_ + "'); remove it or choose another directory");
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_ + suffix, ec);
-  }
-  db_ = std::make_unique<internal::Database>(path_, true);
-  {
-    internal::Statement mode = db_->prepare("PRAGMA journal_mode=WAL");
-    if (!mode.step() || mode.column_text(0) != "wal")
-      throw Error("run database '" + path_ + "': cannot switch to WAL mode (network file system?)");
-  }
-  db_->exec(options_.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
-  db_->exec("BEGIN");
-  db_->exec(kSchema);
-  for (int i = 0; i < kSiteCount; ++i) {
-    internal::Statement s = db_->prepare("INSERT INTO sites(id, name) VALUES(?, ?)");
-    s.bind(1, int64_t{i});
-    s.bind(2, site_name(static_cast<Site>(i)));
-    s.step();
+    // The old log goes first: SQLite would replay a stale run.db-wal onto the new database.
+    for (const char* suffix : {"-wal", "-shm", ""}) fs::remove(path_ + suffix, ec);
   }
   const std::string name = options_.name.empty() ? fs::path(dir).lexically_normal().filename().string() : options_.name;
-  put_meta(*db_, "name", name.empty() ? dir : name);
-  put_meta(*db_, "start_time", utc_now_iso8601());
-  put_meta(*db_, "host", host_name());
-  put_meta(*db_, "command_line", options_.command_line);
-  put_meta(*db_, "gradscope_version", kVersion);
-  put_meta(*db_, "thresholds", thresholds_to_json(options_.thresholds));
-  put_meta(*db_, "schema_version", std::to_string(kRunSchemaVersion));
-  db_->exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
-  db_->exec("COMMIT");
+  // The schema and metadata are committed under a temporary name that is then renamed, so a
+  // reader never sees a run.db without them (it did: "not a gradscope run" in the writer's
+  // first milliseconds).
+  static std::atomic<int> created{0};
+  const std::string creating = (fs::path(dir) / (".run.db.creating-" + std::to_string(getpid()) + "-" +
+                                                 std::to_string(created++))).string();
+  const auto remove_creating = [&] {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(creating + suffix, ec);
+  };
+  remove_creating();
+  try {
+    internal::Database db(creating, internal::OpenMode::kCreate);
+    internal::Statement mode = db.prepare("PRAGMA journal_mode=WAL");
+    if (!mode.step() || mode.column_text(0) != "wal")
+      throw Error("run database '" + path_ + "': cannot switch to WAL mode (network file system?)");
+    mode = internal::Statement();
+    db.exec("BEGIN");
+    db.exec(kSchema);
+    for (int i = 0; i < kSiteCount; ++i) {
+      internal::Statement s = db.prepare("INSERT INTO sites(id, name) VALUES(?, ?)");
+      s.bind(1, int64_t{i});
+      s.bind(2, site_name(static_cast<Site>(i)));
+      s.step();
+    }
+    put_meta(db, "name", name.empty() ? dir : name);
+    put_meta(db, "start_time", utc_now_iso8601());
+    put_meta(db, "host", host_name());
+    put_meta(db, "command_line", options_.command_line);
+    put_meta(db, "gradscope_version", kVersion);
+    put_meta(db, "thresholds", thresholds_to_json(options_.thresholds));
+    put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
+    db.exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
+    db.exec("COMMIT");
+  } catch (...) {
+    remove_creating();
+    throw;
+  }
+  // Closing the only connection moved the log into the file and deleted it; a log left
+  // behind would not follow the rename.
+  if (fs::exists(creating + "-wal", ec) || !fs::exists(creating, ec)) {
+    remove_creating();
+    throw Error("run database '" + path_ + "': cannot create (the schema was not written to the file)");
+  }
+  fs::rename(creating, path_, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    remove_creating();
+    throw Error("run database '" + path_ + "': cannot create (" + why + ")");
+  }
+  db_ = std::make_unique<internal::Database>(path_, internal::OpenMode::kReadWrite);
+  db_->exec(options_.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
   current_.records.reserve(kChunkRecords);
   thread_ = std::thread(&RunWriter::run_thread, this);
 }

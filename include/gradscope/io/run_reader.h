@@ -5,9 +5,13 @@
 //   run.for_each([&](const gradscope::Record& r) { b.add(r); });
 //   std::cout << gradscope::render_table(b.build());
 //
-// Only committed steps are visible, each complete. A damaged database is an Error naming the
-// file; with ReadOptions::partial the reader instead returns every complete step it can still
-// read and says what it skipped in warnings().
+// Only committed steps are visible, each complete. The reader never writes: it opens run.db,
+// run.db-wal and run.db-shm read-only and never checkpoints, so a run on a read-only mount,
+// owned by another user or on a full disk reads the same, and the files are byte-identical
+// afterwards. A damaged database, a damaged log (frames SQLite would silently drop) or tables
+// that contradict each other are an Error naming the file and the table or byte; with
+// ReadOptions::partial the reader instead returns every complete step it can still read and
+// says what it skipped or lost in warnings().
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,9 @@ namespace gradscope {
 
 namespace internal {
 class Database;
+enum class OpenMode;
+class PrivateCopy;
+struct LogState;
 }
 
 /// How to treat damage.
@@ -57,13 +64,18 @@ class RunReader {
   /// number of steps visited.
   int64_t for_each(const std::function<void(const Record&)>& fn, StepRange range = {},
                    const std::function<void(int64_t, int64_t)>& progress = {});
-  /// Re-reads the metadata (the end time appears when the writer closes).
+  /// Re-reads the metadata (the end time appears when the writer closes). A run opened before
+  /// its writer logged anything is reopened to follow the log.
   void refresh_metadata();
 
   /// What partial reading skipped (empty when nothing was).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  void open_database();
+  void open_as(const internal::LogState& state);
+  void check_log();
+  void load_sites();
   void load_nodes();
   [[noreturn]] void damaged(const std::string& what) const;
   // Throws (strict) or records a warning `what; action` (partial).
@@ -71,9 +83,12 @@ class RunReader {
 
   std::string path_;
   ReadOptions options_;
+  std::unique_ptr<internal::PrivateCopy> copy_;  // of a log without its index; outlives db_
   std::unique_ptr<internal::Database> db_;
+  internal::OpenMode mode_{};
   RunMetadata meta_;
   std::vector<Record> nodes_;       // one template record per node id (name set)
+  std::vector<bool> node_known_;    // false for ids whose row was dropped (partial)
   std::vector<int> site_map_;       // stored site id -> Site, -1 when unknown
   std::vector<std::string> warnings_;
 };

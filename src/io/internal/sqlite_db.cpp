@@ -1,5 +1,7 @@
 #include "internal/sqlite_db.h"
 
+#include <filesystem>
+
 #include "gradscope/core/error.h"
 
 namespace gradscope::internal {
@@ -84,11 +86,47 @@ std::string_view Statement::column_blob(int col) const {
   return p ? std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))) : std::string_view();
 }
 
-Database::Database(const std::string& path, bool create) : path_(path) {
-  // Read-write even for readers: after a crash, the first connection must recover the WAL.
-  // SQLite falls back to read-only for write-protected files.
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+namespace {
+
+// A file: URI for `path` (https://www.sqlite.org/uri.html): absolute, with every byte outside
+// the unreserved set percent-encoded, so '?', '#' and '%' in a name stay part of the path.
+std::string file_uri(const std::string& path, const char* query) {
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(path, ec).string();
+  if (ec) abs = path;
+  static const char* kHex = "0123456789ABCDEF";
+  std::string uri = "file://";
+  for (const unsigned char ch : abs) {
+    const bool alnum = (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
+    if (alnum || ch == '/' || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+      uri += static_cast<char>(ch);
+    } else {
+      uri += '%';
+      uri += kHex[ch >> 4];
+      uri += kHex[ch & 15];
+    }
+  }
+  return uri + "?" + query;
+}
+
+}  // namespace
+
+Database::Database(const std::string& path, OpenMode mode) : path_(path) {
+  std::string name = path;
+  int flags = SQLITE_OPEN_NOMUTEX;
+  switch (mode) {
+    case OpenMode::kCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+    case OpenMode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
+    case OpenMode::kReadOnly:
+      flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+      name = file_uri(path, "mode=ro&readonly_shm=1");
+      break;
+    case OpenMode::kImmutable:
+      flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+      name = file_uri(path, "mode=ro&immutable=1");
+      break;
+  }
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = sqlite_message(path, db_, rc);
     sqlite3_close(db_);

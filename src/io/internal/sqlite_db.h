@@ -28,6 +28,8 @@ class Statement {
   void reset();
 
   int64_t column_int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  /// SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB or SQLITE_NULL.
+  int column_type(int col) const { return sqlite3_column_type(stmt_, col); }
   std::string column_text(int col) const;
   std::string_view column_blob(int col) const;
 
@@ -38,11 +40,24 @@ class Statement {
   std::string path_;
 };
 
+/// How a connection may touch the files of a database.
+enum class OpenMode {
+  kCreate,     ///< read-write, creating the file when missing (the run writer)
+  kReadWrite,  ///< read-write, the file must exist
+  /// Read-only, also for the -wal and -shm files: never creates, writes, checkpoints or
+  /// deletes anything (SQLite's mode=ro with readonly_shm=1). With no live writer, SQLite
+  /// rebuilds the log's index in private memory. Needs an existing -shm beside a -wal.
+  kReadOnly,
+  /// Read-only and lock-free, for a database whose log is empty or absent: the file alone
+  /// holds every committed transaction (SQLite's immutable=1, which ignores any log).
+  kImmutable,
+};
+
 /// An open database connection.
 class Database {
  public:
-  /// Opens `path`; `create` allows creating it. Throws Error naming the file.
-  Database(const std::string& path, bool create);
+  /// Opens `path` in `mode`. Throws Error naming the file.
+  Database(const std::string& path, OpenMode mode);
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
   ~Database();
