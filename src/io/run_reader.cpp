@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <chrono>
+#include <limits>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -104,7 +105,7 @@ RunReader::RunReader(const std::string& run, ReadOptions options)
   if (::stat(path_.c_str(), &st) != 0)
     throw Error("run database '" + path_ + "': no such file (is '" + run + "' a gradscope run?)");
   if (!S_ISREG(st.st_mode)) throw Error("run database '" + path_ + "': not a regular file");
-  int64_t version = 0;
+  int64_t& version = version_;
   try {
     open_database();
     version = db_->query_int("PRAGMA user_version");
@@ -192,7 +193,11 @@ void RunReader::check_log() {
   warnings_.push_back(what + "; only the steps committed before them are read");
 }
 
-void RunReader::damaged(const std::string& what) const { throw Error(what + kPartialHint); }
+void RunReader::damaged(const std::string& what) const {
+  const bool hinted = what.size() >= std::strlen(kPartialHint) &&
+                      what.compare(what.size() - std::strlen(kPartialHint), std::string::npos, kPartialHint) == 0;
+  throw Error(hinted ? what : what + kPartialHint);
+}
 
 void RunReader::tolerate(const std::string& what, const std::string& action) {
   if (!options_.partial) damaged(what);
@@ -207,10 +212,13 @@ void RunReader::refresh_metadata() {
   if (mode_ == internal::OpenMode::kImmutable && internal::log_state(path_).has_frames) open_database();
   const std::string where = "run database '" + path_ + "': table meta, ";
   try {
-    internal::Statement s = db_->prepare("SELECT key, value FROM meta");
+    internal::Statement s =
+        db_->prepare(version_ >= 2 ? "SELECT key, value, checksum FROM meta" : "SELECT key, value, 0 FROM meta");
     RunMetadata m;
     while (s.step()) {
       const std::string key = s.column_text(0), value = s.column_text(1);
+      if (version_ >= 2 && internal::row_checksum({key, value}) != s.column_int(2))
+        throw Error(where + "key '" + key + "': damaged (checksum mismatch)");
       const auto integer = [&] {
         char* end = nullptr;
         errno = 0;
@@ -241,30 +249,46 @@ void RunReader::refresh_metadata() {
   }
 }
 
+std::vector<std::pair<int64_t, std::string>> RunReader::named_rows(const std::string& table, int64_t max_id,
+                                                                   const std::string& id_rule) {
+  std::vector<std::pair<int64_t, std::string>> rows;
+  const std::string where = "run database '" + path_ + "': table " + table + ", row id ";
+  const std::string sql = "SELECT id, name, typeof(id), " + std::string(version_ >= 2 ? "checksum" : "0") +
+                          " FROM " + table + " ORDER BY id";
+  internal::Statement s = db_->prepare(sql.c_str());
+  std::unordered_map<std::string, int64_t> seen;
+  while (s.step()) {
+    const int64_t id = s.column_int(0);
+    const std::string row = where + std::to_string(id) + ": ";
+    if (s.column_text(2) != "integer" || id < 0 || id > max_id) {
+      tolerate(row + id_rule, "row ignored");
+      continue;
+    }
+    if (s.column_type(1) != SQLITE_TEXT) {
+      tolerate(row + "name is not text", "row ignored");
+      continue;
+    }
+    const std::string name = s.column_text(1);
+    if (version_ >= 2 && internal::row_checksum({std::to_string(id), name}) != s.column_int(3)) {
+      tolerate(row + "damaged (checksum mismatch)", "row ignored");
+      continue;
+    }
+    if (const auto it = seen.find(name); it != seen.end()) {
+      tolerate(row + "name '" + name + "' is also row id " + std::to_string(it->second), "row ignored");
+      continue;
+    }
+    seen.emplace(name, id);
+    rows.emplace_back(id, name);
+  }
+  return rows;
+}
+
 void RunReader::load_sites() {
   site_map_.clear();
-  const std::string where = "run database '" + path_ + "': table sites, row ";
   try {
-    internal::Statement s = db_->prepare("SELECT id, name, typeof(id) FROM sites ORDER BY id");
-    std::unordered_map<std::string, int64_t> seen;
-    while (s.step()) {
-      const int64_t id = s.column_int(0);
-      const std::string row = where + "id " + std::to_string(id) + ": ";
-      if (s.column_text(2) != "integer" || id < 0 || id > 255) {
-        tolerate(row + "id out of range 0..255", "row ignored");
-        continue;
-      }
-      if (s.column_type(1) != SQLITE_TEXT) {
-        tolerate(row + "name is not text", "row ignored");
-        continue;
-      }
-      const std::string name = s.column_text(1);
-      if (const auto it = seen.find(name); it != seen.end()) {
-        tolerate(row + "name '" + name + "' is also row id " + std::to_string(it->second), "row ignored");
-        continue;
-      }
-      seen.emplace(name, id);
-      if (site_map_.size() <= static_cast<std::size_t>(id)) site_map_.resize(static_cast<std::size_t>(id) + 1, -1);
+    for (const auto& [id, name] : named_rows("sites", 255, "id out of range 0..255")) {
+      if (site_map_.size() <= static_cast<std::size_t>(id)) site_map_.resize(static_cast<std::size_t>(id) + 1, -2);
+      site_map_[static_cast<std::size_t>(id)] = -1;  // a site of a newer gradscope unless known
       for (int i = 0; i < kSiteCount; ++i)
         if (name == site_name(static_cast<Site>(i))) site_map_[static_cast<std::size_t>(id)] = i;
     }
@@ -276,34 +300,15 @@ void RunReader::load_sites() {
 void RunReader::load_nodes() {
   nodes_.clear();
   node_known_.clear();
-  const std::string where = "run database '" + path_ + "': table nodes, row ";
   try {
     // The writer numbers nodes 0..N-1 in the transaction that first uses them, so any other
     // id, a missing name or a name given twice means the tables contradict each other.
     const int64_t rows = db_->query_int("SELECT count(*) FROM nodes");
     nodes_.resize(static_cast<std::size_t>(std::max<int64_t>(rows, 0)));
     node_known_.assign(nodes_.size(), false);
-    internal::Statement s = db_->prepare("SELECT id, name FROM nodes ORDER BY id");
-    std::unordered_map<std::string, int64_t> seen;
-    while (s.step()) {
-      const int64_t id = s.column_int(0);
-      const std::string row = where + "id " + std::to_string(id) + ": ";
-      if (id < 0 || id >= rows) {
-        tolerate(row + "ids must run from 0 to " + std::to_string(rows - 1) + " (the table has " +
-                     plural(rows, "row", "rows") + ")",
-                 "row ignored");
-        continue;
-      }
-      if (s.column_type(1) != SQLITE_TEXT) {
-        tolerate(row + "name is not text", "row ignored");
-        continue;
-      }
-      const std::string name = s.column_text(1);
-      if (const auto it = seen.find(name); it != seen.end()) {
-        tolerate(row + "name '" + name + "' is also row id " + std::to_string(it->second), "row ignored");
-        continue;
-      }
-      seen.emplace(name, id);
+    const std::string rule = "ids must run from 0 to " + std::to_string(rows - 1) + " (the table has " +
+                             plural(rows, "row", "rows") + ")";
+    for (const auto& [id, name] : named_rows("nodes", rows - 1, rule)) {
       nodes_[static_cast<std::size_t>(id)].node = name;
       node_known_[static_cast<std::size_t>(id)] = true;
     }
@@ -341,7 +346,9 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
       "FROM steps WHERE step BETWEEN ? AND ? ORDER BY step");
   s.bind(1, range.from);
   s.bind(2, range.to);
-  int64_t steps = 0, since_progress = 0, last_step = -1;
+  int64_t steps = 0, since_progress = 0, last_step = -1, rows = 0;
+  int64_t previous_row = std::numeric_limits<int64_t>::min();
+  bool stopped = false;
   internal::StoredRecord stored;
   std::vector<internal::StoredRecord> records;
   for (;;) {
@@ -350,8 +357,10 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
     } catch (const Error& e) {
       const std::string where = last_step >= 0 ? "after step " + std::to_string(last_step) : "before the first step";
       tolerate(e.what(), "stopped reading " + where);
+      stopped = true;
       break;
     }
+    ++rows;
     const int64_t step = s.column_int(0);
     const std::string bad = "run database '" + path_ + "': step " + std::to_string(step);
     const std::string row = "run database '" + path_ + "': table steps, row step " + std::to_string(step) + ": ";
@@ -364,8 +373,17 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
       tolerate(row + "negative step", "skipped");
       continue;
     }
+    // Rows come in key order; a key seen again or out of order is a damaged table.
+    const bool in_order = step > previous_row;
+    const int64_t before = previous_row;
+    previous_row = std::max(previous_row, step);
+    if (!in_order) {
+      tolerate(row + "comes again after step " + std::to_string(before) + " (a damaged table)", "skipped");
+      continue;
+    }
     const std::string_view blob = s.column_blob(3);
-    if (internal::checksum64(blob) != s.column_int(2)) {
+    const int64_t checksum = version_ >= 2 ? internal::step_checksum(step, blob) : internal::checksum64(blob);
+    if (checksum != s.column_int(2)) {
       tolerate(bad + " is damaged (checksum mismatch)", "skipped");
       continue;
     }
@@ -385,8 +403,16 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
                "skipped");
       continue;
     }
+    const internal::StoredRecord* no_site = nullptr;
+    for (const internal::StoredRecord& r : records)
+      if (!no_site && (r.site >= site_map_.size() || site_map_[r.site] == -2)) no_site = &r;
+    if (no_site) {
+      tolerate(row + "a record names site id " + std::to_string(no_site->site) + ", which table sites does not have",
+               "skipped");
+      continue;
+    }
     for (const internal::StoredRecord& r : records) {
-      if (r.site >= site_map_.size() || site_map_[r.site] < 0) {
+      if (site_map_[r.site] < 0) {
         // Not damage: a newer gradscope may measure sites this build does not know.
         const std::string w = "run database '" + path_ + "': records of unknown site " +
                               std::to_string(r.site) + " ignored";
@@ -410,7 +436,26 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
     }
   }
   if (progress) progress(steps, total < 0 ? steps : total);
+  const bool whole_run = range.from == std::numeric_limits<int64_t>::min() &&
+                         range.to == std::numeric_limits<int64_t>::max();
+  if (version_ >= 2 && whole_run && !stopped) check_step_count(rows);
   return steps;
+}
+
+void RunReader::check_step_count(int64_t rows) {
+  // Read in the same transaction as the rows: the writer updates both in one.
+  const std::string where = "run database '" + path_ + "': table ";
+  try {
+    internal::Statement c = db_->prepare("SELECT value FROM meta WHERE key = 'steps'");
+    if (!c.step()) return tolerate(where + "meta has no key 'steps' (the committed step count)");
+    const std::string value = c.column_text(0);
+    if (value != std::to_string(rows))
+      tolerate(where + "steps holds " + plural(rows, "row", "rows") + " but the writer committed " + value +
+                   " (rows lost or added by damage)",
+               "the rows that verify are read");
+  } catch (const Error& e) {
+    tolerate(e.what());
+  }
 }
 
 }  // namespace gradscope

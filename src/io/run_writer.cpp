@@ -18,10 +18,12 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kChunkRecords = 4096;  // records the producer batches per hand-over
 
+// Schema 2: every row carries a checksum (internal/record_codec.h) and meta 'steps' counts the
+// committed step rows, so a reader notices a damaged row and a lost one.
 constexpr const char* kSchema = R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE sites(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE nodes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE sites(id INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE nodes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, checksum INTEGER NOT NULL);
 CREATE TABLE steps(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
                    checksum INTEGER NOT NULL, records BLOB NOT NULL);
 )sql";
@@ -32,11 +34,19 @@ std::string host_name() {
   return buf;
 }
 
-void put_meta(internal::Database& db, const std::string& key, const std::string& value) {
-  internal::Statement s = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
+constexpr const char* kPutMeta = "INSERT OR REPLACE INTO meta(key, value, checksum) VALUES(?, ?, ?)";
+
+void put_meta(internal::Statement& s, const std::string& key, const std::string& value) {
+  s.reset();
   s.bind(1, key);
   s.bind(2, value);
+  s.bind(3, internal::row_checksum({key, value}));
   s.step();
+}
+
+void put_meta(internal::Database& db, const std::string& key, const std::string& value) {
+  internal::Statement s = db.prepare(kPutMeta);
+  put_meta(s, key, value);
 }
 
 }  // namespace
@@ -74,9 +84,11 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
     db.exec("BEGIN");
     db.exec(kSchema);
     for (int i = 0; i < kSiteCount; ++i) {
-      internal::Statement s = db.prepare("INSERT INTO sites(id, name) VALUES(?, ?)");
+      internal::Statement s = db.prepare("INSERT INTO sites(id, name, checksum) VALUES(?, ?, ?)");
+      const std::string site = site_name(static_cast<Site>(i));
       s.bind(1, int64_t{i});
-      s.bind(2, site_name(static_cast<Site>(i)));
+      s.bind(2, site);
+      s.bind(3, internal::row_checksum({std::to_string(i), site}));
       s.step();
     }
     put_meta(db, "name", name.empty() ? dir : name);
@@ -86,6 +98,7 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
     put_meta(db, "gradscope_version", kVersion);
     put_meta(db, "thresholds", thresholds_to_json(options_.thresholds));
     put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
+    put_meta(db, "steps", "0");
     db.exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
     db.exec("COMMIT");
   } catch (...) {
@@ -233,7 +246,9 @@ void RunWriter::run_thread() {
   try {
     internal::Statement insert_step =
         db.prepare("INSERT INTO steps(step, n_records, checksum, records) VALUES(?, ?, ?, ?)");
-    internal::Statement insert_node = db.prepare("INSERT INTO nodes(id, name) VALUES(?, ?)");
+    internal::Statement insert_node = db.prepare("INSERT INTO nodes(id, name, checksum) VALUES(?, ?, ?)");
+    internal::Statement count_steps = db.prepare(kPutMeta);
+    int64_t steps = 0;  // committed step rows, kept in meta 'steps' with each transaction
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -254,6 +269,7 @@ void RunWriter::run_thread() {
             insert_node.reset();
             insert_node.bind(1, int64_t{id});
             insert_node.bind(2, r.node);
+            insert_node.bind(3, internal::row_checksum({std::to_string(id), r.node}));
             insert_node.step();
             it = ids.emplace(r.node, id).first;
           }
@@ -264,13 +280,15 @@ void RunWriter::run_thread() {
           insert_step.reset();
           insert_step.bind(1, chunk.step);
           insert_step.bind(2, static_cast<int64_t>(in_body));
-          insert_step.bind(3, internal::checksum64(body));
+          insert_step.bind(3, internal::step_checksum(chunk.step, body));
           insert_step.bind_blob(4, body.data(), body.size());
           insert_step.step();
+          ++steps;
           body.clear();
           in_body = 0;
         }
       }
+      put_meta(count_steps, "steps", std::to_string(steps));
       db.exec("COMMIT");
       in_tx = false;
       batch.clear();

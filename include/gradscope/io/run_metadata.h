@@ -14,8 +14,9 @@
 
 namespace gradscope {
 
-/// Schema version this build writes and the newest it reads (PRAGMA user_version).
-inline constexpr int64_t kRunSchemaVersion = 1;
+/// Schema version this build writes and the newest it reads (PRAGMA user_version). Version 2
+/// added a checksum to every row and the committed step count; version 1 runs still read.
+inline constexpr int64_t kRunSchemaVersion = 2;
 
 /// Metadata of a run, written when it is created and completed when it is closed.
 struct RunMetadata {

@@ -75,8 +75,11 @@ class RunReader {
   void open_database();
   void open_as(const internal::LogState& state);
   void check_log();
+  std::vector<std::pair<int64_t, std::string>> named_rows(const std::string& table, int64_t max_id,
+                                                         const std::string& id_rule);
   void load_sites();
   void load_nodes();
+  void check_step_count(int64_t rows);
   [[noreturn]] void damaged(const std::string& what) const;
   // Throws (strict) or records a warning `what; action` (partial).
   void tolerate(const std::string& what, const std::string& action = {});
@@ -86,10 +89,11 @@ class RunReader {
   std::unique_ptr<internal::PrivateCopy> copy_;  // of a log without its index; outlives db_
   std::unique_ptr<internal::Database> db_;
   internal::OpenMode mode_{};
+  int64_t version_ = 0;             // schema version of the run
   RunMetadata meta_;
   std::vector<Record> nodes_;       // one template record per node id (name set)
   std::vector<bool> node_known_;    // false for ids whose row was dropped (partial)
-  std::vector<int> site_map_;       // stored site id -> Site, -1 when unknown
+  std::vector<int> site_map_;       // stored site id -> Site; -1 a newer site, -2 no row
   std::vector<std::string> warnings_;
 };
 

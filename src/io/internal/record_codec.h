@@ -1,4 +1,5 @@
-// The binary layout of one step's records inside the run database (schema version 1).
+// The binary layout of one step's records inside the run database (schema versions 1 and 2),
+// and the checksums stored beside each row.
 //
 // A step is one row (its record count in a column); its blob is, little endian, per record:
 //   varint node id, u8 site id, varint count, varint (count - finite), varint nan,
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -42,7 +44,15 @@ class StepDecoder {
   bool ok_ = true;
 };
 
-/// 64-bit checksum of a blob, stored beside it to detect damaged rows.
+/// 64-bit checksum of a step's blob, as schema 1 stored it (the step number not covered).
 int64_t checksum64(std::string_view blob);
+
+/// Schema 2: the checksum of a step row covers its step number too, so a damaged key cannot
+/// move records to another step unnoticed.
+int64_t step_checksum(int64_t step, std::string_view blob);
+
+/// Schema 2: the checksum of any other row (nodes, sites, meta) over its fields, each with its
+/// length, so fields cannot trade bytes unnoticed.
+int64_t row_checksum(std::initializer_list<std::string_view> fields);
 
 }  // namespace gradscope::internal
