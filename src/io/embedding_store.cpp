@@ -3,38 +3,53 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "gradscope/core/error.h"
 #include "internal/embedding_codec.h"
+#include "internal/regular_file.h"
 
 namespace gradscope {
 namespace {
 
 namespace fs = std::filesystem;
+using internal::Field;
 using internal::Json;
 using internal::json_number;
-using internal::number_from_json;
+using internal::shown;
 
 constexpr int kVersion = 1;
 constexpr const char* kFileName = "embedding.json";
+// Nesting and object sizes this format never exceeds (it nests 9 deep; its largest object, a
+// table's statistics, has 16 members), refused while parsing.
+constexpr int kMaxDepth = 16;
+constexpr std::size_t kMaxMembers = 64;
 
 Json histogram_to_json(const Histogram& h) {
   return {{"edges", h.edges}, {"counts", h.counts}, {"below", h.below}, {"nonfinite", h.nonfinite}};
 }
 
-Histogram histogram_from_json(const Json& j) {
+// Edges that bound every bin, ascending and finite (above 0 on a log axis), or no edges and no
+// bins; counts as exact integers. The charts draw bin i over [edges[i], edges[i + 1]).
+Histogram histogram_from_json(const Field& j, bool log_axis) {
   Histogram h;
-  h.edges = j.at("edges").get<std::vector<double>>();
-  h.counts = j.at("counts").get<std::vector<int64_t>>();
-  h.below = j.at("below").get<int64_t>();
-  h.nonfinite = j.at("nonfinite").get<int64_t>();
-  if (!h.edges.empty() && h.edges.size() != h.counts.size() + 1)
-    throw Error(std::to_string(h.edges.size()) + " histogram edges for " +
-                std::to_string(h.counts.size()) + " bins");
+  const Field edges = j.at("edges");
+  h.edges.resize(edges.size());
+  for (std::size_t i = 0; i < h.edges.size(); ++i) {
+    const Field edge = edges.element(i);
+    h.edges[i] = edge.finite();
+    if (log_axis && !(h.edges[i] > 0)) edge.fail("must be above 0 (a log axis), got " + shown(edge.json()));
+    if (i > 0 && h.edges[i] < h.edges[i - 1])
+      edge.fail(shown(edge.json()) + " is below the edge before it, " + shown(edges.element(i - 1).json()));
+  }
+  h.counts = j.at("counts").counts();
+  h.below = j.at("below").count();
+  h.nonfinite = j.at("nonfinite").count();
+  if (h.counts.empty() ? !h.edges.empty() : h.edges.size() != h.counts.size() + 1)
+    j.fail(std::to_string(h.edges.size()) + " histogram edges for " + std::to_string(h.counts.size()) + " bins");
   return h;
 }
 
@@ -51,16 +66,44 @@ Json profile_to_json(const EmbeddingProfile& p) {
           {"oscillation", histogram_to_json(p.oscillation)}};
 }
 
-EmbeddingProfile profile_from_json(const Json& j) {
+// A Lorenz share: a finite number in [0, 1] (up to rounding).
+double share(const Field& point, std::size_t i, const char* what) {
+  const Field v = point.element(i);
+  const double x = v.json().is_number() ? v.json().get<double>() : NAN;
+  if (!(x >= -Field::kRounding && x <= 1 + Field::kRounding))
+    point.fail(std::string(what) + " must be from 0 to 1, got " + shown(v.json()));
+  return x;
+}
+
+// (share of rows, share of exposures) pairs, rows strictly increasing, exposures not
+// decreasing (up to rounding).
+std::vector<std::pair<double, double>> lorenz_from_json(const Field& j) {
+  std::vector<std::pair<double, double>> curve(j.size());
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    const Field point = j.element(i);
+    if (point.size() != 2) point.fail("must be [share of rows, share of exposures]");
+    curve[i] = {share(point, 0, "share of rows"), share(point, 1, "share of exposures")};
+    if (i == 0) continue;
+    if (!(curve[i].first > curve[i - 1].first))
+      point.fail("share of rows " + shown(point.element(0).json()) + " is not above the point before it, " +
+                 shown(j.element(i - 1).element(0).json()));
+    if (curve[i].second < curve[i - 1].second - Field::kRounding)
+      point.fail("share of exposures " + shown(point.element(1).json()) + " is below the point before it, " +
+                 shown(j.element(i - 1).element(1).json()));
+  }
+  return curve;
+}
+
+EmbeddingProfile profile_from_json(const Field& j) {
   EmbeddingProfile p;
-  p.layer = j.at("layer").get<std::string>();
-  p.num_embeddings = j.at("num_embeddings").get<int64_t>();
-  p.exposed_rows = j.at("exposed_rows").get<int64_t>();
-  for (const Json& point : j.at("lorenz")) p.lorenz.emplace_back(point.at(0).get<double>(), point.at(1).get<double>());
-  p.popularity_gini = number_from_json(j.at("popularity_gini"));
-  p.exposure = histogram_from_json(j.at("exposure"));
-  p.velocity = histogram_from_json(j.at("velocity"));
-  p.oscillation = histogram_from_json(j.at("oscillation"));
+  p.layer = j.at("layer").string();
+  p.num_embeddings = j.at("num_embeddings").count();
+  p.exposed_rows = j.at("exposed_rows").count();
+  p.lorenz = lorenz_from_json(j.at("lorenz"));
+  p.popularity_gini = j.at("popularity_gini").number_in(0, 1);
+  p.exposure = histogram_from_json(j.at("exposure"), true);
+  p.velocity = histogram_from_json(j.at("velocity"), true);
+  p.oscillation = histogram_from_json(j.at("oscillation"), false);
   return p;
 }
 
@@ -73,17 +116,23 @@ Json summary_to_json(const EmbeddingRunSummary& s) {
            {{"version", kVersion}, {"tables", tables}, {"gradient_norm_correlations", corr}}}};
 }
 
+// The whole document checked, field by field: every reader (report, html, ls) gets a summary
+// whose counts are counts and whose histograms and curves can be drawn, or an Error naming the
+// first bad field.
 EmbeddingRunSummary summary_from_json(const Json& doc) {
-  const Json& body = doc.at("gradscope_embedding_run");
-  const int version = body.at("version").get<int>();
-  if (version > kVersion)
-    throw Error("version " + std::to_string(version) + " is newer than this gradscope reads (" +
-                std::to_string(kVersion) + ")");
+  const Field body = Field(doc).at("gradscope_embedding_run");
+  const Field version = body.at("version");
+  if (version.count() < 1) version.fail("must be at least 1, got " + shown(version.json()));
+  if (version.count() > kVersion)
+    version.fail(std::to_string(version.count()) + " is newer than this gradscope reads (" + std::to_string(kVersion) + ")");
   EmbeddingRunSummary s;
-  for (const Json& t : body.at("tables"))
-    s.tables.push_back({internal::report_from_json(t.at("report")), profile_from_json(t.at("profile"))});
-  for (const Json& c : body.at("gradient_norm_correlations"))
-    s.correlations.push_back(internal::correlation_from_json(c));
+  const Field tables = body.at("tables");
+  for (std::size_t i = 0; i < tables.size(); ++i)
+    s.tables.push_back({internal::report_from_json(tables.element(i).at("report")),
+                        profile_from_json(tables.element(i).at("profile"))});
+  const Field correlations = body.at("gradient_norm_correlations");
+  for (std::size_t i = 0; i < correlations.size(); ++i)
+    s.correlations.push_back(internal::correlation_from_json(correlations.element(i)));
   return s;
 }
 
@@ -95,50 +144,57 @@ fs::path run_dir(const std::string& dir) {
   return p;
 }
 
+// "embedding file '<path>': " + what.
+Error file_error(const fs::path& path, const std::string& what) {
+  return Error("embedding file '" + path.string() + "': " + what);
+}
+
 }  // namespace
 
 void save_embedding_summary(const std::string& dir, const EmbeddingRunSummary& summary) {
   const fs::path folder = run_dir(dir), path = folder / kFileName;
+  const Json doc = summary_to_json(summary);
+  // What load would refuse is not written: a file gradscope wrote always loads.
+  try {
+    summary_from_json(doc);
+  } catch (const Error& e) {
+    throw file_error(path, e.what());
+  }
   std::error_code ec;
   fs::create_directories(folder, ec);
-  if (ec) throw Error("embedding summary '" + path.string() + "': cannot create the folder: " + ec.message());
+  if (ec) throw file_error(path, "cannot create the folder: " + ec.message());
   // Written beside the target, then renamed over it: a reader sees the old file or the new.
   const fs::path part = folder / (std::string(kFileName) + ".part" + std::to_string(getpid()));
   {
     std::ofstream out(part, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("embedding summary '" + path.string() + "': cannot write: " + std::strerror(errno));
-    out << summary_to_json(summary).dump(1) << '\n';
+    if (!out) throw file_error(path, std::string("cannot write: ") + std::strerror(errno));
+    out << doc.dump(1) << '\n';
     out.close();
     if (!out) {
       fs::remove(part, ec);
-      throw Error("embedding summary '" + path.string() + "': write failed");
+      throw file_error(path, "write failed");
     }
   }
   fs::rename(part, path, ec);
   if (ec) {
     fs::remove(part, ec);
-    throw Error("embedding summary '" + path.string() + "': cannot replace: " + ec.message());
+    throw file_error(path, "cannot replace: " + ec.message());
   }
 }
 
 std::optional<EmbeddingRunSummary> load_embedding_summary(const std::string& dir) {
   const fs::path path = run_dir(dir) / kFileName;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("embedding summary '" + path.string() + "': cannot read: " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
   try {
-    return summary_from_json(Json::parse(text.str()));
+    const std::optional<std::string> text = internal::read_regular_file(path.string(), kMaxEmbeddingFileBytes);
+    if (!text) return std::nullopt;
+    return summary_from_json(internal::parse_bounded(*text, kMaxDepth, kMaxMembers));
   } catch (const Json::exception& e) {
-    // nlohmann's messages start with "[json.exception.<kind>.<id>] ".
+    // Text that is not JSON. nlohmann's messages start with "[json.exception.<kind>.<id>] ".
     const std::string what = e.what();
     const auto end = what.find("] ");
-    throw Error("embedding summary '" + path.string() + "': malformed: " +
-                (end == std::string::npos ? what : what.substr(end + 2)));
+    throw file_error(path, "malformed: " + (end == std::string::npos ? what : what.substr(end + 2)));
   } catch (const Error& e) {
-    throw Error("embedding summary '" + path.string() + "': " + e.what());
+    throw file_error(path, e.what());
   }
 }
 

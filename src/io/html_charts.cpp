@@ -251,10 +251,12 @@ void node_series(const HtmlReportInput& in, Charts& out) {
   out.add("update-ratio", "Update ratio", u);
 }
 
-// Bars over [edges[i], edges[i+1]).
+// Bars over [edges[i], edges[i+1]), for the bins whose edges are there: a loaded histogram is
+// checked, but one built in code may pair bins with too few edges (or none).
 json histogram_values(const Histogram& h) {
   json values = json::array();
-  for (std::size_t i = 0; i < h.counts.size(); ++i)
+  const std::size_t bins = h.edges.empty() ? 0 : std::min(h.counts.size(), h.edges.size() - 1);
+  for (std::size_t i = 0; i < bins; ++i)
     values.push_back({{"lo", number(h.edges[i])}, {"hi", number(h.edges[i + 1])}, {"rows", h.counts[i]}});
   return values;
 }

@@ -1,14 +1,24 @@
-// embedding.json beside a run: exact round trips (NaN too), missing, malformed and newer files.
+// embedding.json beside a run: exact round trips (NaN too), missing, malformed and newer files,
+// every field checked where the file is read (exact integers, ranges, histogram and Lorenz
+// invariants), and only regular files of bounded size read at all.
 #include "gradscope/io/embedding_store.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <fcntl.h>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "../common/error_of.h"
+#include "gradscope/core/embedding_rows.h"
 #include "gradscope/core/error.h"
 #include "store_test_util.h"
 
@@ -17,6 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using test::error_of;
 using test::fresh_dir;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -196,7 +207,7 @@ void expect_load_error(const fs::path& dir, const std::string& text, const std::
     load_embedding_summary(dir.string());
     ADD_FAILURE() << "loaded: " << text;
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("embedding summary '" + (dir / "embedding.json").string() + "': "));
+    EXPECT_THAT(e.what(), HasSubstr("embedding file '" + (dir / "embedding.json").string() + "': "));
     EXPECT_THAT(e.what(), HasSubstr(message)) << text;
   }
 }
@@ -205,19 +216,251 @@ TEST(EmbeddingStore, MalformedOrNewerFilesThrowNamingTheFile) {
   const fs::path dir = fresh_dir("emb-bad");
   expect_load_error(dir, "{not json", "malformed: parse error");
   expect_load_error(dir, "", "malformed: parse error");
-  expect_load_error(dir, "{\"something_else\": 1}", "malformed: key 'gradscope_embedding_run' not found");
+  expect_load_error(dir, "{\"something_else\": 1}", "': gradscope_embedding_run: missing");
+  expect_load_error(dir, "[1]", "': the document: must be an object, got an array");
   expect_load_error(dir, R"({"gradscope_embedding_run": {"version": 1, "tables": [{"report": 3}],
                             "gradient_norm_correlations": []}})",
-                    "malformed:");
+                    "': gradscope_embedding_run.tables[0].report: must be an object, got 3");
   expect_load_error(dir, R"({"gradscope_embedding_run": {"version": 2, "tables": [],
                             "gradient_norm_correlations": []}})",
-                    "version 2 is newer than this gradscope reads (1)");
+                    "': gradscope_embedding_run.version: 2 is newer than this gradscope reads (1)");
   // Histogram edges that do not bound its bins.
   save_embedding_summary(dir.string(), sample());
   std::ifstream in(dir / "embedding.json");
   nlohmann::json doc = nlohmann::json::parse(in);
   doc["gradscope_embedding_run"]["tables"][1]["profile"]["exposure"]["edges"] = {1, 10};
-  expect_load_error(dir, doc.dump(), "2 histogram edges for 2 bins");
+  expect_load_error(dir, doc.dump(), "': gradscope_embedding_run.tables[1].profile.exposure: 2 histogram edges for 2 bins");
+  fs::remove_all(dir);
+}
+
+// The sample as saved, then edited by `edit` and written back over embedding.json; the
+// message of the Error loading it throws ("no error" when it loads).
+std::string error_after_edit(const fs::path& dir, const std::function<void(nlohmann::ordered_json&)>& edit) {
+  save_embedding_summary(dir.string(), sample());
+  nlohmann::ordered_json doc;
+  {
+    std::ifstream in(dir / "embedding.json");
+    doc = nlohmann::ordered_json::parse(in);
+  }
+  edit(doc);
+  std::ofstream(dir / "embedding.json", std::ios::trunc) << doc.dump(1);
+  return error_of([&] { load_embedding_summary(dir.string()); });
+}
+
+// The message for `field` of the file in `dir`.
+std::string message(const fs::path& dir, const std::string& field, const std::string& what) {
+  return "embedding file '" + (dir / "embedding.json").string() + "': gradscope_embedding_run." + field + ": " + what;
+}
+
+// The same, for a JSON literal put at a field of the saved sample.
+std::string error_with(const fs::path& dir, const nlohmann::ordered_json::json_pointer& at, const std::string& literal) {
+  return error_after_edit(dir, [&](nlohmann::ordered_json& doc) { doc[at] = nlohmann::ordered_json::parse(literal); });
+}
+
+using Pointer = nlohmann::ordered_json::json_pointer;
+const std::string kInteger = "must be an integer from 0 to 9223372036854775807, got ";
+
+TEST(EmbeddingStore, HistogramEdgesMustBoundEveryBin) {
+  const fs::path dir = fresh_dir("emb-edges");
+  const Pointer exposure("/gradscope_embedding_run/tables/1/profile/exposure");
+  // The file `gradscope html` crashed on: bins without edges.
+  EXPECT_EQ(error_with(dir, exposure / "edges", "[]"), message(dir, "tables[1].profile.exposure", "0 histogram edges for 2 bins"));
+  EXPECT_EQ(error_with(dir, exposure / "edges", "[1, 10, 100, 1000]"),
+            message(dir, "tables[1].profile.exposure", "4 histogram edges for 2 bins"));
+  EXPECT_EQ(error_after_edit(dir, [&](auto& doc) { doc[exposure / "edges"] = {5}; doc[exposure / "counts"] = nlohmann::ordered_json::array(); }),
+            message(dir, "tables[1].profile.exposure", "1 histogram edges for 0 bins"));
+  EXPECT_EQ(error_with(dir, exposure / "edges", "[1, 100, 10]"),
+            message(dir, "tables[1].profile.exposure.edges[2]", "10 is below the edge before it, 100"));
+  EXPECT_EQ(error_with(dir, exposure / "edges", "[1, null, 100]"),
+            message(dir, "tables[1].profile.exposure.edges[1]", "must be a finite number, got null"));
+  EXPECT_EQ(error_with(dir, exposure / "edges", "[0, 10, 100]"),
+            message(dir, "tables[1].profile.exposure.edges[0]", "must be above 0 (a log axis), got 0"));
+  EXPECT_EQ(error_with(dir, exposure / "counts", "[3, -1]"),
+            message(dir, "tables[1].profile.exposure.counts[1]", kInteger + "-1"));
+  EXPECT_EQ(error_with(dir, exposure / "below", "0.5"), message(dir, "tables[1].profile.exposure.below", kInteger + "0.5"));
+  EXPECT_EQ(error_with(dir, exposure / "edges", "{}"),
+            message(dir, "tables[1].profile.exposure.edges", "must be an array, got an object"));
+  // Oscillation is drawn on a linear axis: edges at or below 0 are fine there.
+  EXPECT_EQ(error_after_edit(dir, [](auto& doc) {
+              doc[Pointer("/gradscope_embedding_run/tables/1/profile/oscillation")] = {
+                  {"edges", {-1, 0, 1}}, {"counts", {2, 3}}, {"below", 0}, {"nonfinite", 1}};
+            }),
+            "no error");
+  fs::remove_all(dir);
+}
+
+TEST(EmbeddingStore, IntegersMustBeExactAndInRange) {
+  const fs::path dir = fresh_dir("emb-integers");
+  const Pointer version("/gradscope_embedding_run/version");
+  for (const char* bad : {"1e300", "1.5", "1.0", "-1", "18446744073709551615", "18446744073709551616"}) {
+    SCOPED_TRACE(bad);
+    const std::string shown = nlohmann::ordered_json::parse(bad).dump();
+    EXPECT_EQ(error_with(dir, version, bad), message(dir, "version", kInteger + shown));
+  }
+  EXPECT_EQ(error_with(dir, version, "\"1\""), message(dir, "version", kInteger + "a string"));
+  EXPECT_EQ(error_with(dir, version, "true"), message(dir, "version", kInteger + "a boolean"));
+  EXPECT_EQ(error_with(dir, version, "0"), message(dir, "version", "must be at least 1, got 0"));
+  EXPECT_EQ(error_with(dir, version, "2"), message(dir, "version", "2 is newer than this gradscope reads (1)"));
+  const Pointer stats("/gradscope_embedding_run/tables/1/report/embedding_stats");
+  EXPECT_EQ(error_with(dir, stats / "num_embeddings", "1e300"),
+            message(dir, "tables[1].report.embedding_stats.num_embeddings", kInteger + "1e+300"));
+  EXPECT_EQ(error_with(dir, stats / "state_bytes", "9223372036854775808"),
+            message(dir, "tables[1].report.embedding_stats.state_bytes", kInteger + "9223372036854775808"));
+  EXPECT_EQ(error_with(dir, stats / "lowest_saliency_rows", "[5, 3.5]"),
+            message(dir, "tables[1].report.embedding_stats.lowest_saliency_rows[1]", kInteger + "3.5"));
+  EXPECT_EQ(error_with(dir, Pointer("/gradscope_embedding_run/tables/1/report/diagnostics/0/evidence/example_rows"), "[-3]"),
+            message(dir, "tables[1].report.diagnostics[0].evidence.example_rows[0]", kInteger + "-3"));
+  EXPECT_EQ(error_with(dir, Pointer("/gradscope_embedding_run/gradient_norm_correlations/1/steps"), "-2"),
+            message(dir, "gradient_norm_correlations[1].steps", kInteger + "-2"));
+  EXPECT_EQ(error_with(dir, Pointer("/gradscope_embedding_run/tables/0/profile/exposed_rows"), "null"),
+            message(dir, "tables[0].profile.exposed_rows", kInteger + "null"));
+  // The largest int64 is a valid count.
+  EXPECT_EQ(error_with(dir, stats / "state_bytes", "9223372036854775807"), "no error");
+  fs::remove_all(dir);
+}
+
+TEST(EmbeddingStore, FractionsLorenzPointsAndTextAreChecked) {
+  const fs::path dir = fresh_dir("emb-ranges");
+  const Pointer table("/gradscope_embedding_run/tables/1");
+  const Pointer lorenz = table / "profile" / "lorenz";
+  EXPECT_EQ(error_with(dir, table / "profile" / "popularity_gini", "1.5"),
+            message(dir, "tables[1].profile.popularity_gini", "must be from 0 to 1 or null, got 1.5"));
+  EXPECT_EQ(error_with(dir, table / "report" / "embedding_stats" / "active_coverage_pct", "100.5"),
+            message(dir, "tables[1].report.embedding_stats.active_coverage_pct", "must be from 0 to 100 or null, got 100.5"));
+  EXPECT_EQ(error_with(dir, table / "report" / "embedding_stats" / "median_velocity", "-1"),
+            message(dir, "tables[1].report.embedding_stats.median_velocity", "must be at least 0 or null, got -1"));
+  EXPECT_EQ(error_with(dir, table / "report" / "diagnostics" / "0" / "confidence", "-0.5"),
+            message(dir, "tables[1].report.diagnostics[0].confidence", "must be from 0 to 1 or null, got -0.5"));
+  EXPECT_EQ(error_with(dir, Pointer("/gradscope_embedding_run/gradient_norm_correlations/1/pearson"), "2"),
+            message(dir, "gradient_norm_correlations[1].pearson", "must be from -1 to 1 or null, got 2"));
+  EXPECT_EQ(error_with(dir, table / "report" / "diagnostics" / "0" / "evidence" / "zombie_rows", "\"2\""),
+            message(dir, "tables[1].report.diagnostics[0].evidence.zombie_rows", "must be a number or null, got a string"));
+  EXPECT_EQ(error_with(dir, table / "report" / "layer", "3"), message(dir, "tables[1].report.layer", "must be a string, got 3"));
+  EXPECT_EQ(error_with(dir, lorenz, "[[0, 0], [0.5, 1.5], [1, 1]]"),
+            message(dir, "tables[1].profile.lorenz[1]", "share of exposures must be from 0 to 1, got 1.5"));
+  EXPECT_EQ(error_with(dir, lorenz, "[[0, 0], [0.6, 0.2], [0.5, 0.3], [1, 1]]"),
+            message(dir, "tables[1].profile.lorenz[2]", "share of rows 0.5 is not above the point before it, 0.6"));
+  EXPECT_EQ(error_with(dir, lorenz, "[[0, 0], [0.5, 0.6], [0.7, 0.3], [1, 1]]"),
+            message(dir, "tables[1].profile.lorenz[2]", "share of exposures 0.3 is below the point before it, 0.6"));
+  EXPECT_EQ(error_with(dir, lorenz, "[[0, 0], [0.5], [1, 1]]"),
+            message(dir, "tables[1].profile.lorenz[1]", "must be [share of rows, share of exposures]"));
+  EXPECT_EQ(error_with(dir, lorenz, "[[0, 0], [null, 0.5], [1, 1]]"),
+            message(dir, "tables[1].profile.lorenz[1]", "share of rows must be from 0 to 1, got null"));
+  EXPECT_EQ(error_with(dir, table / "report", "3"), message(dir, "tables[1].report", "must be an object, got 3"));
+  EXPECT_EQ(error_after_edit(dir, [&](auto& doc) { doc[table / "profile"].erase("velocity"); }),
+            message(dir, "tables[1].profile.velocity", "missing"));
+  // Rounding at the ends of a range is the writer's, not damage: a Gini of equal counts may
+  // come out a hair below 0, a Pearson coefficient a hair above 1.
+  EXPECT_EQ(error_with(dir, table / "profile" / "popularity_gini", "-1e-17"), "no error");
+  EXPECT_EQ(error_with(dir, Pointer("/gradscope_embedding_run/gradient_norm_correlations/1/pearson"), "1.0000000000000002"),
+            "no error");
+  fs::remove_all(dir);
+}
+
+TEST(EmbeddingStore, HugeObjectsAndDeepNestingAreRefusedWhileParsing) {
+  const fs::path dir = fresh_dir("emb-shape-limits");
+  // Objects keep their order, so each key is looked up one by one: a million members would
+  // take hours. This format's largest object has 16 members.
+  EXPECT_EQ(error_after_edit(dir, [](auto& doc) {
+              auto& evidence = doc[Pointer("/gradscope_embedding_run/tables/1/report/diagnostics/0/evidence")];
+              for (int i = 0; evidence.size() < 65; ++i) evidence["extra" + std::to_string(i)] = i;
+            }),
+            "embedding file '" + (dir / "embedding.json").string() + "': malformed: an object of more than 64 members");
+  EXPECT_EQ(error_with(dir, Pointer("/gradscope_embedding_run/tables/1/profile/lorenz"), std::string(20, '[') + std::string(20, ']')),
+            "embedding file '" + (dir / "embedding.json").string() + "': malformed: nested more than 16 deep");
+  fs::remove_all(dir);
+}
+
+TEST(EmbeddingStore, SaveRefusesWhatLoadWouldRefuse) {
+  const fs::path dir = fresh_dir("emb-save-checked");
+  const std::string file = "embedding file '" + (dir / "embedding.json").string() + "': gradscope_embedding_run.";
+  EmbeddingRunSummary s = sample();
+  s.tables[1].profile.exposure.edges.clear();
+  EXPECT_EQ(error_of([&] { save_embedding_summary(dir.string(), s); }),
+            file + "tables[1].profile.exposure: 0 histogram edges for 2 bins");
+  s = sample();
+  s.tables[1].profile.velocity.edges[1] = kNaN;
+  EXPECT_EQ(error_of([&] { save_embedding_summary(dir.string(), s); }),
+            file + "tables[1].profile.velocity.edges[1]: must be a finite number, got null");
+  s = sample();
+  s.tables[0].profile.lorenz = {{0, 0}, {0.5, kNaN}, {1, 1}};
+  EXPECT_EQ(error_of([&] { save_embedding_summary(dir.string(), s); }),
+            file + "tables[0].profile.lorenz[1]: share of exposures must be from 0 to 1, got null");
+  EXPECT_FALSE(fs::exists(dir / "embedding.json"));
+  fs::remove_all(dir);
+}
+
+// What the tracker really produces loads back: equal exposures (a Gini computed as 0 up to
+// rounding), rows that never moved (no velocity bins, all `below`), a table nobody touched
+// (no Lorenz curve, no bins).
+TEST(EmbeddingStore, SummariesOfRealTablesLoadBack) {
+  EmbeddingRows even(7, 2), still(5, 3), untouched(4, 2);
+  for (int64_t step = 0; step < 9; ++step) {
+    for (int64_t row = 0; row < 6; ++row) {
+      even.expose(row, step);
+      const float delta[2] = {row % 2 ? 0.25f : -0.5f, step % 2 ? 1.f : -1.f};
+      even.record_update(row, delta, 1.0);
+    }
+    for (int64_t row = 0; row < 5; ++row) still.expose(row, step);
+  }
+  EmbeddingRunSummary s;
+  const std::vector<std::pair<const char*, const EmbeddingRows*>> tables = {
+      {"even", &even}, {"still", &still}, {"untouched", &untouched}};
+  for (const auto& [name, rows] : tables)
+    s.tables.push_back({diagnose_embedding(name, *rows, 9, EmbeddingRuleOptions{}), profile_embedding(name, *rows)});
+  ASSERT_TRUE(s.tables[1].profile.velocity.edges.empty());
+  ASSERT_EQ(s.tables[1].profile.velocity.below, 5);
+  ASSERT_TRUE(s.tables[2].profile.lorenz.empty());
+  s.correlations = {{"even", "still", 1.0, 9}};
+  const fs::path dir = fresh_dir("emb-real");
+  save_embedding_summary(dir.string(), s);
+  std::optional<EmbeddingRunSummary> got;
+  ASSERT_NO_THROW(got = load_embedding_summary(dir.string()));
+  ASSERT_TRUE(got.has_value());
+  expect_same(*got, s);
+  fs::remove_all(dir);
+}
+
+// The text of the Error loading <dir>/embedding.json.
+std::string load_error(const fs::path& dir) {
+  return error_of([&] { load_embedding_summary(dir.string()); });
+}
+
+TEST(EmbeddingStore, OnlyRegularFilesAreRead) {
+  const fs::path dir = fresh_dir("emb-kinds");
+  const std::string file = "embedding file '" + (dir / "embedding.json").string() + "': ";
+  fs::create_directory(dir / "embedding.json");
+  EXPECT_EQ(load_error(dir), file + "not a regular file (a directory)");
+  fs::remove(dir / "embedding.json");
+  fs::create_symlink("/dev/null", dir / "embedding.json");
+  EXPECT_EQ(load_error(dir), file + "not a regular file (a character device)");
+  fs::remove(dir / "embedding.json");
+  // A symlink to a regular file is read.
+  save_embedding_summary((dir / "real").string(), sample());
+  fs::create_symlink(dir / "real" / "embedding.json", dir / "embedding.json");
+  EXPECT_EQ(load_error(dir), "no error");
+  fs::remove(dir / "embedding.json");
+  // A FIFO nobody writes: refused at once instead of waiting for a writer forever. Were the
+  // load to block, the test opens the write end itself after a while so that it ends.
+  ASSERT_EQ(mkfifo((dir / "embedding.json").c_str(), 0600), 0);
+  std::future<std::string> got = std::async(std::launch::async, [&] { return load_error(dir); });
+  if (got.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "load_embedding_summary blocked on a FIFO";
+    close(open((dir / "embedding.json").c_str(), O_WRONLY | O_NONBLOCK));
+  }
+  EXPECT_EQ(got.get(), file + "not a regular file (a FIFO)");
+  fs::remove_all(dir);
+}
+
+TEST(EmbeddingStore, FilesOverTheSizeLimitAreRefusedUnread) {
+  const fs::path dir = fresh_dir("emb-size");
+  const std::string file = "embedding file '" + (dir / "embedding.json").string() + "': ";
+  std::ofstream(dir / "embedding.json").close();
+  fs::resize_file(dir / "embedding.json", kMaxEmbeddingFileBytes + 1);  // sparse: nothing written
+  EXPECT_EQ(load_error(dir), file + "larger than the limit of 8388608 bytes (8388609 bytes)");
+  // At the limit it is read (and these zero bytes are not JSON).
+  fs::resize_file(dir / "embedding.json", kMaxEmbeddingFileBytes);
+  EXPECT_THAT(load_error(dir), ::testing::StartsWith(file + "malformed: parse error"));
   fs::remove_all(dir);
 }
 
@@ -228,7 +471,7 @@ TEST(EmbeddingStore, UnwritableFolderThrowsNamingThePath) {
     save_embedding_summary((dir / "file" / "run").string(), sample());
     ADD_FAILURE() << "saved under a file";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("embedding summary '" + (dir / "file" / "run" / "embedding.json").string() + "'"));
+    EXPECT_THAT(e.what(), HasSubstr("embedding file '" + (dir / "file" / "run" / "embedding.json").string() + "'"));
   }
   fs::remove_all(dir);
 }

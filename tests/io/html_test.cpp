@@ -228,6 +228,35 @@ TEST(HtmlCharts, EmbeddingTablesGetFourChartsEach) {
             -0.3);
 }
 
+// Histograms come from files: a chart draws only the bins its edges bound, and leaves out a
+// histogram with none (bins without edges once crashed `gradscope html`).
+TEST(HtmlCharts, HistogramBinsWithoutEdgesAreNotDrawn) {
+  const Fixture f({"fc1"});
+  EmbeddingRunSummary e;
+  EmbeddingTableSummary t;
+  t.report.layer = t.profile.layer = "item";
+  t.profile.exposure = {{}, {3, 1}, 0, 0};                // bins, no edges
+  t.profile.velocity = {{1e-3, 1e-2}, {4, 6}, 0, 0};      // one edge short: the first bin only
+  t.profile.oscillation = {{-1, 0, 1, 2}, {5}, 0, 0};     // more edges than bins
+  EmbeddingTableSummary empty;
+  empty.report.layer = empty.profile.layer = "user";      // edges [] and counts []
+  e.tables = {t, empty};
+  HtmlReportInput in = f.input();
+  in.embedding = &e;
+  std::vector<Chart> charts;
+  ASSERT_NO_THROW(charts = build_charts(in));
+  std::vector<std::string> names;
+  for (const Chart& c : charts)
+    if (c.name.rfind("embedding-", 0) == 0) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"embedding-0-lorenz", "embedding-0-velocity", "embedding-0-oscillation",
+                                             "embedding-1-lorenz"}));
+  EXPECT_EQ(json::parse(chart(charts, "embedding-0-velocity").spec)["data"]["values"],
+            json::parse(R"([{"lo": 0.001, "hi": 0.01, "rows": 4}])"));
+  EXPECT_EQ(json::parse(chart(charts, "embedding-0-oscillation").spec)["data"]["values"],
+            json::parse(R"([{"lo": -1, "hi": 0, "rows": 5}])"));
+  EXPECT_NO_THROW(render_html(in, charts, kLibs));
+}
+
 TEST(HtmlCharts, ChartsWithNothingToDrawAreLeftOutAndThePageSaysWhy) {
   const Fixture f({"dead"});  // only zero gradients: nothing for a log axis
   std::vector<std::string> names;

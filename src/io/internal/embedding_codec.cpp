@@ -1,15 +1,10 @@
 #include "internal/embedding_codec.h"
 
 #include <cmath>
-#include <limits>
 
 namespace gradscope::internal {
 
 Json json_number(double v) { return std::isfinite(v) ? Json(v) : Json(); }
-
-double number_from_json(const Json& j) {
-  return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
-}
 
 Json report_to_json(const EmbeddingReport& r) {
   const EmbeddingStats& s = r.stats;
@@ -46,39 +41,42 @@ Json report_to_json(const EmbeddingReport& r) {
   return {{"layer", r.layer}, {"embedding_stats", stats}, {"diagnostics", diags}};
 }
 
-EmbeddingReport report_from_json(const Json& j) {
+EmbeddingReport report_from_json(const Field& j) {
   EmbeddingReport r;
-  r.layer = j.at("layer").get<std::string>();
-  const Json& s = j.at("embedding_stats");
+  r.layer = j.at("layer").string();
+  const Field s = j.at("embedding_stats");
   EmbeddingStats& st = r.stats;
-  st.num_embeddings = s.at("num_embeddings").get<int64_t>();
-  st.dim = s.at("dim").get<int64_t>();
-  st.tracked_steps = s.at("tracked_steps").get<int64_t>();
-  st.exposed_rows = s.at("exposed_rows").get<int64_t>();
-  st.active_coverage_pct = number_from_json(s.at("active_coverage_pct"));
-  st.popularity_gini = number_from_json(s.at("popularity_gini"));
-  st.exposure_entropy = number_from_json(s.at("exposure_entropy"));
-  st.never_exposed_rows = s.at("never_exposed_rows").get<int64_t>();
-  st.never_updated_rows = s.at("never_updated_rows").get<int64_t>();
-  st.zombie_rows = s.at("zombie_rows").get<int64_t>();
-  st.median_velocity = number_from_json(s.at("median_velocity"));
-  st.saliency_median = number_from_json(s.at("saliency_median"));
-  st.lowest_saliency_rows = s.at("lowest_saliency_rows").get<std::vector<int64_t>>();
-  const Json& rank = s.at("effective_rank");
-  st.effective_rank = rank.is_null() ? -1.0 : rank.get<double>();
-  st.effective_rank_rows = s.at("effective_rank_rows").get<int64_t>();
-  st.state_bytes = s.at("state_bytes").get<int64_t>();
-  for (const Json& jd : j.at("diagnostics")) {
+  st.num_embeddings = s.at("num_embeddings").count();
+  st.dim = s.at("dim").count();
+  st.tracked_steps = s.at("tracked_steps").count();
+  st.exposed_rows = s.at("exposed_rows").count();
+  st.active_coverage_pct = s.at("active_coverage_pct").number_in(0, 100);
+  st.popularity_gini = s.at("popularity_gini").number_in(0, 1);
+  st.exposure_entropy = s.at("exposure_entropy").number_in(0, 1);
+  st.never_exposed_rows = s.at("never_exposed_rows").count();
+  st.never_updated_rows = s.at("never_updated_rows").count();
+  st.zombie_rows = s.at("zombie_rows").count();
+  st.median_velocity = s.at("median_velocity").number_from(0);
+  st.saliency_median = s.at("saliency_median").number_from(0);
+  st.lowest_saliency_rows = s.at("lowest_saliency_rows").counts();
+  const Field rank = s.at("effective_rank");
+  st.effective_rank = rank.json().is_null() ? -1.0 : rank.number_from(0);
+  st.effective_rank_rows = s.at("effective_rank_rows").count();
+  st.state_bytes = s.at("state_bytes").count();
+  const Field diagnostics = j.at("diagnostics");
+  for (std::size_t i = 0; i < diagnostics.size(); ++i) {
+    const Field jd = diagnostics.element(i);
     EmbeddingDiagnostic d;
-    d.type = jd.at("type").get<std::string>();
-    d.premise = jd.at("premise").get<std::string>();
-    d.implies = jd.at("implies").get<std::string>();
-    d.action = jd.at("action").get<std::string>();
-    d.expected_effect = jd.at("expected_effect").get<std::string>();
-    d.confidence = number_from_json(jd.at("confidence"));
-    for (const auto& [name, value] : jd.at("evidence").items()) {
-      if (name == "example_rows") d.example_rows = value.get<std::vector<int64_t>>();
-      else d.evidence.emplace_back(name, number_from_json(value));
+    d.type = jd.at("type").string();
+    d.premise = jd.at("premise").string();
+    d.implies = jd.at("implies").string();
+    d.action = jd.at("action").string();
+    d.expected_effect = jd.at("expected_effect").string();
+    d.confidence = jd.at("confidence").number_in(0, 1);
+    // Named numbers (thresholds among them, so of any sign), in the order written.
+    for (const auto& [name, value] : jd.at("evidence").members()) {
+      if (name == "example_rows") d.example_rows = value.counts();
+      else d.evidence.emplace_back(name, value.number());
     }
     r.diagnostics.push_back(std::move(d));
   }
@@ -89,12 +87,12 @@ Json correlation_to_json(const TowerCorrelation& c) {
   return {{"a", c.a}, {"b", c.b}, {"pearson", json_number(c.pearson)}, {"steps", c.steps}};
 }
 
-TowerCorrelation correlation_from_json(const Json& j) {
+TowerCorrelation correlation_from_json(const Field& j) {
   TowerCorrelation c;
-  c.a = j.at("a").get<std::string>();
-  c.b = j.at("b").get<std::string>();
-  c.pearson = number_from_json(j.at("pearson"));
-  c.steps = j.at("steps").get<int64_t>();
+  c.a = j.at("a").string();
+  c.b = j.at("b").string();
+  c.pearson = j.at("pearson").number_in(-1, 1);
+  c.steps = j.at("steps").count();
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/core/embedding_report.h"
+#include "internal/json_field.h"
 
 namespace gradscope::internal {
 
@@ -13,17 +14,17 @@ using Json = nlohmann::ordered_json;
 
 /// A number, or null when it is not finite.
 Json json_number(double v);
-/// A number, or NaN for null. Throws nlohmann's type_error for anything else.
-double number_from_json(const Json& j);
 
 /// {"layer", "embedding_stats", "diagnostics"}: the inner object of render_embedding_json.
 Json report_to_json(const EmbeddingReport& report);
-/// Inverse of report_to_json (effective_rank null reads back as -1, "not measured"). Throws
-/// nlohmann's exceptions on a missing field or a wrong type.
-EmbeddingReport report_from_json(const Json& j);
+/// Inverse of report_to_json (effective_rank null reads back as -1, "not measured"). Checks
+/// every field (types, counts as exact integers, fractions in [0, 1]) and throws Error naming
+/// the first bad one.
+EmbeddingReport report_from_json(const Field& j);
 
 /// {"a", "b", "pearson", "steps"}.
 Json correlation_to_json(const TowerCorrelation& c);
-TowerCorrelation correlation_from_json(const Json& j);
+/// Inverse of correlation_to_json, checked as report_from_json is.
+TowerCorrelation correlation_from_json(const Field& j);
 
 }  // namespace gradscope::internal
