@@ -1,5 +1,8 @@
 // gradscope animate RUN: the gradient-flow heatmap of a saved run; with --follow it redraws in
 // place while the run is being written, until its writer closes it.
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <limits>
@@ -20,6 +23,34 @@ struct AnimateOptions {
   int width = 0;
   double max_per_second = 4;
 };
+
+// CLI11 reads integers with strtoll, which clamps 9223372036854775808 to the largest int64
+// and reads "010" as octal: a step is checked here, as decimal digits in range, and passed on
+// without leading zeros so CLI11 reads the same number.
+CLI::Validator step_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::string limit = std::to_string(std::numeric_limits<int64_t>::max());
+        const std::string error = text + " is not a step from 0 to " + limit;
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return error;
+        const std::string value = text.substr(std::min(text.find_first_not_of('0'), text.size() - 1));
+        if (value.size() > limit.size() || (value.size() == limit.size() && value > limit)) return error;
+        text = value;
+        return {};
+      },
+      "STEP");
+}
+
+// CLI::Range lets NaN through (every comparison with it is false).
+CLI::Validator number_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double value = 0;  // read as CLI11 will read it
+        if (CLI::detail::lexical_cast(text, value) && value >= lo && value <= hi) return {};
+        return fmt::format("{} is not a number from {} to {}", text, lo, hi);
+      },
+      "NUMBER");
+}
 
 HeatmapOptions heatmap_options(const AnimateOptions& opt) {
   HeatmapOptions h;
@@ -45,9 +76,9 @@ int follow(const AnimateOptions& opt, const HeatmapOptions& h) {
       last = r.step;
     }, {next, opt.to});
     timeline.finish();
+    if (closed || last >= opt.to) break;  // (last + 1 would overflow at the largest step)
     next = last + 1;
-    if (closed || next > opt.to) break;
-    if (!timeline.frames().empty()) live.update(timeline);
+    if (!timeline.frames().empty() && live.update(timeline)) check_stdout();  // else it would redraw forever
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   print_warnings(reader);
@@ -76,13 +107,13 @@ void add_animate_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"flow", "norm", "mean", "max", "flow_intensity", "grad_norm", "mean_abs_grad",
                              "max_abs_grad"}))
       ->capture_default_str();
-  cmd->add_option("--from", opt->from, "first step")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--to", opt->to, "last step")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--from", opt->from, "first step")->transform(step_number());
+  cmd->add_option("--to", opt->to, "last step")->transform(step_number());
   cmd->add_flag("--log", opt->log, "log scale");
   cmd->add_option("--width", opt->width, "columns (default: the terminal's)")->check(CLI::Range(30, 10000));
   cmd->add_flag("--follow", opt->follow, "redraw in place while the run is written, until it is closed");
   cmd->add_option("--fps", opt->max_per_second, "with --follow: most redraws per second")
-      ->check(CLI::Range(0.1, 30.0))
+      ->check(number_in(0.1, 30.0))
       ->capture_default_str();
   add_partial_flag(cmd, opt->partial);
   cmd->callback([opt, &exit_code] { exit_code = run_animate(*opt); });

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "commands.h"
+#include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
 #include "run_loading.h"
 
@@ -49,7 +50,8 @@ int run_diff(const DiffOptions& opt) {
       change = sb > sa ? "worse" : sb < sa ? "better" : "changed";
       worse += sb > sa;
     }
-    rows.push_back({node, fa, fb, format_measure(ga), format_measure(gb), ratio_text(ga, gb) + "  " + change});
+    rows.push_back({terminal_text(node), fa, fb, format_measure(ga), format_measure(gb),
+                    ratio_text(ga, gb) + "  " + change});
   };
   for (const NodeReport& n : a.report.nodes) row(n.node, &n, in_b.count(n.node) ? in_b[n.node] : nullptr);
   for (const NodeReport& n : b.report.nodes)
@@ -61,8 +63,11 @@ int run_diff(const DiffOptions& opt) {
     w[c] = header[c].size();
     for (const auto& r : rows) w[c] = std::max(w[c], r[c].size());
   }
-  std::cout << "A: " << a.path << "  (" << a.steps << " steps, gradient flow " << flow_health_name(a.flow.health) << ")\n"
-            << "B: " << b.path << "  (" << b.steps << " steps, gradient flow " << flow_health_name(b.flow.health) << ")\n\n";
+  for (const LoadedRun* run : {&a, &b}) {
+    std::cout << (run == &a ? "A: " : "B: ") << terminal_text(run->path) << "  (" << run->steps
+              << " steps, gradient flow " << flow_health_name(run->flow.health) << ")\n";
+  }
+  std::cout << "\n";
   auto print = [&](const std::array<std::string, 6>& r) {
     std::cout << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>{}}  {:>{}}  {}\n", r[0], w[0], r[1], w[1], r[2], w[2], r[3],
                              w[3], r[4], w[4], r[5]);

@@ -35,8 +35,12 @@ int run_export(const ExportOptions& opt) {
     const LoadedRun run = load_run(opt.run, opt.partial);
     out << (opt.format == "json" ? render_frames_json(run.timeline) : render_frames_csv(run.timeline));
   }
-  out.flush();
-  if (!out) throw Error("cannot write '" + (opt.output.empty() ? std::string("stdout") : opt.output) + "'");
+  if (opt.output.empty()) {
+    check_stdout();
+  } else {
+    file.close();  // a failed flush shows only here
+    if (!file) throw Error("cannot write '" + opt.output + "'");
+  }
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "gradscope/io/safe_text.h"
 #include "html_report.h"
 
 namespace gradscope::cli {
@@ -22,8 +23,8 @@ int run_html(const HtmlOptions& opt) {
     output = ((std::filesystem::is_directory(p) ? p : p.parent_path()) / "report.html").string();
   }
   const int charts = write_html_report(run, output, opt.spec_dir);
-  std::cout << "wrote " << output << " (" << charts << " charts)";
-  if (!opt.spec_dir.empty()) std::cout << " and " << charts << " specs in " << opt.spec_dir;
+  std::cout << "wrote " << terminal_text(output) << " (" << charts << " charts)";
+  if (!opt.spec_dir.empty()) std::cout << " and " << charts << " specs in " << terminal_text(opt.spec_dir);
   std::cout << "\n";
   return kExitOk;
 }

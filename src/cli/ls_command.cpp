@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
+#include "gradscope/io/safe_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -29,29 +30,32 @@ int run_ls(const LsOptions& opt) {
   if (ec) throw Error("cannot list '" + opt.dir + "': " + ec.message());
   std::sort(runs.begin(), runs.end());
   if (runs.empty()) {
-    std::cout << "no runs in " << opt.dir << "\n";
+    std::cout << "no runs in " << terminal_text(opt.dir) << "\n";
     return kExitOk;
   }
+  // Folder names, the runs' metadata and their node names are shown escaped.
   std::size_t w = 3;
-  for (const auto& r : runs) w = std::max(w, r.filename().string().size());
+  for (const auto& r : runs) w = std::max(w, terminal_text(r.filename().string()).size());
   std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", "run", w, "steps", "nodes", "started", "health");
   for (const auto& r : runs) {
-    const std::string name = r.filename().string();
+    const std::string name = terminal_text(r.filename().string());
     try {
       const LoadedRun run = load_run(r.string(), false);
       const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
       std::string health = run_unhealthy(run.report, run.flow, embedding ? &*embedding : nullptr) ? "unhealthy" : "healthy";
       const auto flagged = run.report.flagged_worst_first();
-      if (!flagged.empty()) health += fmt::format(": {} flagged, worst {} [{}]", flagged.size(), flagged.front()->node,
-                                                  flagged.front()->flags.join());
+      if (!flagged.empty())
+        health += fmt::format(": {} flagged, worst {} [{}]", flagged.size(), terminal_text(flagged.front()->node),
+                              flagged.front()->flags.join());
       health += fmt::format("; gradient flow {}", flow_health_name(run.flow.health));
       health += embedding_verdict(embedding ? &*embedding : nullptr);
       if (run.meta.end_time.empty()) health += " (not closed)";
       std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", name, w, run.steps, run.report.nodes.size(),
-                               run.meta.start_time, health);
+                               terminal_text(run.meta.start_time), health);
     } catch (const Error& e) {
       // One bad run must not hide the others.
-      std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  error: {}\n", name, w, "-", "-", "-", e.what());
+      std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  error: {}\n", name, w, "-", "-", "-",
+                               terminal_text(e.what()));
     }
   }
   return kExitOk;

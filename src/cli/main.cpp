@@ -1,22 +1,22 @@
 // gradscope: diagnostics for training runs. Turns exceptions into messages and exit codes:
-// 0 ok, 1 unhealthy run, 2 usage, 3 I/O or data.
+// 0 ok, 1 unhealthy run, 2 usage, 3 I/O or data (a failed write to stdout included).
 #include <iostream>
 
 #include "commands.h"
+#include "gradscope/io/safe_text.h"
 #include "gradscope/version.h"
 #include "run_loading.h"
 
 namespace {
 
+// Messages quote paths, node names and what the user typed: shown escaped.
 int fail(int code, const std::string& message, bool hint) {
-  std::cerr << "gradscope: error: " << message << "\n";
+  std::cerr << "gradscope: error: " << gradscope::terminal_text(message) << "\n";
   if (hint) std::cerr << "run 'gradscope --help' for usage\n";
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_command(int argc, char** argv) {
   using namespace gradscope::cli;
   CLI::App app{"gradscope: which part of a model is failing during training, how, since when, "
                "and what to do, with the evidence.",
@@ -47,4 +47,20 @@ int main(int argc, char** argv) {
     return fail(kExitData, e.what(), false);
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gradscope::cli;
+  watch_stdout();
+  const int code = run_command(argc, argv);
+  if (code == kExitData) return code;  // its error is said; one is enough
+  // Whatever the command printed (help and version too) must have reached stdout.
+  try {
+    check_stdout();
+  } catch (const gradscope::Error& e) {
+    return fail(kExitData, e.what(), false);
+  }
+  return code;
 }

@@ -1,9 +1,14 @@
 #include "run_loading.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <streambuf>
 
 #include "gradscope/core/rules.h"
+#include "gradscope/io/safe_text.h"
 #include "gradscope/io/terminal.h"
 
 namespace gradscope::cli {
@@ -14,10 +19,49 @@ std::string& stored_command_line() {
   return line;
 }
 
+// std::cout's buffer: like the standard one (sync_with_stdio), it hands every write straight to
+// C's stdout, so std::cout and printf keep their order; unlike it, it keeps errno of the first
+// write that failed, since later calls (SQLite's among them) overwrite errno long before main
+// can say why the output was lost.
+class StdoutBuffer final : public std::streambuf {
+ public:
+  int error() const { return error_; }
+  void note_error() {
+    if (error_ == 0) error_ = errno != 0 ? errno : EIO;
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (std::fputc(traits_type::to_char_type(c), stdout) != EOF) return c;
+    note_error();
+    return traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const std::size_t written = std::fwrite(s, 1, static_cast<std::size_t>(n), stdout);
+    if (written < static_cast<std::size_t>(n)) note_error();
+    return static_cast<std::streamsize>(written);
+  }
+  int sync() override {
+    if (std::fflush(stdout) == 0) return 0;
+    note_error();
+    return -1;
+  }
+
+ private:
+  int error_ = 0;
+};
+
+// Never destroyed: std::cout flushes through it at exit, after function-local statics are gone.
+StdoutBuffer& stdout_buffer() {
+  static StdoutBuffer* buffer = new StdoutBuffer;
+  return *buffer;
+}
+
 }  // namespace
 
 void print_warnings(const RunReader& reader) {
-  for (const std::string& w : reader.warnings()) std::cerr << "gradscope: warning: " << w << "\n";
+  for (const std::string& w : reader.warnings()) std::cerr << "gradscope: warning: " << terminal_text(w) << "\n";
 }
 
 LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool series) {
@@ -53,6 +97,17 @@ void write_text_file(const std::string& path, const std::string& text) {
   out << text;
   out.close();  // a failed flush shows only here
   if (!out) throw Error("cannot write '" + path + "'");
+}
+
+void watch_stdout() { std::cout.rdbuf(&stdout_buffer()); }
+
+void check_stdout() {
+  StdoutBuffer& buffer = stdout_buffer();
+  std::cout.flush();
+  if (std::fflush(stdout) != 0) buffer.note_error();  // printf's output, which bypasses the buffer
+  if (buffer.error() == 0 && !std::ferror(stdout)) return;
+  throw Error(std::string("cannot write to standard output (") +
+              std::strerror(buffer.error() != 0 ? buffer.error() : EIO) + ")");
 }
 
 const std::string& command_line() { return stored_command_line(); }

@@ -32,7 +32,8 @@ inline constexpr int64_t kSeriesSteps = 400;
 /// HTML report draws it; the other commands skip the work).
 LoadedRun load_run(const std::string& path, bool partial, StepRange range = {}, bool series = false);
 
-/// Prints a partial reader's warnings to stderr as "gradscope: warning: ...".
+/// Prints a partial reader's warnings to stderr as "gradscope: warning: ...", escaped by
+/// terminal_text (they quote paths and node names).
 void print_warnings(const RunReader& reader);
 
 /// Adds --partial (read the complete steps of a damaged run instead of failing).
@@ -40,6 +41,14 @@ void add_partial_flag(CLI::App* command, bool& partial);
 
 /// Writes `text` to `path` (replacing it); throws Error "cannot write '<path>'" on failure.
 void write_text_file(const std::string& path, const std::string& text);
+
+/// Makes std::cout note the cause of the first write to standard output that fails (its
+/// output still goes through C's stdout, in order with printf). Called once, first, by main.
+void watch_stdout();
+
+/// Flushes standard output; throws Error "cannot write to standard output (<reason>)" when a
+/// write to it failed (a full disk, a closed pipe), so no command exits 0 on lost output.
+void check_stdout();
 
 /// The command line gradscope was started with, for run metadata.
 const std::string& command_line();

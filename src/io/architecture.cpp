@@ -1,9 +1,12 @@
 #include "gradscope/io/architecture.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
 
 namespace gradscope {
@@ -14,19 +17,15 @@ std::string parent_of(const std::string& id) {
   return slash == std::string::npos ? std::string() : id.substr(0, slash);
 }
 
-// Mermaid labels are quoted; its entity codes keep quotes and angle brackets literal.
-std::string mermaid_text(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "#quot;"; break;
-      case '<': out += "#lt;"; break;
-      case '>': out += "#gt;"; break;
-      case '\n': out += ' '; break;
-      default: out += c;
-    }
+// Index of the node that is `id`'s nearest ancestor by path ("a/b/c": "a/b", else "a"), or -1:
+// a node whose path parent is not a node hangs from the next one up, or from the top level.
+int path_parent(const std::string& id, const std::map<std::string, int>& index) {
+  for (auto slash = id.rfind('/'); slash != std::string::npos;
+       slash = slash > 0 ? id.rfind('/', slash - 1) : std::string::npos) {
+    const auto it = index.find(id.substr(0, slash));
+    if (it != index.end()) return it->second;
   }
-  return out;
+  return -1;
 }
 
 }  // namespace
@@ -50,44 +49,58 @@ std::string render_architecture_json(const Architecture& architecture) {
 std::string render_mermaid(const Architecture& architecture, const Report& report) {
   std::map<std::string, const NodeReport*> by_id;
   for (const NodeReport& n : report.nodes) by_id[n.node] = &n;
-  std::map<std::string, std::string> key;  // node id -> mermaid id
-  for (std::size_t i = 0; i < architecture.nodes.size(); ++i) key[architecture.nodes[i].id] = "n" + std::to_string(i);
-
-  auto node_line = [&](const ArchitectureNode& a, const std::string& indent) {
-    const auto it = by_id.find(a.id);
+  const auto& nodes = architecture.nodes;
+  // Mermaid ids are generated ("n<i>"), never derived from names; a name only ever reaches a
+  // quoted label through mermaid_label.
+  std::map<std::string, int> index;
+  for (std::size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].id, static_cast<int>(i));
+  std::vector<int> parent(nodes.size());
+  std::vector<std::vector<int>> children(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    parent[i] = path_parent(nodes[i].id, index);
+    if (parent[i] >= 0) children[static_cast<std::size_t>(parent[i])].push_back(static_cast<int>(i));
+  }
+  // The id below its parent's ("backbone.0" inside "encoder"), or the whole id at the top.
+  auto shown = [&](std::size_t i) {
+    if (parent[i] < 0) return nodes[i].id;
+    return nodes[i].id.substr(nodes[static_cast<std::size_t>(parent[i])].id.size() + 1);  // a prefix, then '/'
+  };
+  auto node_line = [&](std::size_t i, const std::string& indent) {
+    const auto it = by_id.find(nodes[i].id);
     const NodeReport* r = it == by_id.end() ? nullptr : it->second;
-    const std::string shown = parent_of(a.id).empty() ? a.id : a.id.substr(parent_of(a.id).size() + 1);
-    std::string label = mermaid_text(shown);
+    std::string label = mermaid_label(shown(i));
     std::string cls = "healthy";
     if (r) {
       const bool param = !std::isnan(r->param_grad_l2);
       label += "<br/>" + std::string(param ? "|grad| " : "|out grad| ") +
                format_measure(param ? r->param_grad_l2 : r->out_grad_l2);
-      label += "<br/>" + mermaid_text(r->flags_label(" "));
+      label += "<br/>" + mermaid_label(r->flags_label(" "));
       if (!r->flags.contains(Flag::kHealthy)) cls = "flagged";
     }
-    if (a.order < 0) cls = "idle";
-    return indent + key[a.id] + "[\"" + label + "\"]:::" + cls + "\n";
+    if (nodes[i].order < 0) cls = "idle";
+    return indent + "n" + std::to_string(i) + "[\"" + label + "\"]:::" + cls + "\n";
   };
 
   std::string out = "flowchart LR\n";
-  std::vector<std::string> top;
-  for (const ArchitectureNode& a : architecture.nodes) {
-    if (!parent_of(a.id).empty()) continue;
-    if (a.order >= 0) top.push_back(a.id);  // nodes that never ran stay out of the chain
-    bool has_children = false;
-    for (const ArchitectureNode& c : architecture.nodes) has_children |= parent_of(c.id) == a.id;
-    if (!has_children) {
-      out += node_line(a, "  ");
-      continue;
+  // A node with children is a subgraph holding itself and them, nested as deep as the paths go.
+  std::function<void(std::size_t, const std::string&)> draw = [&](std::size_t i, const std::string& indent) {
+    if (children[i].empty()) {
+      out += node_line(i, indent);
+      return;
     }
-    out += "  subgraph " + key[a.id] + "_group[\"" + mermaid_text(a.id) + "\"]\n";
-    out += node_line(a, "    ");
-    for (const ArchitectureNode& c : architecture.nodes)
-      if (parent_of(c.id) == a.id) out += node_line(c, "    ");
-    out += "  end\n";
+    out += indent + "subgraph n" + std::to_string(i) + "_group[\"" + mermaid_label(shown(i)) + "\"]\n";
+    out += node_line(i, indent + "  ");
+    for (int c : children[i]) draw(static_cast<std::size_t>(c), indent + "  ");
+    out += indent + "end\n";
+  };
+  std::vector<std::size_t> top;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (parent[i] >= 0) continue;
+    if (nodes[i].order >= 0) top.push_back(i);  // nodes that never ran stay out of the chain
+    draw(i, "  ");
   }
-  for (std::size_t i = 1; i < top.size(); ++i) out += "  " + key[top[i - 1]] + " --> " + key[top[i]] + "\n";
+  for (std::size_t k = 1; k < top.size(); ++k)
+    out += "  n" + std::to_string(top[k - 1]) + " --> n" + std::to_string(top[k]) + "\n";
   out += "  classDef healthy fill:#e8f5e9,stroke:#2e7d32\n";
   out += "  classDef flagged fill:#ffebee,stroke:#c62828\n";
   out += "  classDef idle fill:#eeeeee,stroke:#9e9e9e,stroke-dasharray: 4 2\n";

@@ -17,16 +17,6 @@ std::string csv_number(double v) {
   return buf;
 }
 
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string render_csv(const Report& report) {
   std::string out =
       "node,steps,first_step,last_step,act_mean_abs,act_std,out_grad_l2,param_grad_l2,param_l2,"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gradscope/core/error.h"
+#include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
 
 namespace gradscope {
@@ -31,19 +32,6 @@ std::size_t display_width(std::string_view s) {
   std::size_t n = 0;
   for (unsigned char c : s) n += (c & 0xc0) != 0x80;
   return n;
-}
-
-// Control characters would break the grid: show them escaped.
-std::string printable(std::string_view name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7f) out += '?';
-    else out += static_cast<char>(c);
-  }
-  return out;
 }
 
 // Keeps the first `width` - 1 code points and an ellipsis.
@@ -100,7 +88,7 @@ std::string render_heatmap(const Timeline& timeline, const HeatmapOptions& o) {
     }
   std::size_t name_w = 4, suffix_w = 0;
   for (std::size_t i = 0; i < nodes; ++i) {
-    names[i] = printable(timeline.nodes()[i]);
+    names[i] = terminal_text(timeline.nodes()[i]);  // a name must not drive the terminal or break the grid
     name_w = std::max(name_w, display_width(names[i]));
     if (vanishing[i]) suffix[i] += fmt::format(" vanishing {}", vanishing[i]);
     if (exploding[i]) suffix[i] += fmt::format(" exploding {}", exploding[i]);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/io/json.h"
+#include "gradscope/io/safe_text.h"
 #include "internal/embedding_codec.h"
 
 namespace gradscope {
@@ -15,11 +16,13 @@ nlohmann::ordered_json number(double v) { return std::isfinite(v) ? nlohmann::or
 
 }  // namespace
 
+// Every field is what the run's database says, written by whoever made the run: shown escaped.
 std::string render_run_header(const RunMetadata& m, const std::string& path) {
-  std::string out = fmt::format("run {}: {}, started {}", path, m.name, m.start_time);
-  out += m.end_time.empty() ? " (not closed: running, or its writer stopped)" : ", ended " + m.end_time;
-  out += fmt::format(", host {}, gradscope {}\n", m.host, m.gradscope_version);
-  if (!m.command_line.empty()) out += "command: " + m.command_line + "\n";
+  std::string out = fmt::format("run {}: {}, started {}", terminal_text(path), terminal_text(m.name),
+                                terminal_text(m.start_time));
+  out += m.end_time.empty() ? " (not closed: running, or its writer stopped)" : ", ended " + terminal_text(m.end_time);
+  out += fmt::format(", host {}, gradscope {}\n", terminal_text(m.host), terminal_text(m.gradscope_version));
+  if (!m.command_line.empty()) out += "command: " + terminal_text(m.command_line) + "\n";
   return out + "\n";
 }
 
@@ -28,7 +31,7 @@ std::string render_flow_summary(const FlowSummary& flow) {
                                 flow.issue_frames, flow.frames);
   if (flow.frames > 0) out += fmt::format(", {:.0f}%; steps {}..{}", 100.0 * flow.issue_ratio, flow.first_step, flow.last_step);
   out += ")\n";
-  for (const std::string& r : flow.recommendations) out += "  - " + r + "\n";
+  for (const std::string& r : flow.recommendations) out += "  - " + terminal_text(r) + "\n";  // they name nodes
   return out;
 }
 
@@ -77,11 +80,13 @@ std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
   for (const EmbeddingTableSummary& t : embedding.tables) {
     const EmbeddingStats& s = t.report.stats;
     const std::size_t n = t.report.diagnostics.size();
-    out += fmt::format("  {} ({} rows, {:.1f}% exposed, popularity Gini {:.3f}): ", t.report.layer, s.num_embeddings,
-                       s.active_coverage_pct, s.popularity_gini);
+    // Read back from embedding.json: any of its text may be hostile.
+    out += fmt::format("  {} ({} rows, {:.1f}% exposed, popularity Gini {:.3f}): ", terminal_text(t.report.layer),
+                       s.num_embeddings, s.active_coverage_pct, s.popularity_gini);
     out += n == 0 ? std::string("no findings\n") : fmt::format("{} finding{}\n", n, n == 1 ? "" : "s");
     for (const EmbeddingDiagnostic& d : t.report.diagnostics)
-      out += fmt::format("    {}: {}\n      action: {}\n", d.type, d.premise, d.action);
+      out += fmt::format("    {}: {}\n      action: {}\n", terminal_text(d.type), terminal_text(d.premise),
+                         terminal_text(d.action));
   }
   return out;
 }
@@ -92,8 +97,9 @@ std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
   for (const EmbeddingTableSummary& t : embedding->tables) {
     if (t.report.diagnostics.empty()) continue;
     std::string types;
-    for (const EmbeddingDiagnostic& d : t.report.diagnostics) types += (types.empty() ? "" : ",") + d.type;
-    out += (out.empty() ? "; embedding: " : ", ") + t.report.layer + " [" + types + "]";
+    for (const EmbeddingDiagnostic& d : t.report.diagnostics)
+      types += (types.empty() ? "" : ",") + terminal_text(d.type);
+    out += (out.empty() ? "; embedding: " : ", ") + terminal_text(t.report.layer) + " [" + types + "]";
   }
   return out;
 }

@@ -7,21 +7,10 @@
 #include <cmath>
 #include <vector>
 
+#include "gradscope/io/safe_text.h"
+
 namespace gradscope {
 namespace {
-
-// Node names are data: control characters would break the table's lines, so show them escaped.
-std::string printable(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<int>(c));
-    else out += c;
-  }
-  return out;
-}
 
 const char* comparison(Flag f) { return f == Flag::kVanishing || f == Flag::kStagnant ? "<" : ">"; }
 
@@ -51,8 +40,8 @@ std::string describe_evidence(const Evidence& e) {
     out += fmt::format(": {} = {} {} {}", e.measure, format_measure(e.value),
                        comparison(e.flag), format_measure(e.threshold));
   }
-  if (e.measure == "submodules flagged") out += fmt::format(" {}", printable(e.detail));
-  else if (!e.detail.empty()) out += fmt::format(" ({})", printable(e.detail));
+  if (e.measure == "submodules flagged") out += fmt::format(" {}", terminal_text(e.detail));
+  else if (!e.detail.empty()) out += fmt::format(" ({})", terminal_text(e.detail));
   return out;
 }
 
@@ -63,7 +52,7 @@ std::string render_table(const Report& report) {
       "|param grad|", "|param|", "grad/param", "update",  "flags"};
   std::vector<std::array<std::string, kColumns>> rows;
   for (const NodeReport& n : report.nodes) {
-    rows.push_back({printable(n.node), std::to_string(n.steps), format_measure(n.act_mean_abs),
+    rows.push_back({terminal_text(n.node), std::to_string(n.steps), format_measure(n.act_mean_abs),
                     format_measure(n.act_std), format_measure(n.out_grad_l2),
                     format_measure(n.param_grad_l2), format_measure(n.param_l2),
                     format_measure(n.grad_param_ratio), format_measure(n.update_ratio),
@@ -93,13 +82,13 @@ std::string render_table(const Report& report) {
     for (const Evidence& e : n.evidence) {
       if (!any) out += "\nevidence:\n";
       any = true;
-      out += "  " + printable(n.node) + " " + describe_evidence(e) + "\n";
+      out += "  " + terminal_text(n.node) + " " + describe_evidence(e) + "\n";
     }
   }
   const NonFiniteOrigin& o = report.nonfinite_origin;
   if (o.found())
     out += fmt::format("\nnon-finite values first appeared at step {} in {} ({}, {})\n", o.step,
-                       printable(o.node), o.phase, site_name(o.site));
+                       terminal_text(o.node), o.phase, site_name(o.site));
   out += "\n" + render_verdict(report) + "\n";
   return out;
 }
@@ -116,7 +105,7 @@ std::string render_verdict(const Report& report) {
   std::string line = fmt::format("verdict: unhealthy: {} of {} flagged over {}; worst {} [{}]",
                                  flagged.size(), plural(report.nodes.size(), "node"),
                                  plural(static_cast<std::size_t>(report.steps), "step"),
-                                 printable(worst.node), worst.flags_label());
+                                 terminal_text(worst.node), worst.flags_label());
   for (const Evidence& e : worst.evidence) {
     if (flag_severity(e.flag) == worst.severity() && e.first_step >= 0)
       line += fmt::format(" since step {}", e.first_step);

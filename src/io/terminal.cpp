@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "gradscope/io/safe_text.h"
+
 namespace gradscope {
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
@@ -27,7 +29,8 @@ int terminal_width(int fallback) {
   return fallback;
 }
 
-ProgressBar::ProgressBar(std::string label) : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1) {}
+// The label names a run path, which may hold anything a file name can.
+ProgressBar::ProgressBar(std::string label) : label_(terminal_text(label)), enabled_(isatty(STDERR_FILENO) == 1) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 

@@ -58,5 +58,44 @@ TEST(Architecture, MermaidLabelsCannotBreakOut) {
   EXPECT_EQ(m.find("\"<b>"), std::string::npos);
 }
 
+// Mermaid fails to parse an empty label (`n0[""]`); an empty name is shown as "" instead.
+TEST(Architecture, MermaidShowsAnEmptyNameVisibly) {
+  Architecture a;
+  a.nodes = {{"", "T", 0, 1, 1}, {"head", "T", 1, 1, 1}};
+  const std::string m = render_mermaid(a, Report{});
+  EXPECT_NE(m.find("\n  n0[\"#quot;#quot;\"]:::healthy\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("[\"\"]"), std::string::npos) << m;
+  EXPECT_NE(m.find("\n  n0 --> n1\n"), std::string::npos) << m;
+}
+
+// A node whose path parent is not a node is drawn at the top level under its whole id, and a
+// grandchild inside its parent's subgraph; none vanishes from the chart.
+TEST(Architecture, MermaidDrawsEveryNodeWhateverItsPath) {
+  Architecture a;
+  a.nodes = {{"enc", "T", 0, 1, 1},
+             {"enc/block", "T", 1, 1, 1},
+             {"enc/block/fc", "T", 2, 1, 1},
+             {"enc/missing/fc", "T", 3, 1, 1},
+             {"orphan/fc", "T", 4, 1, 1},
+             {"a\x1b[2J", "T", 5, 1, 1}};
+  EXPECT_EQ(render_mermaid(a, Report{}),
+            "flowchart LR\n"
+            "  subgraph n0_group[\"enc\"]\n"
+            "    n0[\"enc\"]:::healthy\n"
+            "    subgraph n1_group[\"block\"]\n"
+            "      n1[\"block\"]:::healthy\n"
+            "      n2[\"fc\"]:::healthy\n"
+            "    end\n"
+            "    n3[\"missing/fc\"]:::healthy\n"
+            "  end\n"
+            "  n4[\"orphan/fc\"]:::healthy\n"
+            "  n5[\"a\\x1b[2J\"]:::healthy\n"
+            "  n0 --> n4\n"
+            "  n4 --> n5\n"
+            "  classDef healthy fill:#e8f5e9,stroke:#2e7d32\n"
+            "  classDef flagged fill:#ffebee,stroke:#c62828\n"
+            "  classDef idle fill:#eeeeee,stroke:#9e9e9e,stroke-dasharray: 4 2\n");
+}
+
 }  // namespace
 }  // namespace gradscope

@@ -230,5 +230,85 @@ TEST(RunReport, UnhealthyWhenRulesFlagOrFlowHasProblems) {
   EXPECT_TRUE(run_unhealthy(sample_report(), minor));  // trunk.0 is VANISHING by the rules
 }
 
+// What a terminal would act on (ESC, BEL, DEL, C1 as UTF-8 and raw, bidi), and how it is shown.
+const std::string kHostile = "x\x1b[2J\xc2\x9b\u202e\x07\x7f\x9b";
+const std::string kShown = "x\\x1b[2J\\u009b\\u202e\\x07\\x7f\\x9b";
+
+TEST(Heatmap, ShowsTerminalControlsInNamesEscapedAndKeepsItsColours) {
+  Timeline tl;
+  for (int step = 0; step < 3; ++step) {
+    tl.add({step, kHostile, Site::kParamGrad, grad(1e-9)});  // vanishing: drawn blue
+    tl.add({step, "head", Site::kParamGrad, grad(1.0)});
+  }
+  tl.finish();
+  HeatmapOptions o;
+  o.color = true;
+  o.width = 120;  // room for the whole escaped name
+  const std::string map = render_heatmap(tl, o);
+  EXPECT_THAT(map, HasSubstr("\n" + kShown + " |\x1b[34m"));
+  EXPECT_THAT(map, HasSubstr("\nhead" + std::string(kShown.size() - 4, ' ') + " |"));
+  // The only escape sequences left are the heatmap's own colours.
+  std::size_t escapes = 0, colours = 0;
+  for (std::size_t i = map.find('\x1b'); i != std::string::npos; i = map.find('\x1b', i + 1)) ++escapes;
+  for (const char* c : {"\x1b[34m", "\x1b[0m"})
+    for (std::size_t i = map.find(c); i != std::string::npos; i = map.find(c, i + 1)) ++colours;
+  EXPECT_EQ(escapes, colours) << map;
+  for (const char* raw : {"\x07", "\x7f", "\x9b", "\u202e"}) EXPECT_EQ(map.find(raw), std::string::npos) << raw;
+}
+
+TEST(RunReport, HeaderShowsEveryMetadataFieldEscaped) {
+  RunMetadata m;
+  m.name = "n" + kHostile;
+  m.start_time = "s" + kHostile;
+  m.end_time = "e" + kHostile;
+  m.host = "h" + kHostile;
+  m.command_line = "c" + kHostile;
+  m.gradscope_version = "v" + kHostile;
+  EXPECT_EQ(render_run_header(m, "runs/" + kHostile),
+            "run runs/" + kShown + ": n" + kShown + ", started s" + kShown + ", ended e" + kShown + ", host h" +
+                kShown + ", gradscope v" + kShown + "\ncommand: c" + kShown + "\n\n");
+}
+
+TEST(RunReport, FlowSummaryShowsNamesInRecommendationsEscaped) {
+  Timeline tl;
+  for (int step = 0; step < 3; ++step) tl.add({step, kHostile, Site::kParamGrad, grad(1e-9)});
+  tl.finish();
+  const std::string text = render_flow_summary(summarize_flow(tl));
+  EXPECT_THAT(text, HasSubstr("\n  - " + kShown + ": gradient L2 < 1e-07 in 3 of 3 frames since step 0"));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+}
+
+TEST(RunReport, EmbeddingFindingsAndVerdictShowSavedTextEscaped) {
+  EmbeddingRunSummary summary;
+  EmbeddingTableSummary table;
+  table.report.layer = "item" + kHostile;
+  table.report.stats.num_embeddings = 40;
+  table.report.stats.active_coverage_pct = 75;
+  table.report.stats.popularity_gini = 0.288;
+  EmbeddingDiagnostic d;
+  d.type = "ZOMBIE" + kHostile;
+  d.premise = "p" + kHostile;
+  d.action = "a" + kHostile;
+  table.report.diagnostics = {d};
+  summary.tables = {table};
+  EXPECT_EQ(render_embedding_findings(summary),
+            "\nembedding tables:\n  item" + kShown + " (40 rows, 75.0% exposed, popularity Gini 0.288): 1 finding\n"
+            "    ZOMBIE" + kShown + ": p" + kShown + "\n      action: a" + kShown + "\n");
+  EXPECT_EQ(embedding_verdict(&summary), "; embedding: item" + kShown + " [ZOMBIE" + kShown + "]");
+}
+
+TEST(FlowExport, FramesCsvNeutralisesFormulaNames) {
+  Timeline tl;
+  for (const char* n : {"=1+2", "-x", "+x", "@x", "a-b"}) tl.add({0, n, Site::kParamGrad, grad(0.5)});
+  tl.finish();
+  EXPECT_EQ(render_frames_csv(tl),
+            "step,layer,mean_abs_grad,max_abs_grad,grad_norm,is_vanishing,is_exploding\n"
+            "0,\"'=1+2\",0.125,0.5,0.5,0,0\n"
+            "0,\"'-x\",0.125,0.5,0.5,0,0\n"
+            "0,\"'+x\",0.125,0.5,0.5,0,0\n"
+            "0,\"'@x\",0.125,0.5,0.5,0,0\n"
+            "0,a-b,0.125,0.5,0.5,0,0\n");
+}
+
 }  // namespace
 }  // namespace gradscope

@@ -90,12 +90,35 @@ TEST(Render, TableShowsControlCharactersInNamesEscaped) {
   EXPECT_NE(table.find("worst a\\nb\\tc [VANISHING]"), std::string::npos);
 }
 
-TEST(Render, CsvFieldQuotesOnlyWhenNeeded) {
-  EXPECT_EQ(csv_field("fc1.weight"), "fc1.weight");
-  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
-  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-  EXPECT_EQ(csv_field("x\ry"), "\"x\ry\"");
-  EXPECT_EQ(csv_field(""), "");
+// Names are data: a terminal must not act on what they hold (issue 10, item 4).
+TEST(Render, TableShowsTerminalControlsInNamesAndEvidenceEscaped) {
+  const std::string name = "esc\x1b]0;title\x07 c1\xc2\x9b" "2J raw\x9b bidi\u202e del\x7f";
+  const std::string shown = "esc\\x1b]0;title\\x07 c1\\u009b2J raw\\x9b bidi\\u202e del\\x7f";
+  ReportBuilder b;
+  b.add({0, name, Site::kParamGrad, summary(1e-9, 10)});
+  b.add({0, "p", Site::kParamGrad, summary(0.5, 10)});
+  b.add({0, "p/" + name, Site::kParamGrad, summary(1e-9, 10)});  // rolls up into p's evidence
+  const std::string table = render_table(b.build());
+  EXPECT_NE(table.find("\n" + shown + "  "), std::string::npos) << table;  // the row
+  EXPECT_NE(table.find("\n  " + shown + " VANISHING"), std::string::npos) << table;  // its evidence
+  EXPECT_NE(table.find(" in: " + shown + "\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("worst " + shown + " [VANISHING]"), std::string::npos) << table;
+  for (const char* raw : {"\x1b", "\x07", "\x7f", "\x9b", "\u202e"})
+    EXPECT_EQ(table.find(raw), std::string::npos) << "raw " << raw << " in\n" << table;
+}
+
+// A name that a spreadsheet would run as a formula is written as text (issue 10, item 5).
+TEST(Render, CsvNeutralisesFormulaNamesButNotNumbers) {
+  ReportBuilder b;
+  for (const char* name : {"=HYPERLINK(\"http://x\",\"y\")", "+1", "-2", "@SUM(A1)", "fc=1"})
+    b.add({0, name, Site::kParamGrad, summary(0.5, 10)});
+  const std::string csv = render_csv(b.build());
+  EXPECT_NE(csv.find("\n\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",1,0,0,,,,0.5,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n\"'+1\",1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n\"'-2\",1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n\"'@SUM(A1)\",1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nfc=1,1,"), std::string::npos) << csv;
+  EXPECT_EQ(csv_number(-0.5), "-0.5");  // numbers keep their sign
 }
 
 TEST(Render, MeasuresFormat) {

@@ -1,12 +1,13 @@
-// CSV rendering of a report (RFC 4180 quoting), one row per node.
+// CSV rendering of a report (RFC 4180 quoting), one row per node. Node names go through
+// csv_field (safe_text.h), so a name never becomes a spreadsheet formula.
 //
 //   std::ofstream("report.csv") << gradscope::render_csv(report);
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "gradscope/core/report.h"
+#include "gradscope/io/safe_text.h"
 
 namespace gradscope {
 
@@ -16,8 +17,5 @@ std::string render_csv(const Report& report);
 
 /// A number with 17 significant digits (round-trips exactly); empty for NaN and +-Inf.
 std::string csv_number(double value);
-
-/// Quotes a field when it holds a comma, quote, CR or LF (quotes doubled), per RFC 4180.
-std::string csv_field(std::string_view text);
 
 }  // namespace gradscope

@@ -9,8 +9,9 @@
 // When there are more frames than columns, each column shows the largest value of the frames
 // it covers (so a spike is never averaged away) and is flagged if any of them was. ' ' is no
 // data or zero; '░▒▓█' are quarters of the scale; a non-finite value is '█'. With colour,
-// vanishing cells are blue and exploding cells red. The renderer reads the frames' values;
-// it computes no statistics.
+// vanishing cells are blue and exploding cells red (the only escape sequences it writes: node
+// names are escaped by terminal_text). The renderer reads the frames' values; it computes no
+// statistics.
 #pragma once
 
 #include <chrono>

@@ -16,7 +16,8 @@
 
 namespace gradscope {
 
-/// "run <path>: <name>, started ..., host ..., gradscope ..." and the command line.
+/// "run <path>: <name>, started ..., host ..., gradscope ..." and the command line, each field
+/// escaped by terminal_text.
 std::string render_run_header(const RunMetadata& meta, const std::string& path);
 
 /// "gradient flow: <health> (...)" and one indented line per recommendation.
@@ -32,7 +33,8 @@ std::string render_run_json(const RunMetadata& meta, const Report& report, const
 /// 0.248): 1 finding", each finding's type, premise and action beneath.
 std::string render_embedding_findings(const EmbeddingRunSummary& embedding);
 
-/// "; embedding: item [ZOMBIE_ROWS]" naming each table with findings; "" when none has one.
+/// "; embedding: item [ZOMBIE_ROWS]" naming each table with findings (escaped by
+/// terminal_text); "" when none has one.
 std::string embedding_verdict(const EmbeddingRunSummary* embedding);
 
 /// A run is unhealthy when a rule flags a node or the flow health is ProblemsDetected or

@@ -11,7 +11,8 @@
 namespace gradscope {
 
 /// Aligned table (node, steps, act|mean|, act std, |out grad|, |param grad|, |param|,
-/// grad/param, flags), the evidence lines and the verdict. Absent measures print "-".
+/// grad/param, flags), the evidence lines and the verdict. Absent measures print "-"; node
+/// names are escaped by terminal_text (safe_text.h).
 std::string render_table(const Report& report);
 
 /// One line: "verdict: healthy (...)" or "verdict: unhealthy: worst <node> [FLAGS] ...".
