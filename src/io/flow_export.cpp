@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/io/csv.h"
+#include "gradscope/io/safe_text.h"
 
 namespace gradscope {
 namespace {
@@ -12,7 +13,7 @@ nlohmann::ordered_json number(double v) { return std::isfinite(v) ? nlohmann::or
 
 std::string dump(const nlohmann::ordered_json& j) {
   // Replace rather than throw on invalid UTF-8 in node names.
-  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return json_text(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "gradscope/io/safe_text.h"
+
 namespace gradscope {
 namespace {
 
@@ -75,7 +77,7 @@ std::string render_json(const Report& report, int indent) {
                           {"thresholds", thresholds_json(report.thresholds)},
                           {"nodes", nodes}}}};
   // Replace rather than throw on invalid UTF-8 in node names.
-  return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return json_text(doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace)) + "\n";
 }
 
 }  // namespace gradscope

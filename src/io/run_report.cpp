@@ -72,7 +72,7 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
     for (const TowerCorrelation& c : embedding->correlations) correlations.push_back(internal::correlation_to_json(c));
     doc["embedding"] = {{"tables", tables}, {"gradient_norm_correlations", correlations}};
   }
-  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
 }
 
 std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {

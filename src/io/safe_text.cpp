@@ -64,6 +64,25 @@ constexpr std::pair<std::string_view, std::string_view> kMermaidEntities[] = {
 
 }  // namespace
 
+std::string json_text(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  for (std::size_t i = 0; i < json.size();) {
+    char32_t cp = 0;
+    const std::size_t n = static_cast<unsigned char>(json[i]) >= 0x80 ? utf8_sequence(json, i, cp) : 0;
+    if (json[i] == 0x7f) {
+      out += "\\u007f";
+      ++i;
+    } else if (n > 0 && hidden_control(cp)) {
+      out += hex_escape("\\u%04x", static_cast<unsigned>(cp));
+      i += n;
+    } else {
+      out += json[i++];
+    }
+  }
+  return out;
+}
+
 std::string terminal_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -16,6 +16,7 @@
 
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_writer.h"
+#include "internal/record_codec.h"
 
 namespace {
 
@@ -87,14 +88,18 @@ gradscope::Stats grad(double l2) {
   return s;
 }
 
+// Sets a metadata value as a hostile writer would: with its row checksum, so that the run
+// reads as intact and the hostile text reaches the renderers.
 void set_meta(const fs::path& dir, const std::string& key, const std::string& value) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir / "run.db").c_str(), &db), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE meta SET value = ? WHERE key = ?", -1, &s, nullptr),
+  ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE meta SET value = ?, checksum = ? WHERE key = ?", -1, &s,
+                               nullptr),
             SQLITE_OK);
   sqlite3_bind_text(s, 1, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s, 2, gradscope::internal::row_checksum({key, value}));
+  sqlite3_bind_text(s, 3, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
   sqlite3_finalize(s);
   sqlite3_close(db);
@@ -169,6 +174,19 @@ TEST(OutputSafety, ReportShowsHostileNamesAndMetadataEscaped) {
                         kUtf8Shown + ": p" + kUtf8Shown + "\n      action: a" + kUtf8Shown + "\n"));
   EXPECT_THAT(res.out, HasSubstr("\ncafé/層 "));  // printable UTF-8 as it is
   expect_no_raw_controls(res.out);
+  fs::remove_all(dir);
+}
+
+TEST(OutputSafety, JsonOutputsHoldHostileNamesOnlyAsEscapes) {
+  const fs::path dir = temp_dir("json");
+  const fs::path r = make_hostile_run(dir / "r");
+  for (const std::string args : {"report --json ", "export --format json ", "export --format jsonl "}) {
+    SCOPED_TRACE(args);
+    const Result res = run(args + quoted(r));
+    EXPECT_TRUE(res.code == 0 || res.code == 1) << res.err;
+    EXPECT_THAT(res.out, HasSubstr("\\u001b[2J\\u009b\\u202e\\u0007\\u007f"));
+    expect_no_raw_controls(res.out);
+  }
   fs::remove_all(dir);
 }
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 namespace gradscope {
@@ -93,6 +95,15 @@ TEST(MermaidLabel, ShowsEmptyAndControlCharactersVisibly) {
   EXPECT_EQ(mermaid_label(""), "#quot;#quot;");
   EXPECT_EQ(mermaid_label("a\nb\x1b[2J\xc2\x9b"), "a\\nb\\x1b[2J\\u009b");
   EXPECT_EQ(mermaid_label("café"), "café");
+}
+
+TEST(JsonText, EscapesTerminalControlsInsideStringsAndKeepsTheValue) {
+  const std::string name = std::string("a\x7f") + "\xc2\x9b" + "2J" + "\xe2\x80\xae" + "caf\xc3\xa9";
+  const std::string dumped = nlohmann::json{{"node", name}}.dump();
+  const std::string safe = json_text(dumped);
+  EXPECT_EQ(safe, "{\"node\":\"a\\u007f\\u009b2J\\u202ecaf\xc3\xa9\"}");
+  EXPECT_EQ(nlohmann::json::parse(safe).at("node"), name);
+  EXPECT_EQ(json_text("{\"plain\": [1, -2.5e3, null]}"), "{\"plain\": [1, -2.5e3, null]}");
 }
 
 }  // namespace

@@ -18,6 +18,12 @@ namespace gradscope {
 /// \uNNNN. Printable UTF-8 (accents, CJK) is kept as it is.
 std::string terminal_text(std::string_view text);
 
+/// A JSON document (as nlohmann's dump writes it, UTF-8) with DEL, the C1 controls and the
+/// bidi controls in its strings written as \uNNNN escapes: the same values once parsed, but
+/// nothing that drives a terminal when the JSON is printed on one. Such characters can only
+/// occur inside strings, so the whole text is scanned.
+std::string json_text(std::string_view json);
+
 /// One CSV text cell: a cell that starts with = + - @ TAB or CR gets a leading ' (OWASP CSV
 /// injection) and quotes; a cell holding a comma, quote, CR or LF is quoted, quotes doubled
 /// (RFC 4180). Numbers are written with csv_number, never through here.
