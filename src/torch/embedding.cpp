@@ -51,13 +51,6 @@ struct EmbeddingTracker::State {
 };
 
 namespace {
-// "[50, 8]", as the error messages write a shape.
-std::string shape_of(const at::Tensor& t) {
-  std::string out = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) out += (d ? ", " : "") + std::to_string(t.size(d));
-  return out + "]";
-}
-
 // A weight the tracker can read: a defined 2-D floating-point tensor on the CPU.
 void check_readable(const at::Tensor& w, const std::string& who) {
   if (!w.defined() || w.dim() != 2) throw Error(who + "weight must be 2-D");
