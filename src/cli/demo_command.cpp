@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "commands.h"
 #include "gradscope/io/csv.h"
@@ -141,7 +143,7 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
   // The thrashing needs time to show (MovieLens, seed 7: no zombie rows after 5 epochs, about
   // a hundred after 30), so the planted run trains at least kMfEpochs even with --quick.
   mf.epochs = variant.planted.empty() ? opt.mf_epochs : std::max(opt.mf_epochs, kMfEpochs);
-  mf.seed = static_cast<int>(opt.seed);
+  mf.seed = opt.seed;
   mf.sgd = variant.sgd;
   mf.lr = variant.lr;
   mf.progress = [&](int64_t done, int64_t total) { show_progress(name, done, total); };
@@ -180,7 +182,7 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
 
 int run_demo(DemoOptions opt) {
   const std::string digits_path = (fs::path(opt.data_dir) / "digits.csv").string();
-  const Digits data = load_digits(digits_path, 0.2, opt.seed);
+  const Digits data = load_digits(digits_path, 0.2, opt.seed, scenarios::kScenarioBatch);
   std::cout << "gradscope demo" << (opt.quick ? " --quick" : "") << ": sklearn digits ("
             << data.x_train.size(0) << " train / " << data.x_test.size(0) << " test images), "
             << opt.steps << " Adam steps per model, every node audited at every step; then matrix "
@@ -204,6 +206,22 @@ int run_demo(DemoOptions opt) {
   return kExitOk;
 }
 
+// A seed is checked as text: CLI11 reads "-1" into an unsigned seed as 2^64 - 1 and numbers
+// past 2^64 - 1 as 2^64 - 1, both without a word.
+CLI::Validator seed_text() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto parsed = std::from_chars(text.data(), end, value);
+        if (text.empty() || parsed.ec != std::errc() || parsed.ptr != end)
+          return "Value " + text + " is not a whole number from 0 to " +
+                 std::to_string(std::numeric_limits<uint64_t>::max());
+        return "";
+      },
+      "0..2^64-1");
+}
+
 }  // namespace
 
 void add_demo_command(CLI::App& app, int& exit_code) {
@@ -225,7 +243,7 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quick", opt->quick,
                 "fewer steps and epochs (" + std::to_string(kQuickSteps) + " and " +
                     std::to_string(kQuickMfEpochs) + ") for a run of under 30 s; --steps and --mf-epochs still win");
-  cmd->add_option("--seed", opt->seed, "random seed")->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "random seed")->check(seed_text())->capture_default_str();
   cmd->callback([opt, steps, epochs, &exit_code] {
     DemoOptions o = *opt;
     if (o.quick && steps->count() == 0) o.steps = kQuickSteps;

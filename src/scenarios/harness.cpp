@@ -56,7 +56,12 @@ torch::AuditOptions scenario_audit_options(const ScenarioModel& model) {
 ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int steps, uint64_t seed,
                          const std::function<void(int)>& progress,
                          const std::function<void(const std::vector<Record>&)>& on_step) {
-  constexpr int64_t kBatch = 64;
+  constexpr int64_t kBatch = kScenarioBatch;
+  const int64_t n = data.x_train.defined() ? data.x_train.size(0) : 0;
+  const int64_t n_test = data.x_test.defined() ? data.x_test.size(0) : 0;
+  if (n < kBatch || n_test < 1)  // a batch is narrowed out of the training rows
+    throw Error("scenario '" + scenario.name + "': " + std::to_string(n) + " training and " + std::to_string(n_test) +
+                " test images; it needs a batch of " + std::to_string(kBatch) + " and at least one test image");
   const auto start = std::chrono::steady_clock::now();
   ::torch::manual_seed(seed);
   std::shared_ptr<ScenarioModel> model = scenario.make();
@@ -68,7 +73,6 @@ ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int 
   options.on_step = on_step;
   torch::Audit audit(model->audit_root(), options);
 
-  const int64_t n = data.x_train.size(0);
   at::Tensor order = at::randperm(n);
   int64_t cursor = 0;
   ScenarioRun run;

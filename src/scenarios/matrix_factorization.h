@@ -33,7 +33,7 @@ struct MfOptions {
   bool sgd = false;     ///< plain SGD instead of Adam
   double l2 = 1e-4;
   int64_t top_k = 10;
-  int seed = 0;         ///< initial weights; negatives and batches come from seed 1000 + seed
+  uint64_t seed = 0;    ///< initial weights; negatives and batches come from seed 1000 + seed
   bool auto_fix = false;  ///< the tracker's SNR-scaled zombie damping
   /// Steps done and the total, after each step.
   std::function<void(int64_t, int64_t)> progress;

@@ -70,8 +70,12 @@ struct ScenarioRun {
   double seconds = 0;
 };
 
-/// Trains with Adam (lr 1e-3, batch 64) for `steps` steps under the audit; `on_step` gets
-/// each step's records as the step ends (e.g. for a RunWriter).
+/// Images per training step of run_scenario: the least training rows a data set needs.
+constexpr int64_t kScenarioBatch = 64;
+
+/// Trains with Adam (lr 1e-3, batch kScenarioBatch) for `steps` steps under the audit;
+/// `on_step` gets each step's records as the step ends (e.g. for a RunWriter). Throws Error
+/// naming the scenario when `data` has fewer than kScenarioBatch training or no test images.
 ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int steps, uint64_t seed,
                          const std::function<void(int)>& progress = {},
                          const std::function<void(const std::vector<Record>&)>& on_step = {});

@@ -8,6 +8,7 @@
 #include <thread>
 #include <tuple>
 
+#include <c10/util/Exception.h>
 #include <torch/nn/modules/activation.h>
 
 #include "audit_state.h"
@@ -97,6 +98,10 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
   for (const auto& [id, view] : o.channels) {
     if (!s.by_id.count(id)) throw Error("audit: channel view for " + s.unknown_id_message(id));
     if (view.every < 1) throw Error("audit: channel view of '" + id + "': every must be >= 1");
+    for (const auto& [begin, end] : view.groups)
+      if (begin < 0 || begin >= end)
+        throw Error("audit: channel view of '" + id + "': group [" + std::to_string(begin) + ", " +
+                    std::to_string(end) + ") is empty");
   }
   for (const auto& [a, b] : o.leakage_pairs)
     for (const std::string& id : {a, b})
@@ -124,6 +129,35 @@ void install_order_hooks(const std::shared_ptr<Audit::State>& s) {
       s->order_hooks.emplace_back(t, handle);
       break;
     }
+  }
+}
+
+// A channel view has to fit the tensor its node taps (LibTorch's movedim and narrow would
+// throw their own errors, with a backtrace, deep inside the audit).
+void check_channel_view(const std::string& id, const ChannelView& view, const at::Tensor& x) {
+  const std::string who = "audit: channel view of '" + id + "': ";
+  const int64_t dim = view.dim < 0 ? view.dim + x.dim() : view.dim;
+  if (dim < 0 || dim >= x.dim())
+    throw Error(who + "dim " + std::to_string(view.dim) + " out of range for a tensor with " +
+                std::to_string(x.dim()) + " dims");
+  for (const auto& [begin, end] : view.groups)
+    if (end > x.size(dim))
+      throw Error(who + "group [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
+                  std::to_string(x.size(dim)) + " channels");
+}
+
+// Branches compared for LEAKAGE are paired sample by sample, so both need the same first
+// dimension; checked when the second one is tapped, while the caller can still see why.
+void check_leakage_input(const Audit::State& s, const std::string& id, const at::Tensor& x) {
+  const std::string who = "audit: tap: node '" + id + "': ";
+  if (x.dim() == 0) throw Error(who + "a leakage pair needs a tensor with a sample dimension, got a scalar");
+  for (const auto& [a, b] : s.options.leakage_pairs) {
+    if (a != id && b != id) continue;
+    const std::string& other = a == id ? b : a;
+    const auto it = s.leakage_inputs.find(s.by_id.at(other));
+    if (it != s.leakage_inputs.end() && it->second.size(0) != x.size(0))
+      throw Error(who + std::to_string(x.size(0)) + " samples, but '" + other + "' (its leakage pair) had " +
+                  std::to_string(it->second.size(0)) + " at this step");
   }
 }
 
@@ -203,18 +237,25 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
   State& s = *state_;
   const auto found = s.by_id.find(id);
   if (found == s.by_id.end()) throw Error("audit: tap: " + s.unknown_id_message(id));
+  if (!x.defined()) throw Error("audit: tap: node '" + id + "': undefined tensor");
   const int index = found->second;
   State::Entry& entry = s.entries[static_cast<std::size_t>(index)];
   if (!s.entry_audited(entry)) return x;
 
   const int64_t step = s.step;
-  Stats stats = stats_of(x.detach(), id, s.stats_options);
   const AuditOptions& o = s.options;
   const auto view = o.channels.find(id);
   const bool channel_step = view != o.channels.end() && s.audit_index() % view->second.every == 0;
   bool leakage_step = false;
   for (const auto& [a, b] : o.leakage_pairs) leakage_step |= (a == id || b == id);
   leakage_step &= s.audit_index() % o.leakage_every == 0;
+  // Every check before anything is recorded: a tap that throws leaves no trace.
+  if (channel_step) check_channel_view(id, view->second, x);
+  if (leakage_step) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    check_leakage_input(s, id, x);
+  }
+  Stats stats = stats_of(x.detach(), id, s.stats_options);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.first_audited < 0) s.first_audited = step;
@@ -268,21 +309,26 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
 
 at::Tensor Audit::forward(::torch::nn::SequentialImpl& sequential, at::Tensor x) {
   State& s = *state_;
-  const auto children = sequential.children();
+  if (!x.defined()) throw Error("audit: forward: undefined input");
+  const auto children = sequential.named_children();
   std::size_t i = 0;
   int current = -1;  // the audited child whose group is running
   for (auto it = sequential.begin(); it != sequential.end(); ++it, ++i) {
-    x = it->forward(x);
+    try {
+      x = it->forward(x);
+    } catch (const c10::Error& e) {  // the user's model failed: say which child, no backtrace
+      throw Error("audit: forward: child '" + children[i].key() + "' (" + children[i].value()->name() + "): " + e.msg());
+    }
     const bool last = i + 1 == children.size();
-    const bool next_audited = !last && s.by_module.count(children[i + 1].get());
-    const auto found = s.by_module.find(children[i].get());
+    const bool next_audited = !last && s.by_module.count(children[i + 1].value().get());
+    const auto found = s.by_module.find(children[i].value().get());
     if (found != s.by_module.end()) {
       current = found->second;
       // The group goes on into a squashing function: keep the module's own output, whose
       // magnitude is what saturates tanh or sigmoid (SATURATED). After ReLU and the like the
       // group's output already shows it, so that pass is skipped.
       const State::Entry& e = s.entries[static_cast<std::size_t>(current)];
-      if (!last && !next_audited && squashes(*children[i + 1]) && s.entry_audited(e)) {
+      if (!last && !next_audited && squashes(*children[i + 1].value()) && s.entry_audited(e)) {
         const Stats pre = stats_of(x.detach(), e.id, s.stats_options);
         std::lock_guard<std::mutex> lock(s.mutex);
         s.records.push_back({s.step, e.id, Site::kPreActivation, pre});

@@ -5,6 +5,7 @@
 
 #include "audit_state.h"
 #include "channel_math.h"
+#include "gradscope/core/error.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {
@@ -15,6 +16,18 @@ struct StepSums {
   Stats grad, value, frozen, update;
   bool any_grad = false, any_value = false, any_frozen = false, any_update = false;
 };
+
+// The gradient SNR sums each parameter's gradients across steps, so it needs one shape; a
+// parameter given another one (weight.set_data) is an error before the step measures anything.
+void check_snr_shapes(const Audit::State& s) {
+  for (const Audit::State::Param& p : s.params) {
+    const at::Tensor& grad = p.tensor.grad();
+    if (!p.snr_sum.defined() || !grad.defined() || grad.is_sparse()) continue;
+    if (!grad.sizes().equals(p.snr_sum.sizes()))
+      throw Error("audit: parameter '" + p.name + "': gradient shape changed from " + shape_of(p.snr_sum) + " to " +
+                  shape_of(grad) + " since an earlier audited step; gradient_snr needs one shape");
+  }
+}
 
 }  // namespace
 
@@ -31,6 +44,7 @@ void Audit::step(const std::function<void()>& apply_update) {
     return;
   }
   const int64_t step = s.step;
+  if (s.options.gradient_snr) check_snr_shapes(s);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.first_audited < 0) s.first_audited = step;

@@ -33,6 +33,7 @@ std::vector<Stats> per_channel_stats(const at::Tensor& x, int64_t dim, const Sta
 double effective_rank(const at::Tensor& x, int64_t dim) {
   if (dim < 0) dim += x.dim();
   const int64_t channels = x.size(dim);
+  if (x.numel() == 0) return std::nan("");  // no samples or no channels: no spectrum
   const at::Tensor m = x.detach().movedim(dim, -1).reshape({-1, channels}).to(at::kDouble);
   if (!m.isfinite().all().item<bool>()) return std::nan("");  // NaN/Inf are flagged elsewhere
   const at::Tensor s = at::linalg_svdvals(m);

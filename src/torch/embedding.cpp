@@ -3,6 +3,7 @@
 
 #include <ATen/Functions.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
 #include <torch/nn/modules/embedding.h>
 
 #include <algorithm>
@@ -43,9 +44,22 @@ struct EmbeddingTracker::State {
   void warn(const std::string& w) {
     if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
   }
+  void check_weight() const;
+  void check_gradient(const at::Tensor& grad) const;
+  at::Tensor checked_indices(const at::Tensor& indices) const;
+  Error forward_error(const at::Tensor& indices, const c10::Error& e) const;
 };
 
 namespace {
+// A weight the tracker can read: a defined 2-D floating-point tensor on the CPU.
+void check_readable(const at::Tensor& w, const std::string& who) {
+  if (!w.defined() || w.dim() != 2) throw Error(who + "weight must be 2-D");
+  if (!w.device().is_cpu())
+    throw Error(who + "weight on device " + w.device().str() + ", which this build cannot read (CPU only)");
+  if (!at::isFloatingType(w.scalar_type()))
+    throw Error(who + "unsupported weight dtype " + std::string(c10::toString(w.scalar_type())));
+}
+
 at::Tensor weight_of(::torch::nn::Module& m, const std::string& layer,
                      ::torch::nn::EmbeddingImpl** emb, ::torch::nn::EmbeddingBagImpl** bag) {
   *emb = dynamic_cast<::torch::nn::EmbeddingImpl*>(&m);
@@ -54,13 +68,7 @@ at::Tensor weight_of(::torch::nn::Module& m, const std::string& layer,
     throw Error("embedding '" + layer + "': module " + m.name() +
                 " is not an embedding (torch::nn::Embedding or EmbeddingBag)");
   at::Tensor w = *emb ? (*emb)->weight : (*bag)->weight;
-  if (!w.defined() || w.dim() != 2) throw Error("embedding '" + layer + "': weight must be 2-D");
-  if (!w.device().is_cpu())
-    throw Error("embedding '" + layer + "': weight on device " + w.device().str() +
-                ", which this build cannot read (CPU only)");
-  if (!at::isFloatingType(w.scalar_type()))
-    throw Error("embedding '" + layer + "': unsupported weight dtype " +
-                std::string(c10::toString(w.scalar_type())));
+  check_readable(w, "embedding '" + layer + "': ");
   return w;
 }
 
@@ -76,6 +84,51 @@ double median_of(std::vector<double> v) {
   return v[mid];
 }
 }  // namespace
+
+// weight.set_data() can give the parameter another shape under a live tracker. The per-row
+// state and every index check are sized to the table at attach time, so any other shape is
+// an error here, before a row is gathered or a pointer offset by the old width.
+void EmbeddingTracker::State::check_weight() const {
+  check_readable(weight, who());
+  if (weight.size(0) != rows.rows() || weight.size(1) != rows.dim())
+    throw Error(who() + "weight shape changed from [" + std::to_string(rows.rows()) + ", " +
+                std::to_string(rows.dim()) + "] to " + shape_of(weight) +
+                " since the tracker was attached; create a new tracker");
+}
+
+// Rows of a gradient are read dim floats at a time: it must have the weight's shape, and a
+// sparse one must be row-sparse ([nnz] row indices, [nnz, dim] values).
+void EmbeddingTracker::State::check_gradient(const at::Tensor& grad) const {
+  if (!grad.defined()) return;
+  if (!grad.sizes().equals(weight.sizes()))
+    throw Error(who() + "gradient shape " + shape_of(grad) + " differs from the weight's " + shape_of(weight));
+  if (!grad.device().is_cpu())
+    throw Error(who() + "gradient on device " + grad.device().str() + ", which this build cannot read (CPU only)");
+  if (grad.is_sparse() && grad.sparse_dim() != 1)
+    throw Error(who() + "sparse gradient with " + std::to_string(grad.sparse_dim()) +
+                " sparse dims; only row-sparse gradients (sparse_dim 1, as Embedding gives) are read");
+}
+
+// `indices` flattened to int64, each checked against the rows.
+at::Tensor EmbeddingTracker::State::checked_indices(const at::Tensor& indices) const {
+  if (!indices.defined()) throw Error(who() + "undefined indices");
+  if (at::isFloatingType(indices.scalar_type()) || indices.scalar_type() == at::kBool)
+    throw Error(who() + "indices must be integers, got " + std::string(c10::toString(indices.scalar_type())));
+  const at::Tensor flat = indices.reshape({-1}).to(at::kLong).contiguous();
+  const int64_t* p = flat.data_ptr<int64_t>();
+  for (int64_t i = 0, n = flat.numel(); i < n; ++i)
+    if (p[i] < 0 || p[i] >= rows.rows())
+      throw Error(who() + "index " + std::to_string(p[i]) + " out of range [0, " + std::to_string(rows.rows()) + ")");
+  return flat;
+}
+
+// LibTorch rejected a lookup (on an untracked step nothing was checked before it): the
+// tracker's own message when it has one, else LibTorch's, without its backtrace.
+Error EmbeddingTracker::State::forward_error(const at::Tensor& indices, const c10::Error& e) const {
+  check_weight();
+  checked_indices(indices);
+  return Error(who() + "forward: " + e.msg());
+}
 
 EmbeddingTracker::EmbeddingTracker(std::shared_ptr<::torch::nn::Module> module, std::string layer,
                                    EmbeddingTrackerOptions options) {
@@ -101,40 +154,43 @@ EmbeddingTracker::~EmbeddingTracker() = default;
 at::Tensor EmbeddingTracker::forward(const at::Tensor& indices) {
   if (!state_->embedding) throw Error(state_->who() + "forward(indices) needs an Embedding");
   observe(indices);
-  return state_->embedding->forward(indices);
+  try {
+    return state_->embedding->forward(indices);
+  } catch (const c10::Error& e) {
+    throw state_->forward_error(indices, e);
+  }
 }
 
 at::Tensor EmbeddingTracker::forward(const at::Tensor& input, const at::Tensor& offsets,
                                      const at::Tensor& per_sample_weights) {
   if (!state_->bag) throw Error(state_->who() + "forward(input, offsets) needs an EmbeddingBag");
   observe(input);
-  return state_->bag->forward(input, offsets, per_sample_weights);
+  try {
+    return state_->bag->forward(input, offsets, per_sample_weights);
+  } catch (const c10::Error& e) {
+    throw state_->forward_error(input, e);
+  }
 }
 
 void EmbeddingTracker::observe(const at::Tensor& indices) {
   State& s = *state_;
   if (s.step % s.options.track_every != 0) return;
-  if (!indices.defined()) throw Error(s.who() + "undefined indices");
-  if (at::isFloatingType(indices.scalar_type()) || indices.scalar_type() == at::kBool)
-    throw Error(s.who() + "indices must be integers, got " +
-                std::string(c10::toString(indices.scalar_type())));
-  if (indices.numel() == 0) return;
-  const at::Tensor flat = indices.reshape({-1}).to(at::kLong).contiguous();
+  s.check_weight();
+  const at::Tensor flat = s.checked_indices(indices);
   const int64_t* p = flat.data_ptr<int64_t>();
-  const int64_t n = flat.numel(), rows = s.rows.rows();
-  for (int64_t i = 0; i < n; ++i) {
-    if (p[i] < 0 || p[i] >= rows)
-      throw Error(s.who() + "index " + std::to_string(p[i]) + " out of range [0, " +
-                  std::to_string(rows) + ")");
-  }
-  s.observed.insert(s.observed.end(), p, p + n);
+  s.observed.insert(s.observed.end(), p, p + flat.numel());
 }
 
 void EmbeddingTracker::before_step() {
   State& s = *state_;
   if (s.in_step) throw Error(s.who() + "before_step() called twice without after_step()");
+  const bool tracking = s.step % s.options.track_every == 0;
+  if (tracking) {  // before any state changes, so a failed step leaves none
+    s.check_weight();
+    s.check_gradient(s.weight.grad());
+  }
   s.in_step = true;
-  s.tracking = s.step % s.options.track_every == 0;
+  s.tracking = tracking;
   if (!s.tracking) return;
   at::NoGradGuard no_grad;
   std::vector<int64_t>& t = s.touched;
@@ -247,6 +303,7 @@ void EmbeddingTracker::after_step() {
   if (!s.in_step) throw Error(s.who() + "after_step() without before_step()");
   s.in_step = false;
   if (s.tracking && !s.touched.empty()) {
+    s.check_weight();  // the update may have replaced it
     at::NoGradGuard no_grad;
     const at::Tensor delta = (gather(s.weight, s.touched_t) - s.before).contiguous();
     s.rows.record_updates(s.touched.data(), static_cast<int64_t>(s.touched.size()),
@@ -287,6 +344,7 @@ EmbeddingReport EmbeddingTracker::report() const {
 
 EmbeddingReport EmbeddingTracker::report(const EmbeddingRuleOptions& rules) const {
   const State& s = *state_;
+  s.check_weight();
   // Effective rank of up to rank_sample_rows exposed rows, taken evenly by row id.
   std::vector<int64_t> exposed;
   for (int64_t r = 0; r < s.rows.rows(); ++r)

@@ -35,6 +35,13 @@ TensorView view_of(const at::Tensor& tensor, const std::string& name) {
                              name);
 }
 
+std::string shape_of(const at::Tensor& tensor) {
+  if (!tensor.defined()) return "undefined";  // LibTorch would say [0]
+  std::string out = "[";
+  for (int64_t d = 0; d < tensor.dim(); ++d) out += (d ? ", " : "") + std::to_string(tensor.size(d));
+  return out + "]";
+}
+
 Stats stats_of(const at::Tensor& tensor, const std::string& name, const StatsOptions& options) {
   return compute(view_of(tensor, name), options);
 }

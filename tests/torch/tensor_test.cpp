@@ -67,5 +67,12 @@ TEST(TorchTensor, BadTensorsAreErrorsNamingTheTensor) {
               HasSubstr("tensor 'emb.grad': layout Sparse is not supported"));
 }
 
+TEST(TorchTensor, ShapesAreWrittenAsErrorMessagesWriteThem) {
+  EXPECT_EQ(shape_of(at::empty({50, 8})), "[50, 8]");
+  EXPECT_EQ(shape_of(at::empty({0})), "[0]");
+  EXPECT_EQ(shape_of(at::ones({})), "[]");
+  EXPECT_EQ(shape_of(at::Tensor()), "undefined");
+}
+
 }  // namespace
 }  // namespace gradscope::torch

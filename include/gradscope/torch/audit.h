@@ -53,6 +53,7 @@ struct AuditOptions {
   int threads = 0;
   /// Gradient signal-to-noise per node across audited steps (opt-in: keeps one double per
   /// parameter element, 8 bytes each). SNR = ||mean_t g||^2 / mean_t ||g_t - mean_t g||^2.
+  /// A parameter whose shape changes between audited steps is then an Error.
   bool gradient_snr = false;
   /// Per-node scopes; nodes not named use their type's registered scope, else auto.
   std::map<std::string, NodeScope> scopes;
@@ -91,14 +92,18 @@ class Audit {
   Audit& operator=(const Audit&) = delete;
 
   /// Records `x` as the output of node `id` (activation now, output gradient in backward)
-  /// and returns it unchanged. Throws Error for an unknown id, naming the nearest ones.
+  /// and returns it unchanged. Throws Error naming the node for an unknown id (with the
+  /// nearest ones), an undefined tensor, a channel view that does not fit `x`, or a leakage
+  /// pair tapped with another number of samples at the same step; a tap that throws records
+  /// nothing.
   at::Tensor tap(const std::string& id, const at::Tensor& x);
   /// Same, with the id looked up from the module (for ModuleList loops).
   at::Tensor tap(const ::torch::nn::Module& module, const at::Tensor& x);
   /// Runs a Sequential child by child and taps each audited child's output; parameter-free
   /// children (activations, dropout) belong to the audited child before them; when the next
   /// one is Tanh, Sigmoid, Hardtanh or Softsign, the child's own output is also recorded as
-  /// its pre-activation (for SATURATED).
+  /// its pre-activation (for SATURATED). A child that throws LibTorch's error is named in
+  /// the Error thrown instead.
   at::Tensor forward(::torch::nn::SequentialImpl& sequential, at::Tensor x);
   at::Tensor forward(const ::torch::nn::Sequential& sequential, at::Tensor x) {
     return forward(*sequential.ptr(), std::move(x));

@@ -25,7 +25,12 @@
 // Input handling: indices outside [0, rows) throw Error naming the layer; an empty batch is a
 // step with no touched rows; an undefined gradient at a step skips the gradient statistics of
 // that step (exposure and updates still count, warnings() says so); f16/bf16/f64 weights are
-// read as float32 rows; a module that is not Embedding or EmbeddingBag throws Error.
+// read as float32 rows; a module that is not Embedding or EmbeddingBag throws Error. The
+// per-row state is sized to the table when the tracker is attached, so a weight given another
+// shape later (weight.set_data(...), rows or dim, growing or shrinking) or a gradient of
+// another shape throws Error naming the layer at the next tracked observe/step and in
+// report(), before any row is read: a new table needs a new tracker. LibTorch's own errors in
+// forward() come back as Error naming the layer.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -90,7 +95,7 @@ class EmbeddingTracker {
   at::Tensor forward(const at::Tensor& input, const at::Tensor& offsets,
                      const at::Tensor& per_sample_weights = {});
   /// Notes that `indices` were looked up this step (call once per forward you ran yourself).
-  /// Throws Error for non-integer indices or one outside [0, rows).
+  /// Throws Error for non-integer indices, one outside [0, rows) or a weight of another shape.
   void observe(const at::Tensor& indices);
 
   /// After backward: reads the touched rows' gradient, applies auto-fix, snapshots the rows.

@@ -22,6 +22,9 @@ DType dtype_of(c10::ScalarType type, const std::string& name);
 /// Throws Error naming `name` for an undefined, sparse, non-CPU or non-float tensor.
 TensorView view_of(const at::Tensor& tensor, const std::string& name);
 
+/// The shape as error messages write it: "[50, 8]"; "[]" for a scalar, "undefined".
+std::string shape_of(const at::Tensor& tensor);
+
 /// One fused pass over the tensor (see gradscope::compute).
 Stats stats_of(const at::Tensor& tensor, const std::string& name, const StatsOptions& options = {});
 
