@@ -15,6 +15,8 @@ packages=(
   libcli11-dev            # command line
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  libxgboost-dev xgboost  # boosted trees: live XGBoost training through its C API (issue 12),
+                          # and the xgboost CLI that trains models for the reader tests
   chromium                # browser tests of the HTML report (driven by npm playwright-core)
 )
 # Node.js and npm fetch the chart libraries; a machine that already has npm (from nodesource or
