@@ -1,0 +1,44 @@
+// What the JSON model readers share: parsing with byte positions in errors, numbers that
+// XGBoost stores as strings, and the "<format> model '<name>': " prefix on every error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "internal/json_field.h"
+
+namespace gradscope::trees_internal {
+
+using Field = internal::Field;
+using Json = internal::Field::Json;
+
+/// `text` parsed; text that is not JSON is an Error "byte N (line L, column C): malformed
+/// JSON: ..." and nesting deeper than `max_depth` (or an object of more than 100000 members,
+/// which ordered JSON looks up one by one) an Error "malformed: ...".
+Json parse_model_json(const std::string& text, int max_depth);
+
+/// A finite number written as a JSON number or as a string ("5E-1", as XGBoost writes them).
+double number_or_string(const Field& f);
+/// An integer from 0 to 2^31 - 1 written as a JSON integer or as a string ("200").
+int32_t index_or_string(const Field& f);
+/// An integer from -2^31 to 2^31 - 1 written as a JSON integer (child ids; -1 is "none").
+int32_t int32(const Field& f);
+/// The elements of an array of numbers (JSON numbers; null and strings are errors).
+std::vector<double> numbers(const Field& f);
+
+/// Throws Error "<format> model '<name>': <what e says>", where an allocation failure says "out
+/// of memory" and a JSON library exception loses its internal tag.
+[[noreturn]] void rethrow_in_model(const char* format, const std::string& name, const std::exception& e);
+
+/// Runs `parse`, turning any exception into "<format> model '<name>': <its message>".
+template <class Parse>
+auto with_model_context(const char* format, const std::string& name, Parse&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const std::exception& e) {
+    rethrow_in_model(format, name, e);
+  }
+}
+
+}  // namespace gradscope::trees_internal
