@@ -1,0 +1,21 @@
+# Boosted-tree dynamics (issue 12). Included from tests/CMakeLists.txt.
+
+# Core: the measures and rules on hand-built ensembles, standard library only (and under
+# ASan + UBSan with the other core tests' flags when those are built).
+set(GRADSCOPE_TREE_CORE_TESTS
+  ${CMAKE_CURRENT_LIST_DIR}/../core/tree_dynamics_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../core/tree_rules_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../core/tree_interactions_test.cpp
+)
+add_executable(tree_core_tests ${GRADSCOPE_TREE_CORE_TESTS})
+target_link_libraries(tree_core_tests PRIVATE gradscope_core GTest::gtest_main GTest::gmock)
+target_compile_options(tree_core_tests PRIVATE ${GRADSCOPE_WARNINGS})
+gtest_discover_tests(tree_core_tests TEST_PREFIX "core." DISCOVERY_TIMEOUT 60)
+if(GRADSCOPE_SANITIZE_TESTS)
+  add_executable(tree_core_tests_san ${GRADSCOPE_TREE_CORE_TESTS})
+  target_link_libraries(tree_core_tests_san PRIVATE gradscope_core_san GTest::gtest_main GTest::gmock)
+  target_compile_options(tree_core_tests_san PRIVATE ${SAN_FLAGS} -O1)
+  add_test(NAME core.tree_tests.asan_ubsan COMMAND tree_core_tests_san)
+  set_tests_properties(core.tree_tests.asan_ubsan PROPERTIES
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+endif()
