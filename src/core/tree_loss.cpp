@@ -1,5 +1,6 @@
-// Metrics as XGBoost 1.7 computes them (src/metric/elementwise_metric.cu: LogLoss clips p to
-// [1e-16, 1 - 1e-16]; multiclass_metric.cu: mlogloss = -log max(p_y, 1e-16); rmse).
+// Metrics as XGBoost 1.7 defines them (src/metric/elementwise_metric.cu: LogLoss clips p to
+// [1e-16, 1 - 1e-16]; multiclass_metric.cu: mlogloss = -log max(p_y, 1e-16); rmse), computed in
+// double from the margins.
 #include "gradscope/core/tree_loss.h"
 
 #include <algorithm>
@@ -88,9 +89,11 @@ double row_loss(const TreeEnsemble& m, TreeLoss loss, const double* raw, double 
     case TreeLoss::kNone:
       return std::numeric_limits<double>::quiet_NaN();
     case TreeLoss::kLogLoss: {
-      // LightGBM scales the margin by its sigmoid parameter; XGBoost and CatBoost use 1.
-      const double z = (m.dialect == TreeDialect::kLightGBM ? m.sigmoid_scale : 1.0) * raw[0];
-      const double p = 1.0 / (1.0 + std::exp(-z));
+      // In double from the margin, not from the library's float32 probability: XGBoost's
+      // sigmoid rounds to exactly 1 past margin ~17, where its own metric then charges a
+      // confident miss -log(1e-16) = 36.8 instead of the margin itself (docs/trees.md).
+      const double scale = m.dialect == TreeDialect::kLightGBM ? m.sigmoid_scale : 1.0;
+      const double p = 1.0 / (1.0 + std::exp(-scale * raw[0]));
       return -(y * clipped_log(p) + (1 - y) * clipped_log(1 - p));
     }
     case TreeLoss::kMLogLoss: {
@@ -99,8 +102,7 @@ double row_loss(const TreeEnsemble& m, TreeLoss loss, const double* raw, double 
       const double top = *std::max_element(raw, raw + k);
       double sum = 0;
       for (std::size_t c = 0; c < k; ++c) sum += std::exp(raw[c] - top);
-      const double p = std::exp(raw[static_cast<std::size_t>(y)] - top) / sum;
-      return -std::log(std::max(p, kEps));
+      return -clipped_log(std::exp(raw[static_cast<std::size_t>(y)] - top) / sum);
     }
     case TreeLoss::kRmse: {
       const double e = raw[0] - y;

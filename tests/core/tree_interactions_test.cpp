@@ -99,11 +99,18 @@ TEST(TreeLossMetric, RowLossesAreTheMetricsAsXGBoostComputesThem) {
   const TreeEnsemble bin =
       test::ensemble({test::stump(0, 0, 0, -1, 1)}, 1, 1, TreeLink::kSigmoid, "binary:logistic");
   EXPECT_EQ(tree_loss_of(bin), TreeLoss::kLogLoss);
-  const double z = 0.3;
+  // In double from the margin: a confident miss at margin 20 costs 20, as the definition says
+  // (XGBoost's float32 probability would be exactly 1 there, clipped to a cost of 36.8).
+  const double z = 0.3, twenty = 20;
   EXPECT_NEAR(row_loss(bin, TreeLoss::kLogLoss, &z, 1), std::log1p(std::exp(-z)), 1e-15);
   EXPECT_NEAR(row_loss(bin, TreeLoss::kLogLoss, &z, 0), std::log1p(std::exp(z)), 1e-15);
+  EXPECT_NEAR(row_loss(bin, TreeLoss::kLogLoss, &twenty, 0), 20, 1e-6);
   const double huge = 100;
   EXPECT_NEAR(row_loss(bin, TreeLoss::kLogLoss, &huge, 0), -std::log(1e-16), 1e-9);  // clipped
+  TreeEnsemble lgb = bin;  // LightGBM scales the margin by its sigmoid parameter
+  lgb.dialect = TreeDialect::kLightGBM;
+  lgb.sigmoid_scale = 2;
+  EXPECT_NEAR(row_loss(lgb, TreeLoss::kLogLoss, &z, 1), std::log1p(std::exp(-2 * z)), 1e-15);
   const TreeEnsemble multi =
       test::ensemble({test::stump(0, 0, 0, -1, 1, 1, 0), test::stump(0, 0, 0, -1, 1, 1, 1),
                       test::stump(0, 0, 0, -1, 1, 1, 2)},

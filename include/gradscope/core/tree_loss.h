@@ -1,5 +1,6 @@
 // The loss a boosted model is judged by per round (tree_dynamics.h): its objective's usual
-// evaluation metric, computed from raw scores (margins) as XGBoost's metrics compute it.
+// evaluation metric, computed in double from raw scores (margins). XGBoost's evaluation log
+// computes it from float32 probabilities, which differ once a margin passes ~17 (docs/trees.md).
 //
 //   gradscope::TreeLoss loss = gradscope::tree_loss_of(model);   // kLogLoss for binary:logistic
 //   gradscope::check_tree_labels(model, loss, data, "data");     // throws for label 3 in logloss
@@ -32,8 +33,9 @@ TreeLoss tree_loss_of(const TreeEnsemble& model);
 void check_tree_labels(const TreeEnsemble& model, TreeLoss loss, const TreeData& data,
                        const std::string& what);
 
-/// One row's loss from its raw scores (num_outputs of them): -log p of the true class, with p
-/// clipped to [1e-16, 1 - 1e-16] as XGBoost's metrics clip it; the squared error for rmse.
+/// One row's loss from its raw scores (num_outputs of them): -log p of the true class, p the
+/// sigmoid (times LightGBM's sigmoid parameter) or softmax of the margins in double, clipped to
+/// [1e-16, 1 - 1e-16] as XGBoost's metrics clip it; the squared error for rmse.
 double row_loss(const TreeEnsemble& model, TreeLoss loss, const double* raw, double label);
 
 /// The metric over rows from the sum of row_loss: the mean, its square root for rmse.
