@@ -32,12 +32,6 @@ std::vector<std::string> names_for(const TreeEnsemble& model, const TreeDynamics
   return out;
 }
 
-Stats all_of(const std::vector<Stats>& parts) {
-  Stats all;
-  for (const Stats& s : parts) all = merge(all, s);
-  return all;
-}
-
 }  // namespace
 
 const char* tree_flag_name(TreeFlag flag) {
@@ -52,13 +46,6 @@ const char* tree_flag_name(TreeFlag flag) {
       return "CONCENTRATED";
   }
   return "?";
-}
-
-double RoundDynamics::leaf_mean_abs() const { return all_of(leaf_values).mean_abs(); }
-
-double RoundDynamics::leaf_max_abs() const {
-  const Stats all = all_of(leaf_values);
-  return all.has_finite() ? all.max_abs : kNone;
 }
 
 const std::string& TreeDynamicsReport::feature_name(int32_t f) const {

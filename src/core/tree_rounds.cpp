@@ -135,6 +135,10 @@ void measure_model(const TreeEnsemble& model, TreeDynamicsReport& report) {
       if (report.has_gain) round.gain += split.gain;
     }
     if (!report.has_cover) round.cover = RoundDynamics::kNone;
+    Stats leaves;
+    for (const Stats& per_output : round.leaf_values) leaves = merge(leaves, per_output);
+    round.leaf_mean_abs = leaves.mean_abs();
+    if (leaves.has_finite()) round.leaf_max_abs = leaves.max_abs;
   }
 }
 

@@ -81,7 +81,7 @@ void measure_windows(TreeDynamicsReport& report) {
       win.contribution = mean_over(rounds, win.first_round, win.last_round,
                                    [](auto& r) { return r.contribution; });
       win.leaf_mean_abs = mean_over(rounds, win.first_round, win.last_round,
-                                    [](auto& r) { return r.leaf_mean_abs(); });
+                                    [](auto& r) { return r.leaf_mean_abs; });
       win.velocity =
           mean_over(rounds, win.first_round, win.last_round, [](auto& r) { return r.velocity; });
       Shares shares;

@@ -176,8 +176,8 @@ TEST(TreeDynamics, ModelMeasuresComeFromTheTreesNodes) {
   EXPECT_EQ(a.max_depth, 1);
   EXPECT_DOUBLE_EQ(a.gain, 4.0);
   EXPECT_DOUBLE_EQ(a.cover, 10.0);
-  EXPECT_DOUBLE_EQ(a.leaf_mean_abs(), 1.5);
-  EXPECT_DOUBLE_EQ(a.leaf_max_abs(), 2.0);
+  EXPECT_DOUBLE_EQ(a.leaf_mean_abs, 1.5);
+  EXPECT_DOUBLE_EQ(a.leaf_max_abs, 2.0);
   ASSERT_EQ(a.features.size(), 1u);
   EXPECT_EQ(a.features[0].feature, 2);
   EXPECT_EQ(a.features[0].splits, 1);
@@ -199,7 +199,7 @@ TEST(TreeDynamics, ModelMeasuresComeFromTheTreesNodes) {
   EXPECT_EQ(b.leaves, leaves);
   EXPECT_EQ(b.max_depth, 3);
   EXPECT_NEAR(b.gain, gain, 1e-12);
-  EXPECT_NEAR(b.leaf_mean_abs(), leaf_abs / leaves, 1e-12);
+  EXPECT_NEAR(b.leaf_mean_abs, leaf_abs / leaves, 1e-12);
   EXPECT_DOUBLE_EQ(b.cover, deep.nodes[0].cover);
   for (const FeatureSplits& f : b.features)
     EXPECT_EQ(f.splits, splits[static_cast<std::size_t>(f.feature)]);

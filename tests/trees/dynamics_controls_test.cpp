@@ -115,7 +115,7 @@ TEST(TreeControls, WithoutDataTheModelOnlyRulesStillJudge) {
   EXPECT_TRUE(r.findings.empty());
   EXPECT_EQ(r.reference_rows, 0);
   EXPECT_TRUE(std::isnan(r.per_round[10].contribution));
-  EXPECT_GT(r.per_round[10].leaf_mean_abs(), 0);
+  EXPECT_GT(r.per_round[10].leaf_mean_abs, 0);
   EXPECT_THAT(r.not_judged,
               Contains(HasSubstr("STAGNANT from the start: needs labelled reference rows")));
   EXPECT_THAT(r.not_judged, Contains(HasSubstr("STAGNANT later rounds: needs reference rows")));

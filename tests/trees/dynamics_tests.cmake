@@ -13,11 +13,13 @@ target_compile_options(tree_core_tests PRIVATE ${GRADSCOPE_WARNINGS})
 gtest_discover_tests(tree_core_tests TEST_PREFIX "core." DISCOVERY_TIMEOUT 60)
 if(GRADSCOPE_SANITIZE_TESTS)
   add_executable(tree_core_tests_san ${GRADSCOPE_TREE_CORE_TESTS})
-  target_link_libraries(tree_core_tests_san PRIVATE gradscope_core_san GTest::gtest_main GTest::gmock)
+  target_link_libraries(tree_core_tests_san PRIVATE gradscope_core_san GTest::gtest_main
+    GTest::gmock)
   target_compile_options(tree_core_tests_san PRIVATE ${SAN_FLAGS} -O1)
   add_test(NAME core.tree_tests.asan_ubsan COMMAND tree_core_tests_san)
   set_tests_properties(core.tree_tests.asan_ubsan PROPERTIES
-    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+    ENVIRONMENT
+    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
 endif()
 
 # Live: planted faults and healthy controls trained with XGBoost (libxgboost-dev) on the
@@ -35,3 +37,11 @@ target_compile_definitions(tree_dynamics_live_tests PRIVATE
   GRADSCOPE_DEFAULT_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
 gtest_discover_tests(tree_dynamics_live_tests TEST_PREFIX "trees." DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 600)
+
+# A tree run on disk: run.db records and trees.json (the codec is internal to io).
+add_executable(tree_io_tests ${CMAKE_CURRENT_LIST_DIR}/../io/tree_store_test.cpp)
+target_include_directories(tree_io_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/io)
+target_link_libraries(tree_io_tests PRIVATE gradscope_io nlohmann_json::nlohmann_json
+  GTest::gtest_main GTest::gmock)
+target_compile_options(tree_io_tests PRIVATE ${GRADSCOPE_WARNINGS})
+gtest_discover_tests(tree_io_tests TEST_PREFIX "io." DISCOVERY_TIMEOUT 60)

@@ -70,6 +70,8 @@ struct RoundDynamics {
   int32_t round = 0;
   int32_t trees = 0, leaves = 0, max_depth = 0;
   std::vector<Stats> leaf_values;       ///< per output: the leaves' values (times a DART weight)
+  double leaf_mean_abs = kNone;         ///< mean |leaf value| over every leaf of the round
+  double leaf_max_abs = kNone;          ///< max |leaf value| over every leaf of the round
   double gain = kNone;                  ///< sum of the split gains (NaN when the file has none)
   double cover = kNone;                 ///< sum over the round's trees of the root's cover
   std::vector<FeatureSplits> features;  ///< features split on, ascending
@@ -81,11 +83,6 @@ struct RoundDynamics {
   // With labels: the model of rounds 0..round (a prefix), as the metric sees it.
   double train_loss = kNone, valid_loss = kNone;
   Stats train_row_loss, valid_row_loss;  ///< per-row losses (squared errors for rmse)
-
-  /// Mean |leaf value| over every leaf of the round.
-  double leaf_mean_abs() const;
-  /// Max |leaf value| over every leaf of the round.
-  double leaf_max_abs() const;
 };
 
 /// A window of consecutive rounds.
