@@ -38,10 +38,26 @@ target_compile_definitions(tree_dynamics_live_tests PRIVATE
 gtest_discover_tests(tree_dynamics_live_tests TEST_PREFIX "trees." DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 600)
 
-# A tree run on disk: run.db records and trees.json (the codec is internal to io).
-add_executable(tree_io_tests ${CMAKE_CURRENT_LIST_DIR}/../io/tree_store_test.cpp)
+# A tree run on disk (run.db records and trees.json; the codec is internal to io) and rendered.
+add_executable(tree_io_tests ${CMAKE_CURRENT_LIST_DIR}/../io/tree_store_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../io/tree_render_test.cpp)
 target_include_directories(tree_io_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/io)
 target_link_libraries(tree_io_tests PRIVATE gradscope_io nlohmann_json::nlohmann_json
   GTest::gtest_main GTest::gmock)
 target_compile_options(tree_io_tests PRIVATE ${GRADSCOPE_WARNINGS})
 gtest_discover_tests(tree_io_tests TEST_PREFIX "io." DISCOVERY_TIMEOUT 60)
+
+# The gradscope trees command and the run commands on tree runs (the CLI needs LibTorch for
+# its demo, so this exists where the CLI does). Models are trained once with XGBoost.
+if(GRADSCOPE_BUILD_TORCH)
+  add_executable(trees_cli_tests ${CMAKE_CURRENT_LIST_DIR}/../cli/trees_cli_test.cpp)
+  target_link_libraries(trees_cli_tests PRIVATE gradscope_xgboost nlohmann_json::nlohmann_json
+    GTest::gtest_main GTest::gmock)
+  target_compile_options(trees_cli_tests PRIVATE ${GRADSCOPE_WARNINGS})
+  target_compile_definitions(trees_cli_tests PRIVATE
+    GRADSCOPE_CLI="$<TARGET_FILE:gradscope>"
+    GRADSCOPE_DEFAULT_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
+  add_dependencies(trees_cli_tests gradscope)
+  gtest_discover_tests(trees_cli_tests TEST_PREFIX "cli." DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT 300)
+endif()
