@@ -23,18 +23,21 @@ if(GRADSCOPE_SANITIZE_TESTS)
 endif()
 
 # Live: planted faults and healthy controls trained with XGBoost (libxgboost-dev) on the
-# scikit-learn data sets, judged against XGBoost's own predictions and importance (the tests
+# scikit-learn data sets, judged against XGBoost's own predictions and importance; and the
+# LightGBM and CatBoost fixture models' rounds against their prefix predictions (the tests
 # call XGBoosterFeatureScore themselves, so they link XGBoost too).
 find_package(xgboost REQUIRED)
 add_executable(tree_dynamics_live_tests
   ${CMAKE_CURRENT_LIST_DIR}/dynamics_faults_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dynamics_controls_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/dynamics_fixtures_test.cpp
 )
 target_link_libraries(tree_dynamics_live_tests PRIVATE gradscope_xgboost xgboost::xgboost
-  GTest::gtest_main GTest::gmock)
+  nlohmann_json::nlohmann_json GTest::gtest_main GTest::gmock)
 target_compile_options(tree_dynamics_live_tests PRIVATE ${GRADSCOPE_WARNINGS})
 target_compile_definitions(tree_dynamics_live_tests PRIVATE
-  GRADSCOPE_DEFAULT_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
+  GRADSCOPE_DEFAULT_DATA_DIR="${PROJECT_SOURCE_DIR}/data"
+  GRADSCOPE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/../shared/fixtures/trees")
 gtest_discover_tests(tree_dynamics_live_tests TEST_PREFIX "trees." DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 600)
 
