@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <iostream>
+#include <random>
+#include <set>
 
 #include "../common/require_data.h"
 #include "gradscope/core/rules.h"
@@ -70,6 +72,40 @@ TEST(TreeControls, HealthyModelsOnRealDataRaiseNoFinding) {
     EXPECT_EQ(r.per_round[0].outputs.size(), static_cast<std::size_t>(r.outputs));
     EXPECT_EQ(r.reference_rows, static_cast<int64_t>(t->train.rows));
   }
+}
+
+TEST(TreeControls, RandomLabelsAreMemorisedNotStalled) {
+  GRADSCOPE_REQUIRE_DATA(test::data_path("breast_cancer.csv"));
+  // The stall threshold's control: with labels that carry nothing, a working learning rate
+  // still fits the training rows, so the training loss falls well past 5%, even with shallow
+  // trees and few rounds. (Validation loss rises: that is OVERFITTING's business.)
+  TreeData noise = test::load_data("breast_cancer");
+  std::mt19937_64 gen(11);
+  for (double& y : noise.y) y = static_cast<double>(gen() % 2);
+  const auto t = test::train_live(
+      noise, 0.3, {{"objective", "binary:logistic"}, {"eta", "0.1"}, {"max_depth", "2"}}, 20);
+  const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
+  const double drop = (r.base_train_loss - r.per_round.back().train_loss) / r.base_train_loss;
+  std::cout << "random labels, eta 0.1, depth 2, 20 rounds: training loss drop " << drop << "\n";
+  EXPECT_GT(drop, 2 * r.thresholds.stall_loss_drop);
+  for (const TreeFinding& f : r.findings) EXPECT_NE(f.flag, TreeFlag::kStagnant);
+}
+
+TEST(TreeControls, AValidationRiseWithinItsNoiseIsNotOverfitting) {
+  GRADSCOPE_REQUIRE_DATA(test::data_path("diabetes.csv"));
+  // Depth 3 for 100 rounds on diabetes: validation RMSE is lowest after 36 rounds and 2.7%
+  // higher at the end, above overfit_rise, but the rise per row is about one standard error.
+  const auto t = test::train_live(
+      test::load_data("diabetes"), 0.3,
+      {{"objective", "reg:squarederror"}, {"eta", "0.1"}, {"max_depth", "3"}}, 100);
+  const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
+  const double best = r.per_round[static_cast<std::size_t>(r.best_valid_rounds - 1)].valid_loss;
+  const double rise = (r.per_round.back().valid_loss - best) / best;
+  std::cout << "diabetes depth 3: validation lowest after " << r.best_valid_rounds
+            << " rounds, rise " << rise << ", paired z " << r.valid_rise_z << "\n";
+  EXPECT_GT(rise, r.thresholds.overfit_rise);
+  EXPECT_LT(r.valid_rise_z, r.thresholds.overfit_z);
+  for (const TreeFinding& f : r.findings) EXPECT_NE(f.flag, TreeFlag::kOverfitting);
 }
 
 TEST(TreeControls, MulticlassRoundsRecordEveryClass) {

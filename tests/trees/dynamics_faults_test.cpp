@@ -173,7 +173,9 @@ TEST(TreeFaults, DeepUnregularisedTreesOnASmallSplitOverfitWhereValidationLossTu
         (v.back() - v[static_cast<std::size_t>(best)]) / v[static_cast<std::size_t>(best)];
     std::cout << c.data << ": XGBoost's validation loss lowest after " << best << " rounds ("
               << v[static_cast<std::size_t>(best)] << "), " << v.back() << " after " << c.rounds
-              << "; paired z " << r.valid_rise_z << "; flags " << flags_of(r) << "\n";
+              << "; paired z " << r.valid_rise_z << "; top feature share " << r.features[0].share
+              << "; flags " << flags_of(r) << "; XGBoost's own log: "
+              << t->booster->eval(c.rounds - 1, {t->valid_m.get()}, {"valid"}) << "\n";
     // The turn is a real minimum, not a tie our float rounding could move.
     ASSERT_GT(runner_up - v[static_cast<std::size_t>(best)],
               1e-4 * v[static_cast<std::size_t>(best)]);
