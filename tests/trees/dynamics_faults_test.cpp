@@ -137,6 +137,39 @@ TEST(TreeFaults, ALabelCopyWithNoiseConcentratesTheGainOnItsColumn) {
   }
 }
 
+TEST(TreeFaults, ALabelCopyNoBetterThanTheRealFeaturesIsBeyondTheRule) {
+  GRADSCOPE_REQUIRE_DATA(test::data_path("digits.csv"));
+  // The rule's documented limits: gain cannot tell a leak that is no better than the real
+  // features from them (noise of one label sd on breast_cancer), and in a multiclass model
+  // each class needs its own splits on a copy of the class index, so the copy's share of the
+  // gain stays below most even with little noise.
+  struct Case {
+    const char* data;
+    double noise;
+    Params params;
+    int rounds;
+  };
+  const Case cases[] = {
+      {"breast_cancer",
+       1.0,
+       {{"objective", "binary:logistic"}, {"eta", "0.3"}, {"max_depth", "3"}},
+       100},
+      {"digits",
+       0.1,
+       {{"objective", "multi:softprob"}, {"num_class", "10"}, {"eta", "0.3"}, {"max_depth", "4"}},
+       50}};
+  for (const Case& c : cases) {
+    const TreeData leaky = test::with_leak(test::load_data(c.data), c.noise, 3);
+    const auto t = test::train_live(leaky, 0.3, c.params, c.rounds);
+    const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
+    const double share = test::total_gain_shares(*t->booster, leaky.cols)[leaky.cols - 1];
+    std::cout << c.data << ": a copy with noise of " << c.noise << " label sd takes " << share
+              << " of XGBoost's total gain; flags " << flags_of(r) << "\n";
+    EXPECT_LT(share, r.thresholds.concentrated_share);
+    EXPECT_EQ(find(r, TreeFlag::kConcentrated), nullptr);
+  }
+}
+
 TEST(TreeFaults, DeepUnregularisedTreesOnASmallSplitOverfitWhereValidationLossTurned) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("digits.csv"));
   struct Case {
