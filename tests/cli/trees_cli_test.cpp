@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "../common/require_data.h"
+#include "cli_process.h"
 #include "gradscope/core/tree_dynamics.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
@@ -26,17 +27,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::Result;
+using test::slurp;
 
 const fs::path& work() {
   static const fs::path dir = [] {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gradscope/core/tree_data.h"
+#include "gradscope/core/tree_loss.h"
 #include "gradscope/core/tree_model.h"
 
 namespace gradscope::test {
@@ -87,6 +88,16 @@ TreeData random_data(std::mt19937_64& gen, std::size_t rows, std::size_t cols, F
   for (std::size_t i = 0; i < rows * cols; ++i) d.x.push_back(u(gen));
   for (std::size_t i = 0; i < rows; ++i) d.y.push_back(label(d.row(i)));
   return d;
+}
+
+/// The metric of the first k rounds the slow way: predict_raw of the prefix for every row (the
+/// reference the running sums of analyze_tree_dynamics must equal).
+inline double prefix_loss(const TreeEnsemble& m, const TreeData& d, int32_t k) {
+  const TreeLoss loss = tree_loss_of(m);
+  double sum = 0;
+  for (std::size_t i = 0; i < d.rows; ++i)
+    sum += row_loss(m, loss, predict_raw(m, d.row(i), k).data(), d.y[i]);
+  return finish_loss(loss, sum, d.rows);
 }
 
 }  // namespace gradscope::test

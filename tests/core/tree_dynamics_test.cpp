@@ -36,15 +36,6 @@ TreeEnsemble random_model(uint64_t seed, int32_t rounds, int32_t outputs, int32_
   return m;
 }
 
-// The metric of the first k rounds the slow way: predict_raw of the prefix for every row.
-double naive_loss(const TreeEnsemble& m, const TreeData& d, int32_t k) {
-  const TreeLoss loss = tree_loss_of(m);
-  double sum = 0;
-  for (std::size_t i = 0; i < d.rows; ++i)
-    sum += row_loss(m, loss, predict_raw(m, d.row(i), k).data(), d.y[i]);
-  return finish_loss(loss, sum, d.rows);
-}
-
 struct Case {
   const char* name;
   TreeLink link;
@@ -72,21 +63,23 @@ TEST_P(PrefixLoss, EveryRoundsLossEqualsThePredictionOfThatPrefix) {
   const TreeData train = random_data(gen, 150, 4, label), valid = random_data(gen, 70, 4, label);
   const TreeDynamicsReport r = analyze_tree_dynamics(m, {&train, &valid});
   ASSERT_NE(r.loss, TreeLoss::kNone) << c.name;
-  EXPECT_EQ(r.base_train_loss, naive_loss(m, train, 0));
-  EXPECT_EQ(r.base_valid_loss, naive_loss(m, valid, 0));
+  EXPECT_EQ(r.base_train_loss, test::prefix_loss(m, train, 0));
+  EXPECT_EQ(r.base_valid_loss, test::prefix_loss(m, valid, 0));
   ASSERT_EQ(r.per_round.size(), 12u);
   for (int32_t k = 1; k <= 12; ++k) {
     // Same sums in the same order and precision: equal, not merely close.
-    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].train_loss, naive_loss(m, train, k))
+    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].train_loss,
+              test::prefix_loss(m, train, k))
         << c.name << " " << k;
-    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].valid_loss, naive_loss(m, valid, k))
+    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].valid_loss,
+              test::prefix_loss(m, valid, k))
         << c.name << " " << k;
     EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].train_row_loss.count, 150);
   }
   // The best validation round is the first minimum of that curve.
   int32_t best = 0;
   for (int32_t k = 1; k <= 12; ++k)
-    if (naive_loss(m, valid, k) < naive_loss(m, valid, best)) best = k;
+    if (test::prefix_loss(m, valid, k) < test::prefix_loss(m, valid, best)) best = k;
   EXPECT_EQ(r.best_valid_rounds, best);
 }
 

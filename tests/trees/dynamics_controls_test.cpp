@@ -20,21 +20,6 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using Params = std::map<std::string, std::string>;
 
-struct Control {
-  const char* data;
-  Params params;
-  int rounds;
-};
-
-// Sane settings: a moderate learning rate, shallow trees, rounds short of the point where the
-// validation loss stops improving.
-const Control kControls[] = {
-    {"breast_cancer", {{"objective", "binary:logistic"}, {"eta", "0.3"}, {"max_depth", "3"}}, 100},
-    {"digits",
-     {{"objective", "multi:softprob"}, {"num_class", "10"}, {"eta", "0.3"}, {"max_depth", "4"}},
-     50},
-    {"diabetes", {{"objective", "reg:squarederror"}, {"eta", "0.1"}, {"max_depth", "2"}}, 50}};
-
 double xgb_metric(const test::Trained& t, int k) {
   const std::vector<float> p = t.predict(true, k, true);
   if (t.model.num_outputs > 1)
@@ -45,7 +30,8 @@ double xgb_metric(const test::Trained& t, int k) {
 
 TEST(TreeControls, HealthyModelsOnRealDataRaiseNoFinding) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("digits.csv"));
-  for (const Control& c : kControls) {
+  for (const char* data : {"breast_cancer", "digits", "diabetes"}) {
+    const test::LiveCase c = test::healthy_case(data);
     const auto t = test::train_live(test::load_data(c.data), 0.3, c.params, c.rounds);
     const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
     const RoundDynamics& last = r.per_round.back();
@@ -110,7 +96,7 @@ TEST(TreeControls, AValidationRiseWithinItsNoiseIsNotOverfitting) {
 
 TEST(TreeControls, MulticlassRoundsRecordEveryClass) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("digits.csv"));
-  const Control& c = kControls[1];
+  const test::LiveCase c = test::healthy_case("digits");
   const auto t = test::train_live(test::load_data(c.data), 0.3, c.params, 5);
   const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
   EXPECT_EQ(r.trees_per_round, 10);
@@ -134,7 +120,8 @@ TEST(TreeControls, MulticlassRoundsRecordEveryClass) {
 
 TEST(TreeControls, AOneRoundModelIsHealthyAndSaysWhatOneRoundCannotShow) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("breast_cancer.csv"));
-  const auto t = test::train_live(test::load_data("breast_cancer"), 0.3, kControls[0].params, 1);
+  const auto t = test::train_live(test::load_data("breast_cancer"), 0.3,
+                                  test::healthy_case("breast_cancer").params, 1);
   const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
   EXPECT_EQ(r.rounds, 1);
   EXPECT_TRUE(r.findings.empty()) << tree_flag_name(r.findings[0].flag);
@@ -146,7 +133,8 @@ TEST(TreeControls, AOneRoundModelIsHealthyAndSaysWhatOneRoundCannotShow) {
 
 TEST(TreeControls, WithoutDataTheModelOnlyRulesStillJudge) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("breast_cancer.csv"));
-  const auto t = test::train_live(test::load_data("breast_cancer"), 0.3, kControls[0].params, 100);
+  const auto t = test::train_live(test::load_data("breast_cancer"), 0.3,
+                                  test::healthy_case("breast_cancer").params, 100);
   const TreeDynamicsReport r = analyze_tree_dynamics(t->model);
   EXPECT_TRUE(r.findings.empty());
   EXPECT_EQ(r.reference_rows, 0);

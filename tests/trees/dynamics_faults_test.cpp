@@ -61,27 +61,16 @@ std::vector<double> xgb_contributions(const test::Trained& t, int rounds) {
 
 TEST(TreeFaults, ATinyLearningRateStallsAndTheLossSaysBy) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("digits.csv"));
-  struct Case {
-    const char* data;
-    Params params;
-    int rounds;
-  };
-  const Case cases[] = {
-      {"breast_cancer",
-       {{"objective", "binary:logistic"}, {"eta", "1e-4"}, {"max_depth", "3"}},
-       100},
-      {"digits",
-       {{"objective", "multi:softprob"}, {"num_class", "10"}, {"eta", "1e-4"}, {"max_depth", "4"}},
-       30},
-      {"diabetes", {{"objective", "reg:squarederror"}, {"eta", "1e-4"}, {"max_depth", "2"}}, 50}};
-  for (const Case& c : cases) {
+  for (const char* data : {"breast_cancer", "digits", "diabetes"}) {
+    test::LiveCase c = test::healthy_case(data);
+    c.params["eta"] = "1e-4";  // 3,000 (1,000 for diabetes) times smaller than the control's
     const auto t = test::train_live(test::load_data(c.data), 0.3, c.params, c.rounds);
     const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
     // The base score 0.5 alone: p = 0.5 (logistic), uniform over 10 classes (softmax of equal
     // margins), 0.5 for every row (squared error).
     double base = std::log(2.0);
     if (t->model.num_outputs == 10) base = std::log(10.0);
-    if (std::string(c.data) == "diabetes")
+    if (c.data == "diabetes")
       base = test::rmse(std::vector<float>(t->train.rows, 0.5f), t->train.y);
     const double drop = (base - xgb_loss(*t, false, c.rounds)) / base;
     std::cout << c.data << ": training loss drop over " << c.rounds << " rounds " << drop
@@ -96,87 +85,68 @@ TEST(TreeFaults, ATinyLearningRateStallsAndTheLossSaysBy) {
   }
 }
 
+// A label copy in an extra column "leak" (noise of `noise` label sd), trained with the
+// control's settings, its analysis, and the copy's share of XGBoost's own total gain.
+struct LeakRun {
+  TreeData data;
+  std::unique_ptr<test::Trained> trained;
+  TreeDynamicsReport report;
+  double share = 0;
+};
+
+LeakRun leak_run(const std::string& data, double noise) {
+  LeakRun run;
+  run.data = test::with_leak(test::load_data(data), noise, 3);
+  const test::LiveCase c = test::healthy_case(data);
+  run.trained = test::train_live(run.data, 0.3, c.params, c.rounds);
+  run.report =
+      analyze_tree_dynamics(run.trained->model, {&run.trained->train, &run.trained->valid});
+  run.share = test::total_gain_shares(*run.trained->booster, run.data.cols)[run.data.cols - 1];
+  std::cout << data << ": a copy with noise of " << noise << " label sd takes " << run.share
+            << " of XGBoost's total gain; flags " << flags_of(run.report) << "\n";
+  return run;
+}
+
 TEST(TreeFaults, ALabelCopyWithNoiseConcentratesTheGainOnItsColumn) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("breast_cancer.csv"));
-  struct Case {
-    const char* data;
-    Params params;
-    int rounds;
-  };
-  const Case cases[] = {
-      {"breast_cancer",
-       {{"objective", "binary:logistic"}, {"eta", "0.3"}, {"max_depth", "3"}},
-       100},
-      {"diabetes", {{"objective", "reg:squarederror"}, {"eta", "0.1"}, {"max_depth", "2"}}, 50}};
-  for (const Case& c : cases) {
+  for (const char* data : {"breast_cancer", "diabetes"}) {
     // Noise of a quarter of the label's sd: a noisy copy, correlation about 0.97.
-    const TreeData leaky = test::with_leak(test::load_data(c.data), 0.25, 3);
-    const int32_t leak = static_cast<int32_t>(leaky.cols - 1);
-    const double corr = [&] {
-      TreeData xy = leaky;  // the leak column against the label, as two columns
-      xy.cols = 2;
-      xy.x.clear();
-      for (std::size_t i = 0; i < leaky.rows; ++i)
-        xy.x.insert(xy.x.end(), {leaky.row(i)[leak], leaky.y[i]});
-      return column_correlation(xy, 0, 1);
-    }();
-    const auto t = test::train_live(leaky, 0.3, c.params, c.rounds);
-    const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
-    const std::vector<double> xgb_share = test::total_gain_shares(*t->booster, leaky.cols);
-    std::cout << c.data << ": leak correlation " << corr << ", XGBoost total-gain share "
-              << xgb_share[leak] << ", flags " << flags_of(r) << "\n";
+    const LeakRun run = leak_run(data, 0.25);
+    const int32_t leak = static_cast<int32_t>(run.data.cols - 1);
+    TreeData xy = run.data;  // the copy against the label, as two columns
+    xy.cols = 2;
+    xy.x.clear();
+    for (std::size_t i = 0; i < run.data.rows; ++i)
+      xy.x.insert(xy.x.end(), {run.data.row(i)[leak], run.data.y[i]});
+    const double corr = column_correlation(xy, 0, 1);
+    std::cout << data << ": the copy's correlation with the label " << corr << "\n";
     EXPECT_GT(corr, 0.9);
-    const TreeFinding* f = find(r, TreeFlag::kConcentrated);
-    ASSERT_NE(f, nullptr) << c.data << ": " << flags_of(r);
+    const TreeFinding* f = find(run.report, TreeFlag::kConcentrated);
+    ASSERT_NE(f, nullptr) << data << ": " << flags_of(run.report);
     EXPECT_EQ(f->feature, leak);
-    EXPECT_EQ(r.feature_name(f->feature), "leak");
+    EXPECT_EQ(run.report.feature_name(f->feature), "leak");
     EXPECT_THAT(f->advice, ::testing::HasSubstr("check 'leak' for leakage"));
     // XGBoost sums its gains in float: equal to float precision.
-    EXPECT_NEAR(f->value, xgb_share[leak], 1e-5) << c.data;
-    EXPECT_GT(xgb_share[leak], 0.9);
+    EXPECT_NEAR(f->value, run.share, 1e-5) << data;
+    EXPECT_GT(run.share, 0.9);
   }
 }
 
 TEST(TreeFaults, ALabelCopyNoBetterThanTheRealFeaturesIsBeyondTheRule) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("digits.csv"));
-  // The rule's documented limits: gain cannot tell a leak that is no better than the real
-  // features from them (noise of one label sd on breast_cancer), and in a multiclass model
-  // each class needs its own splits on a copy of the class index, so the copy's share of the
-  // gain stays below most even with little noise.
-  struct Case {
-    const char* data;
-    double noise;
-    Params params;
-    int rounds;
-  };
-  const Case cases[] = {
-      {"breast_cancer",
-       1.0,
-       {{"objective", "binary:logistic"}, {"eta", "0.3"}, {"max_depth", "3"}},
-       100},
-      {"digits",
-       0.1,
-       {{"objective", "multi:softprob"}, {"num_class", "10"}, {"eta", "0.3"}, {"max_depth", "4"}},
-       50}};
-  for (const Case& c : cases) {
-    const TreeData leaky = test::with_leak(test::load_data(c.data), c.noise, 3);
-    const auto t = test::train_live(leaky, 0.3, c.params, c.rounds);
-    const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
-    const double share = test::total_gain_shares(*t->booster, leaky.cols)[leaky.cols - 1];
-    std::cout << c.data << ": a copy with noise of " << c.noise << " label sd takes " << share
-              << " of XGBoost's total gain; flags " << flags_of(r) << "\n";
-    EXPECT_LT(share, r.thresholds.concentrated_share);
-    EXPECT_EQ(find(r, TreeFlag::kConcentrated), nullptr);
+  // The rule's documented limits: gain cannot tell a copy that is no better than the real
+  // features from them (noise of one label sd on breast_cancer), and in a multiclass model each
+  // class needs its own splits on a copy of the class index, so the copy's share of the gain
+  // stays below most even with little noise.
+  for (const auto& [data, noise] : {std::pair{"breast_cancer", 1.0}, std::pair{"digits", 0.1}}) {
+    const LeakRun run = leak_run(data, noise);
+    EXPECT_LT(run.share, run.report.thresholds.concentrated_share);
+    EXPECT_EQ(find(run.report, TreeFlag::kConcentrated), nullptr);
   }
 }
 
 TEST(TreeFaults, DeepUnregularisedTreesOnASmallSplitOverfitWhereValidationLossTurned) {
   GRADSCOPE_REQUIRE_DATA(test::data_path("digits.csv"));
-  struct Case {
-    const char* data;
-    Params params;
-    int rounds;
-  };
   // A fifth of the rows to train on; depth 8 with no L2 penalty and no minimum child weight, so
   // the trees keep fitting the training rows after the validation loss stops improving.
   const Params deep = {
@@ -185,8 +155,8 @@ TEST(TreeFaults, DeepUnregularisedTreesOnASmallSplitOverfitWhereValidationLossTu
   binary["objective"] = "binary:logistic";
   multi["objective"] = "multi:softprob";
   multi["num_class"] = "10";
-  const Case cases[] = {{"breast_cancer", binary, 200}, {"digits", multi, 60}};
-  for (const Case& c : cases) {
+  const test::LiveCase cases[] = {{"breast_cancer", binary, 200}, {"digits", multi, 60}};
+  for (const test::LiveCase& c : cases) {
     const auto t = test::train_live(test::load_data(c.data), 0.8, c.params, c.rounds);
     const TreeDynamicsReport r = analyze_tree_dynamics(t->model, {&t->train, &t->valid});
     // XGBoost's validation curve, and where it is lowest.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "../common/require_data.h"
+#include "../core/tree_builders.h"
 #include "gradscope/core/tree_dynamics.h"
 #include "gradscope/trees/read_model.h"
 
@@ -42,15 +43,6 @@ TreeData read_rows(const std::string& path, bool label_first) {
   return d;
 }
 
-// The metric of the first k rounds through predict_raw, row by row.
-double prefix_loss(const TreeEnsemble& m, const TreeData& d, int32_t k) {
-  const TreeLoss loss = tree_loss_of(m);
-  double sum = 0;
-  for (std::size_t i = 0; i < d.rows; ++i)
-    sum += row_loss(m, loss, predict_raw(m, d.row(i), k).data(), d.y[i]);
-  return finish_loss(loss, sum, d.rows);
-}
-
 TEST(TreeFixtures, CatBoostsObliviousRoundsMatchTheirPrefixPredictions) {
   GRADSCOPE_REQUIRE_DATA(fixture("catboost/regression-model.json"));
   // regression.json holds inputs and CatBoost's own predictions: taken as labels, the RMSE of
@@ -68,9 +60,10 @@ TEST(TreeFixtures, CatBoostsObliviousRoundsMatchTheirPrefixPredictions) {
   const TreeDynamicsReport r = analyze_tree_dynamics(m, {&d});
   EXPECT_EQ(r.loss, TreeLoss::kRmse);
   EXPECT_FALSE(r.has_gain);  // CatBoost files hold no split gains: shares are split counts
-  EXPECT_EQ(r.base_train_loss, prefix_loss(m, d, 0));
+  EXPECT_EQ(r.base_train_loss, test::prefix_loss(m, d, 0));
   for (const int32_t k : {1, 2, r.rounds / 2, r.rounds})
-    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].train_loss, prefix_loss(m, d, k)) << k;
+    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].train_loss, test::prefix_loss(m, d, k))
+        << k;
   EXPECT_LT(r.per_round.back().train_loss, 1e-5);
 
   // The 992-tree credit model: a Quantile loss has no metric here, and the rules say so.
@@ -103,7 +96,8 @@ TEST(TreeFixtures, LightGBMRoundsMatchTheirPrefixPredictionsBinaryAndMulticlass)
   EXPECT_EQ(r.loss, TreeLoss::kMLogLoss);
   EXPECT_TRUE(r.has_gain);
   for (const int32_t k : {1, r.rounds / 2, r.rounds})
-    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].valid_loss, prefix_loss(multi, rows, k))
+    EXPECT_EQ(r.per_round[static_cast<std::size_t>(k - 1)].valid_loss,
+              test::prefix_loss(multi, rows, k))
         << k;
 
   // The binary model's rows carry no label: contributions and velocity, no loss.

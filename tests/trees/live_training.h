@@ -56,6 +56,26 @@ inline TreeData with_leak(const TreeData& d, double sd_fraction, uint64_t seed) 
   return out;
 }
 
+/// What to train: a data set, XGBoost's parameters, the rounds.
+struct LiveCase {
+  std::string data;
+  std::map<std::string, std::string> params;
+  int rounds = 0;
+};
+
+/// The healthy controls' settings (docs/trees.md): a moderate learning rate, shallow trees,
+/// rounds short of where the validation loss stops improving. Faults change one knob of these.
+inline LiveCase healthy_case(const std::string& data) {
+  if (data == "digits")
+    return {
+        data,
+        {{"objective", "multi:softprob"}, {"num_class", "10"}, {"eta", "0.3"}, {"max_depth", "4"}},
+        50};
+  if (data == "diabetes")
+    return {data, {{"objective", "reg:squarederror"}, {"eta", "0.1"}, {"max_depth", "2"}}, 50};
+  return {data, {{"objective", "binary:logistic"}, {"eta", "0.3"}, {"max_depth", "3"}}, 100};
+}
+
 /// A booster trained for `rounds` rounds on `train`, with `valid` in its cache, parsed back
 /// through the XGBoost JSON reader.
 struct Trained {
