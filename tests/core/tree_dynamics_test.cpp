@@ -47,9 +47,9 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-class PrefixLoss : public ::testing::TestWithParam<Case> {};
+class TreePrefixLoss : public ::testing::TestWithParam<Case> {};
 
-TEST_P(PrefixLoss, EveryRoundsLossEqualsThePredictionOfThatPrefix) {
+TEST_P(TreePrefixLoss, EveryRoundsLossEqualsThePredictionOfThatPrefix) {
   const Case c = GetParam();
   TreeEnsemble m = random_model(11, 12, c.outputs, c.per_output, c.link, c.objective, c.dialect);
   m.average_output = c.average;
@@ -84,7 +84,7 @@ TEST_P(PrefixLoss, EveryRoundsLossEqualsThePredictionOfThatPrefix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Dialects, PrefixLoss,
+    Dialects, TreePrefixLoss,
     ::testing::Values(Case{"xgboost logloss", TreeLink::kSigmoid, "binary:logistic",
                            TreeDialect::kXGBoost, 1, 1, false},
                       Case{"xgboost softmax", TreeLink::kSoftmax, "multi:softprob",
