@@ -76,6 +76,7 @@ TEST(TreeStore, ARunHoldsEveryRoundsRecordsAndItsAnalysisLoadsBackExactly) {
   EXPECT_EQ(back->label, "y");
   // The run's database names the folder too.
   EXPECT_TRUE(load_tree_summary((dir / "run.db").string()).has_value());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TreeStore, ARunNeedsARoundAndAMissingFileIsNoSummary) {
@@ -85,6 +86,7 @@ TEST(TreeStore, ARunNeedsARoundAndAMissingFileIsNoSummary) {
   EXPECT_THAT(test::error_of([&] { write_tree_run(dir.string(), s); }),
               HasSubstr("the model has no rounds to record"));
   EXPECT_FALSE(load_tree_summary(dir.string()).has_value());
+  std::filesystem::remove_all(dir);
 }
 
 // trees.json of the sample with `edit` applied to its body, written into a fresh run folder;
@@ -95,7 +97,9 @@ std::string load_error(const std::string& name, F edit) {
   Json doc = internal::tree_summary_to_json(sample());
   edit(doc["gradscope_tree_run"]);
   std::ofstream(dir / "trees.json") << doc.dump();
-  return test::error_of([&] { load_tree_summary(dir.string()); });
+  const std::string error = test::error_of([&] { load_tree_summary(dir.string()); });
+  std::filesystem::remove_all(dir);
+  return error;
 }
 
 TEST(TreeStore, DamagedFilesAreErrorsNamingTheFileAndField) {
@@ -133,7 +137,7 @@ TEST(TreeStore, DamagedFilesAreErrorsNamingTheFileAndField) {
   const std::string whole = internal::tree_summary_to_json(sample()).dump();
   std::ofstream(dir / "trees.json") << whole.substr(0, whole.size() / 2);
   EXPECT_THAT(test::error_of([&] { load_tree_summary(dir.string()); }),
-              HasSubstr("trees.json': malformed: "));
+              HasSubstr("trees.json': malformed: "));  std::filesystem::remove_all(dir);
 }
 
 TEST(TreeStore, OnlyARegularFileIsReadAndSaveRefusesWhatLoadWould) {
@@ -147,6 +151,8 @@ TEST(TreeStore, OnlyARegularFileIsReadAndSaveRefusesWhatLoadWould) {
   EXPECT_THAT(test::error_of([&] { save_tree_summary(out.string(), bad); }),
               HasSubstr("windows[1].first_round"));
   EXPECT_FALSE(std::filesystem::exists(out / "trees.json"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(out);
 }
 
 }  // namespace
