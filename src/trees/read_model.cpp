@@ -10,7 +10,9 @@ namespace {
 
 // The first non-space character, or '\0'.
 char first_char(const std::string& text) {
-  const auto it = std::find_if(text.begin(), text.end(), [](char c) { return c != ' ' && c != '\n' && c != '\r' && c != '\t'; });
+  const auto it = std::find_if(text.begin(), text.end(), [](char c) {
+    return c != ' ' && c != '\n' && c != '\r' && c != '\t';
+  });
   return it == text.end() ? '\0' : *it;
 }
 
@@ -20,9 +22,12 @@ char first_char(const std::string& text) {
 bool has_key(const std::string& text, const std::string& key, std::size_t window) {
   const std::string quoted = "\"" + key + "\"";
   const std::size_t limit = std::min(window, text.size());
-  for (std::size_t at = text.find(quoted); at != std::string::npos && at < limit; at = text.find(quoted, at + 1)) {
+  for (std::size_t at = text.find(quoted); at != std::string::npos && at < limit;
+       at = text.find(quoted, at + 1)) {
     std::size_t i = at + quoted.size();
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+    while (i < text.size() &&
+           (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
+      ++i;
     if (i < text.size() && text[i] == ':') return true;
   }
   return false;
@@ -32,17 +37,23 @@ bool has_key(const std::string& text, const std::string& key, std::size_t window
 
 const char* model_format_name(ModelFormat format) {
   switch (format) {
-    case ModelFormat::kAuto: return "auto";
-    case ModelFormat::kXGBoostJson: return "xgboost-json";
-    case ModelFormat::kLightGBMText: return "lightgbm-text";
-    case ModelFormat::kLightGBMJson: return "lightgbm-json";
-    case ModelFormat::kCatBoostJson: return "catboost-json";
+    case ModelFormat::kAuto:
+      return "auto";
+    case ModelFormat::kXGBoostJson:
+      return "xgboost-json";
+    case ModelFormat::kLightGBMText:
+      return "lightgbm-text";
+    case ModelFormat::kLightGBMJson:
+      return "lightgbm-json";
+    case ModelFormat::kCatBoostJson:
+      return "catboost-json";
   }
   return "?";
 }
 
 ModelFormat detect_model_format(const std::string& text, const std::string& name) {
-  if (text.compare(0, 5, "tree\n") == 0 || text.compare(0, 6, "tree\r\n") == 0) return ModelFormat::kLightGBMText;
+  if (text.compare(0, 5, "tree\n") == 0 || text.compare(0, 6, "tree\r\n") == 0)
+    return ModelFormat::kLightGBMText;
   const char c = first_char(text);
   if (c == '{') {
     // CatBoost writes features_info and model_info before its trees; a whole-file scan is the
@@ -52,24 +63,33 @@ ModelFormat detect_model_format(const std::string& text, const std::string& name
       if (has_key(text, "oblivious_trees", window)) return ModelFormat::kCatBoostJson;
       if (has_key(text, "tree_info", window)) return ModelFormat::kLightGBMJson;
     }
-    throw Error("model '" + name + "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
+    throw Error("model '" + name +
+                "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
                 "\"tree_info\" (LightGBM dump_model)");
   }
   if (c == '\0') throw Error("model '" + name + "': empty file");
   if (c == '[' || static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80)
-    throw Error("model '" + name + "': not a model gradscope reads (binary and UBJSON models: save as .json)");
-  throw Error("model '" + name + "': not a model gradscope reads (an XGBoost or CatBoost JSON model, or a LightGBM "
+    throw Error("model '" + name +
+                "': not a model gradscope reads (binary and UBJSON models: save as .json)");
+  throw Error("model '" + name +
+              "': not a model gradscope reads (an XGBoost or CatBoost JSON model, or a LightGBM "
               "text or dump_model JSON model)");
 }
 
-TreeEnsemble parse_tree_model(const std::string& text, const std::string& name, ModelFormat format) {
+TreeEnsemble parse_tree_model(const std::string& text, const std::string& name,
+                              ModelFormat format) {
   if (format == ModelFormat::kAuto) format = detect_model_format(text, name);
   switch (format) {
-    case ModelFormat::kXGBoostJson: return parse_xgboost_json(text, name);
-    case ModelFormat::kLightGBMText: return parse_lightgbm_text(text, name);
-    case ModelFormat::kLightGBMJson: return parse_lightgbm_json(text, name);
-    case ModelFormat::kCatBoostJson: return parse_catboost_json(text, name);
-    case ModelFormat::kAuto: break;
+    case ModelFormat::kXGBoostJson:
+      return parse_xgboost_json(text, name);
+    case ModelFormat::kLightGBMText:
+      return parse_lightgbm_text(text, name);
+    case ModelFormat::kLightGBMJson:
+      return parse_lightgbm_json(text, name);
+    case ModelFormat::kCatBoostJson:
+      return parse_catboost_json(text, name);
+    case ModelFormat::kAuto:
+      break;
   }
   throw Error("model '" + name + "': unknown format");
 }

@@ -15,7 +15,8 @@ void check_xgboost(int status, const char* what) {
   std::string m = XGBGetLastError();
   if (!m.empty() && m[0] == '[') {
     const auto time_end = m.find("] ");
-    const auto loc_end = time_end == std::string::npos ? std::string::npos : m.find(": ", time_end + 2);
+    const auto loc_end =
+        time_end == std::string::npos ? std::string::npos : m.find(": ", time_end + 2);
     if (loc_end != std::string::npos) m = m.substr(loc_end + 2);
   }
   const auto stack = m.find("\nStack trace");
@@ -36,7 +37,8 @@ std::string xgboost_version() {
 
 XGBoostMatrix::XGBoostMatrix(const TreeData& data) : rows_(data.rows) {
   std::vector<float> x(data.x.begin(), data.x.end());
-  check_xgboost(XGDMatrixCreateFromMat(x.data(), data.rows, data.cols, NAN, &handle_), "creating a DMatrix");
+  check_xgboost(XGDMatrixCreateFromMat(x.data(), data.rows, data.cols, NAN, &handle_),
+                "creating a DMatrix");
   if (data.labelled()) {
     const std::vector<float> y(data.y.begin(), data.y.end());
     check_xgboost(XGDMatrixSetFloatInfo(handle_, "label", y.data(), y.size()), "setting labels");
@@ -50,7 +52,8 @@ XGBoostMatrix::~XGBoostMatrix() {
 void XGBoostMatrix::set_feature_types(const std::vector<std::string>& types) {
   std::vector<const char*> p;
   for (const std::string& t : types) p.push_back(t.c_str());
-  check_xgboost(XGDMatrixSetStrFeatureInfo(handle_, "feature_type", p.data(), p.size()), "setting feature types");
+  check_xgboost(XGDMatrixSetStrFeatureInfo(handle_, "feature_type", p.data(), p.size()),
+                "setting feature types");
 }
 
 XGBoostBooster::XGBoostBooster(const std::vector<const XGBoostMatrix*>& cache) {
@@ -64,7 +67,8 @@ XGBoostBooster::~XGBoostBooster() {
 }
 
 void XGBoostBooster::set_param(const std::string& name, const std::string& value) {
-  check_xgboost(XGBoosterSetParam(handle_, name.c_str(), value.c_str()), ("setting " + name).c_str());
+  check_xgboost(XGBoosterSetParam(handle_, name.c_str(), value.c_str()),
+                ("setting " + name).c_str());
 }
 
 void XGBoostBooster::set_params(const std::map<std::string, std::string>& params) {
@@ -82,7 +86,8 @@ std::string XGBoostBooster::eval(int iteration, const std::vector<const XGBoostM
   for (const XGBoostMatrix* m : matrices) h.push_back(m->handle());
   for (const std::string& s : names) n.push_back(s.c_str());
   const char* out = nullptr;
-  check_xgboost(XGBoosterEvalOneIter(handle_, iteration, h.data(), n.data(), h.size(), &out), "evaluating");
+  check_xgboost(XGBoosterEvalOneIter(handle_, iteration, h.data(), n.data(), h.size(), &out),
+                "evaluating");
   return out;
 }
 
@@ -93,7 +98,9 @@ std::vector<float> XGBoostBooster::predict(const XGBoostMatrix& data, bool margi
   const bst_ulong* shape = nullptr;
   bst_ulong dim = 0;
   const float* out = nullptr;
-  check_xgboost(XGBoosterPredictFromDMatrix(handle_, data.handle(), config.c_str(), &shape, &dim, &out), "predicting");
+  check_xgboost(
+      XGBoosterPredictFromDMatrix(handle_, data.handle(), config.c_str(), &shape, &dim, &out),
+      "predicting");
   std::size_t n = 1;
   for (bst_ulong i = 0; i < dim; ++i) n *= shape[i];
   return std::vector<float>(out, out + n);
@@ -102,7 +109,8 @@ std::vector<float> XGBoostBooster::predict(const XGBoostMatrix& data, bool margi
 std::string XGBoostBooster::save_json() const {
   bst_ulong len = 0;
   const char* buf = nullptr;
-  check_xgboost(XGBoosterSaveModelToBuffer(handle_, "{\"format\": \"json\"}", &len, &buf), "saving the model");
+  check_xgboost(XGBoosterSaveModelToBuffer(handle_, "{\"format\": \"json\"}", &len, &buf),
+                "saving the model");
   return std::string(buf, len);
 }
 

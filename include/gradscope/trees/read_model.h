@@ -20,7 +20,7 @@ namespace gradscope {
 
 /// The model file formats gradscope reads.
 enum class ModelFormat : uint8_t {
-  kAuto,          ///< from the content (read_tree_model) 
+  kAuto,          ///< from the content (read_tree_model)
   kXGBoostJson,   ///< XGBoost's JSON model (save_model("m.json")), gbtree or dart
   kLightGBMText,  ///< LightGBM's text model (save_model)
   kLightGBMJson,  ///< LightGBM's dump_model() JSON
@@ -40,7 +40,8 @@ constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{1} << 30;
 ModelFormat detect_model_format(const std::string& text, const std::string& name);
 
 /// Parses a model held in `text`; `name` is how errors call it (a path, or "<fuzz input>").
-TreeEnsemble parse_tree_model(const std::string& text, const std::string& name, ModelFormat format = ModelFormat::kAuto);
+TreeEnsemble parse_tree_model(const std::string& text, const std::string& name,
+                              ModelFormat format = ModelFormat::kAuto);
 
 /// Reads the regular file `path` (at most kMaxModelFileBytes) and parses it. Throws Error
 /// naming the path when it is missing, not a regular file, too large or not a model.

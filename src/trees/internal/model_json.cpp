@@ -34,9 +34,10 @@ Json parse_model_json(const std::string& text, int max_depth) {
   } catch (const Json::parse_error& e) {
     std::string m = parse_message(e.what());
     const auto colon = m.find(": ");
-    const std::string where = colon == std::string::npos ? std::string() : " (" + m.substr(0, colon) + ")";
-    throw Error("byte " + std::to_string(e.byte) + where + ": malformed JSON: " +
-                (colon == std::string::npos ? m : m.substr(colon + 2)));
+    const std::string where =
+        colon == std::string::npos ? std::string() : " (" + m.substr(0, colon) + ")";
+    throw Error("byte " + std::to_string(e.byte) + where +
+                ": malformed JSON: " + (colon == std::string::npos ? m : m.substr(colon + 2)));
   } catch (const Json::exception& e) {
     throw Error("malformed JSON: " + parse_message(e.what()));
   }
@@ -62,18 +63,23 @@ int32_t index_or_string(const Field& f) {
     const long long x = std::strtoll(s.c_str(), &end, 10);
     if (!s.empty() && end == s.c_str() + s.size() && errno == 0) v = x;
   } else if (f.json().is_number_integer()) {
-    v = f.json().is_number_unsigned() && f.json().get<uint64_t>() > INT32_MAX ? -1 : f.json().get<int64_t>();
+    v = f.json().is_number_unsigned() && f.json().get<uint64_t>() > INT32_MAX
+            ? -1
+            : f.json().get<int64_t>();
   }
   if (v < 0 || v > std::numeric_limits<int32_t>::max())
-    f.fail("must be an integer from 0 to 2147483647, got " + (f.json().is_string() ? "\"" + f.json().get<std::string>().substr(0, 32) + "\"" : internal::shown(f.json())));
+    f.fail("must be an integer from 0 to 2147483647, got " +
+           (f.json().is_string() ? "\"" + f.json().get<std::string>().substr(0, 32) + "\""
+                                 : internal::shown(f.json())));
   return static_cast<int32_t>(v);
 }
 
 int32_t int32(const Field& f) {
   const Json& j = f.json();
-  const bool ok = j.is_number_integer() &&
-                  (j.is_number_unsigned() ? j.get<uint64_t>() <= INT32_MAX
-                                          : j.get<int64_t>() >= INT32_MIN && j.get<int64_t>() <= INT32_MAX);
+  const bool ok =
+      j.is_number_integer() &&
+      (j.is_number_unsigned() ? j.get<uint64_t>() <= INT32_MAX
+                              : j.get<int64_t>() >= INT32_MIN && j.get<int64_t>() <= INT32_MAX);
   if (!ok) f.fail("must be an integer from -2147483648 to 2147483647, got " + internal::shown(j));
   return static_cast<int32_t>(j.get<int64_t>());
 }
@@ -82,16 +88,20 @@ std::vector<double> numbers(const Field& f) {
   std::vector<double> out(f.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
     const Json& v = f.json()[i];
-    if (v.is_number()) out[i] = v.get<double>();
-    else f.element(i).finite();  // throws naming the element
+    if (v.is_number())
+      out[i] = v.get<double>();
+    else
+      f.element(i).finite();  // throws naming the element
   }
   return out;
 }
 
 void rethrow_in_model(const char* format, const std::string& name, const std::exception& e) {
   std::string what = e.what();
-  if (dynamic_cast<const std::bad_alloc*>(&e)) what = "out of memory";
-  else if (dynamic_cast<const Json::exception*>(&e)) what = "malformed: " + parse_message(what);
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    what = "out of memory";
+  else if (dynamic_cast<const Json::exception*>(&e))
+    what = "malformed: " + parse_message(what);
   throw Error(std::string(format) + " model '" + name + "': " + what);
 }
 

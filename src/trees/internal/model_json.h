@@ -29,11 +29,13 @@ std::vector<double> numbers(const Field& f);
 
 /// Throws Error "<format> model '<name>': <what e says>", where an allocation failure says "out
 /// of memory" and a JSON library exception loses its internal tag.
-[[noreturn]] void rethrow_in_model(const char* format, const std::string& name, const std::exception& e);
+[[noreturn]] void rethrow_in_model(const char* format, const std::string& name,
+                                   const std::exception& e);
 
 /// Runs `parse`, turning any exception into "<format> model '<name>': <its message>".
 template <class Parse>
-auto with_model_context(const char* format, const std::string& name, Parse&& parse) -> decltype(parse()) {
+auto with_model_context(const char* format, const std::string& name, Parse&& parse)
+    -> decltype(parse()) {
   try {
     return parse();
   } catch (const std::exception& e) {
