@@ -1,5 +1,6 @@
 #include "gradscope/trees/data_files.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +62,13 @@ bool is_missing(std::string_view f) {
   return f.empty() || f == "NA" || f == "NaN" || f == "nan" || f == "null";
 }
 
+bool parses_as_number(std::string_view f) {
+  const std::string s(f);
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return !s.empty() && end == s.c_str() + s.size();
+}
+
 double number(std::string_view f, const std::string& path, std::size_t line,
               const std::string& column) {
   if (is_missing(f)) return std::numeric_limits<double>::quiet_NaN();
@@ -68,7 +76,9 @@ double number(std::string_view f, const std::string& path, std::size_t line,
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
+  // ERANGE also marks underflow; a denormal or zero result is a number all the same.
+  const bool overflow = errno == ERANGE && std::fabs(v) > 1;
+  if (end != s.c_str() + s.size() || overflow || !std::isfinite(v))
     throw Error("data file '" + path + "': line " + std::to_string(line) + ", column '" + column +
                 "': \"" + s.substr(0, 32) + "\" is not a finite number");
   return v;
@@ -129,11 +139,19 @@ TreeData read_sklearn_csv(const std::string& path) {
     lines.erase(lines.begin());
   if (lines.empty()) throw Error("data file '" + path + "': no rows");
   TreeData d;
-  const std::size_t width = fields(lines[0].second).size();
+  const auto first = fields(lines[0].second);
+  const std::size_t width = first.size();
   if (width < 2) throw Error("data file '" + path + "': rows need features and a label");
   d.cols = width - 1;
+  // A first row with a cell that is not a number names the columns (diabetes.csv:
+  // "age,sex,...,target"); the others have none, and their columns become f0, f1, ...
+  const bool named = std::any_of(first.begin(), first.end(), [](std::string_view f) {
+    return !is_missing(f) && !parses_as_number(f);
+  });
+  for (std::size_t c = 0; c < d.cols; ++c)
+    d.names.push_back(named ? std::string(first[c]) : "f" + std::to_string(c));
+  if (named) lines.erase(lines.begin());
   d.rows = lines.size();
-  for (std::size_t c = 0; c < d.cols; ++c) d.names.push_back("f" + std::to_string(c));
   for (const auto& [n, line] : lines) {
     const auto f = fields(line);
     if (f.size() != width)
@@ -141,6 +159,8 @@ TreeData read_sklearn_csv(const std::string& path) {
                   std::to_string(f.size()) + " fields, expected " + std::to_string(width));
     for (std::size_t c = 0; c + 1 < width; ++c) d.x.push_back(number(f[c], path, n, d.names[c]));
     d.y.push_back(number(f.back(), path, n, "label"));
+    if (std::isnan(d.y.back()))
+      throw Error("data file '" + path + "': line " + std::to_string(n) + ": no label");
   }
   return d;
 }

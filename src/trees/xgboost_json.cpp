@@ -60,6 +60,13 @@ double base_margin(double base_score, Objective::Margin margin, const Field& whe
   return p;
 }
 
+std::vector<double> nonfinite_numbers(const Field& f) {
+  std::vector<double> out(f.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = trees_internal::number_or_nonfinite(f.element(i));
+  return out;
+}
+
 // One tree: nodes in the order the file lists them, then compacted to those reachable from
 // the root (XGBoost leaves pruned nodes in the arrays, unreachable).
 Tree read_tree(const Field& j, int32_t num_features) {
@@ -74,10 +81,11 @@ Tree read_tree(const Field& j, int32_t num_features) {
     if (j.at(key).size() != static_cast<std::size_t>(n))
       j.at(key).fail("has " + std::to_string(j.at(key).size()) + " entries for " +
                      std::to_string(n) + " nodes");
-  const std::vector<double> conditions = numbers(cond);
+  // Split conditions may be NaN (categorical splits) or infinite; leaf values must be finite.
+  const std::vector<double> conditions = nonfinite_numbers(cond);
   std::vector<double> gain, cover;
-  if (j.has("loss_changes")) gain = numbers(j.at("loss_changes"));
-  if (j.has("sum_hessian")) cover = numbers(j.at("sum_hessian"));
+  if (j.has("loss_changes")) gain = nonfinite_numbers(j.at("loss_changes"));
+  if (j.has("sum_hessian")) cover = nonfinite_numbers(j.at("sum_hessian"));
   std::vector<int32_t> split_type;
   if (j.has("split_type")) {
     const Field st = j.at("split_type");
@@ -97,6 +105,8 @@ Tree read_tree(const Field& j, int32_t num_features) {
                            std::to_string(node.left) + " and " + std::to_string(node.right));
     node.default_left = int32(dleft.element(u)) != 0;
     if (node.is_leaf()) {
+      if (!std::isfinite(conditions[u]))
+        cond.element(u).fail("leaf value of node " + std::to_string(i) + " is not finite");
       node.value = conditions[u];
     } else {
       node.feature = index_or_string(split.element(u));
@@ -174,7 +184,7 @@ Tree read_tree(const Field& j, int32_t num_features) {
 }
 
 TreeEnsemble parse(const std::string& text) {
-  const trees_internal::Json doc = trees_internal::parse_model_json(text, kMaxDepth);
+  const trees_internal::Json doc = trees_internal::parse_xgboost_model_json(text, kMaxDepth);
   const Field learner = Field(doc).at("learner");
   const Field param = learner.at("learner_model_param");
   TreeEnsemble m;

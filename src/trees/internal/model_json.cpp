@@ -1,5 +1,6 @@
 #include "internal/model_json.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -26,21 +27,95 @@ std::string parse_message(const std::string& what) {
   return m;
 }
 
-}  // namespace
+// Where byte `byte` (1-based, as nlohmann counts) of the parsed text lies in `original`:
+// each of `quoted` (offsets in `original`, increasing) added two quote marks before it.
+std::string position(const std::string& original, const std::vector<std::size_t>& quoted,
+                     std::size_t byte) {
+  std::size_t added = 0;
+  for (std::size_t i = 0; i < quoted.size() && quoted[i] + 2 * i < byte; ++i) added += 2;
+  const std::size_t at = std::min(byte - std::min(byte, added), original.size());
+  const std::size_t line =
+      1 + static_cast<std::size_t>(std::count(
+              original.begin(), original.begin() + static_cast<std::ptrdiff_t>(at > 0 ? at - 1 : 0),
+              '\n'));
+  const std::size_t newline = at > 1 ? original.rfind('\n', at - 2) : std::string::npos;
+  const std::size_t column = newline == std::string::npos ? at : at - 1 - newline;
+  return "byte " + std::to_string(at) + " (line " + std::to_string(line) + ", column " +
+         std::to_string(column) + ")";
+}
 
-Json parse_model_json(const std::string& text, int max_depth) {
+// `parsed` parsed, with positions in errors given in `original` (see position()).
+Json parse_json(const std::string& parsed, int max_depth, const std::string& original,
+                const std::vector<std::size_t>& quoted) {
   try {
-    return internal::parse_bounded(text, max_depth, kMaxMembers);
+    return internal::parse_bounded(parsed, max_depth, kMaxMembers);
   } catch (const Json::parse_error& e) {
-    std::string m = parse_message(e.what());
+    // "line 1, column 9: syntax error ...": the position is recomputed in the original text.
+    const std::string m = parse_message(e.what());
     const auto colon = m.find(": ");
-    const std::string where =
-        colon == std::string::npos ? std::string() : " (" + m.substr(0, colon) + ")";
-    throw Error("byte " + std::to_string(e.byte) + where +
+    throw Error(position(original, quoted, e.byte) +
                 ": malformed JSON: " + (colon == std::string::npos ? m : m.substr(colon + 2)));
   } catch (const Json::exception& e) {
     throw Error("malformed JSON: " + parse_message(e.what()));
   }
+}
+
+}  // namespace
+
+Json parse_model_json(const std::string& text, int max_depth) {
+  return parse_json(text, max_depth, text, {});
+}
+
+std::string quote_nonfinite(const std::string& text, std::vector<std::size_t>& quoted) {
+  static const std::string_view kWords[] = {"NaN", "Infinity", "-Infinity"};
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\' && i + 1 < text.size()) {
+        out += c;
+        out += text[++i];
+        continue;
+      }
+      in_string = c != '"';
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == 'N' || c == 'I' || c == '-') {
+      const std::string_view rest(text.data() + i, text.size() - i);
+      const auto word = std::find_if(std::begin(kWords), std::end(kWords), [&](std::string_view w) {
+        return rest.substr(0, w.size()) == w;
+      });
+      if (word != std::end(kWords)) {
+        quoted.push_back(i);
+        out += '"';
+        out += *word;
+        out += '"';
+        i += word->size() - 1;
+        continue;
+      }
+    }
+    out += c;
+  }
+  return out;
+}
+
+Json parse_xgboost_model_json(const std::string& text, int max_depth) {
+  std::vector<std::size_t> quoted;
+  const std::string json = quote_nonfinite(text, quoted);
+  return parse_json(json, max_depth, text, quoted);
+}
+
+double number_or_nonfinite(const Field& f) {
+  if (f.json().is_number()) return f.json().get<double>();
+  if (f.json().is_string()) {
+    const std::string s = f.json().get<std::string>();
+    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+  }
+  f.fail("must be a number, NaN or Infinity, got " + internal::shown(f.json()));
 }
 
 double number_or_string(const Field& f) {

@@ -18,6 +18,16 @@ using Json = internal::Field::Json;
 /// which ordered JSON looks up one by one) an Error "malformed: ...".
 Json parse_model_json(const std::string& text, int max_depth);
 
+/// XGBoost writes NaN and +-Infinity as bare words (a categorical split's split_condition is
+/// NaN) and reads them back; standard JSON has no such values. Returns `text` with each of
+/// them outside strings put in quotes ("NaN", "Infinity", "-Infinity"), and appends its
+/// offset in `text` to `quoted`.
+std::string quote_nonfinite(const std::string& text, std::vector<std::size_t>& quoted);
+/// parse_model_json of quote_nonfinite(text), errors giving positions in `text`.
+Json parse_xgboost_model_json(const std::string& text, int max_depth);
+/// A JSON number, or one of the strings quote_nonfinite makes (NaN, +-infinity).
+double number_or_nonfinite(const Field& f);
+
 /// A finite number written as a JSON number or as a string ("5E-1", as XGBoost writes them).
 double number_or_string(const Field& f);
 /// An integer from 0 to 2^31 - 1 written as a JSON integer or as a string ("200").
