@@ -3,10 +3,14 @@
 #include <algorithm>
 
 #include "gradscope/core/error.h"
+#include "internal/model_json.h"
 #include "internal/regular_file.h"
 
 namespace gradscope {
 namespace {
+
+// As deep as the deepest reader allows (LightGBM's nested trees).
+constexpr int kMaxDetectDepth = 8192;
 
 // The first non-space character, or '\0'.
 char first_char(const std::string& text) {
@@ -14,6 +18,15 @@ char first_char(const std::string& text) {
     return c != ' ' && c != '\n' && c != '\r' && c != '\t';
   });
   return it == text.end() ? '\0' : *it;
+}
+
+// Whether the first 256 bytes hold a control character that JSON text never has: XGBoost's
+// UBJSON models also open with '{', then binary lengths.
+bool binary(const std::string& text) {
+  const std::size_t n = std::min<std::size_t>(text.size(), 256);
+  return std::any_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\r' && c != '\t';
+  });
 }
 
 // Whether `key` appears as a JSON key ("key":) in the first `window` bytes: the top-level keys
@@ -55,7 +68,7 @@ ModelFormat detect_model_format(const std::string& text, const std::string& name
   if (text.compare(0, 5, "tree\n") == 0 || text.compare(0, 6, "tree\r\n") == 0)
     return ModelFormat::kLightGBMText;
   const char c = first_char(text);
-  if (c == '{') {
+  if (c == '{' && !binary(text)) {
     // CatBoost writes features_info and model_info before its trees; a whole-file scan is the
     // fallback for files that order keys differently.
     for (const std::size_t window : {std::size_t{1} << 16, text.size()}) {
@@ -63,12 +76,20 @@ ModelFormat detect_model_format(const std::string& text, const std::string& name
       if (has_key(text, "oblivious_trees", window)) return ModelFormat::kCatBoostJson;
       if (has_key(text, "tree_info", window)) return ModelFormat::kLightGBMJson;
     }
+    // None of the keys: a file cut before them says where it is broken, JSON of another kind
+    // that it is none of these.
+    try {
+      trees_internal::parse_model_json(text, kMaxDetectDepth);
+    } catch (const Error& e) {
+      throw Error("model '" + name + "': " + e.what());
+    }
     throw Error("model '" + name +
                 "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
                 "\"tree_info\" (LightGBM dump_model)");
   }
   if (c == '\0') throw Error("model '" + name + "': empty file");
-  if (c == '[' || static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80)
+  if (c == '[' || c == '{' || static_cast<unsigned char>(c) < 0x20 ||
+      static_cast<unsigned char>(c) >= 0x80)
     throw Error("model '" + name +
                 "': not a model gradscope reads (binary and UBJSON models: save as .json)");
   throw Error("model '" + name +

@@ -1,0 +1,207 @@
+// Bad model files: each is an Error that names the file and where in it the damage is (a
+// line of a text model, a byte or a field path of a JSON one), never a crash and never a
+// model that evaluates wrongly. The damage is done to the real fixtures.
+#include "gradscope/trees/read_model.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "../common/error_of.h"
+#include "tree_test_util.h"
+
+namespace gradscope::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch folder of this test's own, removed afterwards.
+class BadModels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gradscope-bad-models-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  std::string read_error(const std::string& name, const std::string& bytes) const {
+    const std::string path = write(name, bytes);
+    return error_of([&] { read_tree_model(path); });
+  }
+
+  fs::path dir_;
+};
+
+// `text` with the first occurrence of `from` replaced by `to` (which must be there).
+std::string edit(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// The 1-based number of the line where `needle` first appears.
+std::size_t line_of(const std::string& text, const std::string& needle) {
+  const auto at = text.find(needle);
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+}
+
+TEST_F(BadModels, MissingUnreadableEmptyAndForeignFiles) {
+  EXPECT_EQ(error_of([] { read_tree_model("/nonexistent/gradscope/m.json"); }),
+            "model '/nonexistent/gradscope/m.json': no such file");
+  EXPECT_EQ(error_of([&] { read_tree_model(dir_.string()); }),
+            "model '" + dir_.string() + "': not a regular file (a directory)");
+  EXPECT_EQ(read_error("empty.txt", " \n"),
+            "model '" + (dir_ / "empty.txt").string() + "': empty file");
+  const std::string csv = (dir_ / "data.csv").string();
+  EXPECT_EQ(read_error("data.csv", "a,b\n1,2\n"),
+            "model '" + csv +
+                "': not a model gradscope reads (an XGBoost or CatBoost JSON model, "
+                "or a LightGBM text or dump_model JSON model)");
+  EXPECT_EQ(read_error("other.json", "{\"weights\": [1, 2]}"),
+            "model '" + (dir_ / "other.json").string() +
+                "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
+                "\"tree_info\" (LightGBM dump_model)");
+  // XGBoost's UBJSON: '{', then binary lengths and unquoted keys.
+  EXPECT_EQ(read_error("model.ubj", std::string("{L\0\0\0\0\0\0\0\x07learner{", 18)),
+            "model '" + (dir_ / "model.ubj").string() +
+                "': not a model gradscope reads (binary and UBJSON models: save as .json)");
+  EXPECT_EQ(read_error("cut.json", "{\"name\": \"tree\", \"vers"),
+            "model '" + (dir_ / "cut.json").string() +
+                "': byte 22 (line 1, column 22): malformed JSON: syntax error while parsing "
+                "object key - invalid string: missing closing quote; last read: '\"vers'; "
+                "expected string literal");
+  EXPECT_EQ(read_error("model.bin", std::string("\x01\x02\x03", 3)),
+            "model '" + (dir_ / "model.bin").string() +
+                "': not a model gradscope reads (binary and UBJSON models: save as .json)");
+}
+
+// Every cut of every fixture model, at 40 places, is an Error naming the file and a position
+// (with the format when the cut leaves enough of the file to tell it).
+TEST_F(BadModels, TruncatedFixturesNameTheFileAndThePosition) {
+  const std::vector<std::string> models = {
+      "lightgbm/lg_breast_cancer.txt", "lightgbm/lgmulticlass.model",
+      "lightgbm/lg_kddcup99.model",    "lightgbm/lg_dart_breast_cancer.json",
+      "lightgbm/lg_1tree.json",        "catboost/and-model.json",
+      "catboost/regression-model.json"};
+  for (const std::string& name : models) {
+    GRADSCOPE_REQUIRE_DATA(fixture(name));
+    const std::string text = read_text(fixture(name));
+    const bool json = text[0] == '{';
+    // A text model's parameters after "end of trees" are optional: cut only before them.
+    const std::size_t end = json ? text.size() : text.find("end of trees");
+    for (int k = 1; k < 40; ++k) {
+      const std::size_t cut = end * static_cast<std::size_t>(k) / 40;
+      const std::string path = write("cut.model", text.substr(0, cut));
+      const std::string e = error_of([&] { read_tree_model(path); });
+      const std::string where =
+          json ? "': byte [0-9]+ \\(line [0-9]+, column [0-9]+\\): " : "': line [0-9]+: ";
+      EXPECT_TRUE(std::regex_search(e, std::regex("^([a-z]+ )?model '" + path + where)))
+          << name << " cut at " << cut << ": " << e;
+    }
+  }
+}
+
+TEST_F(BadModels, LightGBMTextErrorsNameTheLine) {
+  GRADSCOPE_REQUIRE_DATA(fixture("lightgbm/lg_breast_cancer.txt"));
+  const std::string text = read_text(fixture("lightgbm/lg_breast_cancer.txt"));
+  const std::string path = (dir_ / "m.txt").string();
+  const std::string head = "lightgbm model '" + path + "': line ";
+
+  const std::size_t leaf_line = line_of(text, "leaf_value=");
+  std::string e = read_error("m.txt", edit(text, "leaf_value=", "leaf_value=x"));
+  EXPECT_EQ(e.substr(0, head.size() + std::to_string(leaf_line).size()),
+            head + std::to_string(leaf_line));
+  EXPECT_NE(e.find("leaf_value: \"x"), std::string::npos) << e;
+
+  const std::string first_split = text.substr(text.find("split_feature="));
+  const std::string features = first_split.substr(0, first_split.find('\n'));
+  e = read_error("m.txt",
+                 edit(text, features, "split_feature=99" + features.substr(features.find(' '))));
+  EXPECT_EQ(e, head + std::to_string(line_of(text, "split_feature=")) +
+                   ": tree 0: split feature 99 outside the model's 30 features");
+
+  // Node 1's left child made the root: a cycle.
+  const std::string lefts = text.substr(text.find("left_child="));
+  const std::string line = lefts.substr(0, lefts.find('\n'));
+  std::string cyclic = line;
+  const auto second = cyclic.find(' ') + 1;
+  cyclic.replace(second, cyclic.find(' ', second) - second, "0");
+  e = read_error("m.txt", edit(text, line, cyclic));
+  EXPECT_EQ(e, head + std::to_string(line_of(text, "left_child=")) +
+                   ": tree 0: node 1: child 0 is reached twice (not a tree)");
+
+  e = read_error("m.txt", edit(text, "num_leaves=", "num_leaves=-"));
+  EXPECT_NE(e.find("num_leaves: \"-"), std::string::npos) << e;
+  e = read_error("m.txt", edit(text, "version=v3", "version=v9"));
+  EXPECT_EQ(e, head + "2: version \"v9\" (gradscope reads v2 to v4)");
+  e = read_error("m.txt", edit(text, "max_feature_idx=29\n", ""));
+  EXPECT_EQ(e, head + "1: header: missing max_feature_idx");
+  e = read_error("m.txt", edit(text, "Tree=1\n", "Tree=1\nnonsense\n"));
+  EXPECT_EQ(e, head + std::to_string(line_of(text, "Tree=1\n") + 1) + ": expected key=value");
+}
+
+TEST_F(BadModels, LightGBMJsonErrorsNameTheField) {
+  GRADSCOPE_REQUIRE_DATA(fixture("lightgbm/lg_1tree.json"));
+  const std::string text = read_text(fixture("lightgbm/lg_1tree.json"));
+  const std::string head = "lightgbm model '" + (dir_ / "m.json").string() + "': tree_info[0].";
+  EXPECT_EQ(read_error("m.json", edit(text, "\"split_feature\": 0", "\"split_feature\": 7")),
+            head + "tree_structure.split_feature: feature 7 outside the model's 2 features");
+  EXPECT_EQ(read_error("m.json", edit(text, "\"leaf_value\": 0.4703", "\"leaf_value\": \"x\"")),
+            head +
+                "tree_structure.left_child.left_child.leaf_value: must be a finite number, "
+                "got a string");
+  EXPECT_EQ(
+      read_error("m.json", edit(text, "\"decision_type\": \"<=\"", "\"decision_type\": \"<\"")),
+      head + "tree_structure.decision_type: must be \"<=\" or \"==\", got \"<\"");
+  EXPECT_EQ(read_error("m.json", edit(text, "\"1||10||100\"", "\"1||x\"")),
+            head +
+                "tree_structure.left_child.threshold: must be categories joined by \"||\", "
+                "got \"1||x\"");
+  EXPECT_EQ(read_error("m.json", edit(text, "\"missing_type\": \"None\"", "\"missing_type\": 3")),
+            head + "tree_structure.missing_type: must be a string, got 3");
+}
+
+TEST_F(BadModels, CatBoostErrorsNameTheField) {
+  GRADSCOPE_REQUIRE_DATA(fixture("catboost/and-model.json"));
+  const std::string text = read_text(fixture("catboost/and-model.json"));
+  const std::string head = "catboost model '" + (dir_ / "m.json").string() + "': ";
+  EXPECT_EQ(read_error("m.json", edit(text, "\"border\":0.5", "\"border\":\"x\"")),
+            head + "oblivious_trees[0].splits[0].border: must be a finite number, got a string");
+  EXPECT_EQ(
+      read_error("m.json", edit(text, "\"float_feature_index\":0", "\"float_feature_index\":5")),
+      head + "oblivious_trees[0].splits[0].float_feature_index: float feature 5 of 2");
+  EXPECT_EQ(read_error("m.json", edit(text, "\"FloatFeature\"", "\"OnlineCtr\"")),
+            head +
+                "oblivious_trees[0].splits[0].split_type: \"OnlineCtr\" splits are not "
+                "supported (float features only)");
+  EXPECT_EQ(read_error("m.json", edit(text, "0.5,\n            0.5\n", "0.5\n")),
+            head + "oblivious_trees[0].leaf_values: 1 values for 2 leaves");
+  EXPECT_EQ(read_error("m.json", edit(text, "\"oblivious_trees\"", "\"oblivious_treez\"")),
+            "model '" + (dir_ / "m.json").string() +
+                "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
+                "\"tree_info\" (LightGBM dump_model)");
+}
+
+TEST(ModelFormat, DetectedFromTheContent) {
+  EXPECT_EQ(detect_model_format("tree\nversion=v3\n", "m"), ModelFormat::kLightGBMText);
+  EXPECT_EQ(detect_model_format(" {\"learner\" : {}}", "m"), ModelFormat::kXGBoostJson);
+  EXPECT_EQ(detect_model_format("{\"oblivious_trees\":[]}", "m"), ModelFormat::kCatBoostJson);
+  EXPECT_EQ(detect_model_format("{\"name\":\"tree\",\"tree_info\":[]}", "m"),
+            ModelFormat::kLightGBMJson);
+  // A key named only inside a string value is not the key.
+  EXPECT_EQ(error_of([] { detect_model_format("{\"a\": \"learner\"}", "m"); }).substr(0, 28),
+            "model 'm': JSON with none of");
+}
+
+}  // namespace
+}  // namespace gradscope::test
