@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <utility>
 
 #include "gradscope/core/error.h"
 
@@ -82,6 +84,7 @@ void check_binary(const TreeEnsemble& m, const Tree& tree) {
   if (n > static_cast<std::size_t>(INT32_MAX)) bad("too many nodes");
   // Every node reached exactly once from the root: a tree, so every walk ends at a leaf.
   std::vector<bool> seen(n, false);
+  std::set<std::pair<uint32_t, uint32_t>> sorted_ranges;
   std::vector<int32_t> stack{0};
   seen[0] = true;
   std::size_t reached = 1;
@@ -101,8 +104,12 @@ void check_binary(const TreeEnsemble& m, const Tree& tree) {
       if (node.categories_begin > node.categories_end ||
           node.categories_end > tree.categories.size())
         bad(where + "category range outside the tree's category list");
-      if (!std::is_sorted(tree.categories.begin() + node.categories_begin,
-                          tree.categories.begin() + node.categories_end))
+      // Splits may share one range (LightGBM's category sets): each is checked once, so the
+      // check costs the length of the list, not that times the number of splits.
+      const bool checked =
+          !sorted_ranges.emplace(node.categories_begin, node.categories_end).second;
+      if (!checked && !std::is_sorted(tree.categories.begin() + node.categories_begin,
+                                      tree.categories.begin() + node.categories_end))
         bad(where + "categories not sorted");
     }
     for (const int32_t child : {node.left, node.right}) {
@@ -162,6 +169,12 @@ std::string TreeEnsemble::feature_name(int32_t f) const {
 }
 
 void check_ensemble(const TreeEnsemble& m) {
+  if (m.num_outputs > kMaxTreeOutputs)
+    throw Error("model: " + std::to_string(m.num_outputs) + " outputs, above the limit of " +
+                std::to_string(kMaxTreeOutputs));
+  if (m.num_features > kMaxTreeFeatures)
+    throw Error("model: " + std::to_string(m.num_features) + " features, above the limit of " +
+                std::to_string(kMaxTreeFeatures));
   if (m.num_outputs < 1)
     throw Error("model: " + std::to_string(m.num_outputs) + " outputs (needs at least 1)");
   if (m.num_features < 0)

@@ -46,7 +46,10 @@ std::vector<FloatFeature> float_features(const Field& info, TreeEnsemble& m) {
             .fail("must be AsIs, AsFalse or AsTrue, got \"" + t.substr(0, 16) + "\"");
       feature.nan_true = t == "AsTrue";
     }
-    if (feature.column == INT32_MAX) f.at("flat_feature_index").fail("out of range");
+    if (feature.column >= kMaxTreeFeatures)
+      (f.has("flat_feature_index") ? f.at("flat_feature_index") : f)
+          .fail("column " + std::to_string(feature.column) + ", above the limit of " +
+                std::to_string(kMaxTreeFeatures) + " features");
     m.num_features = std::max(m.num_features, feature.column + 1);
     if (f.has("feature_id") && f.at("feature_id").json().is_string()) {
       names.resize(static_cast<std::size_t>(m.num_features));
@@ -105,7 +108,8 @@ TreeEnsemble parse(const std::string& text) {
       t.at("leaf_values")
           .fail(std::to_string(values.size()) + " values for " + std::to_string(leaves) +
                 " leaves");
-    const std::size_t d = values.size() / leaves;
+    const std::size_t d = static_cast<std::size_t>(trees_internal::checked_outputs(
+        t.at("leaf_values"), static_cast<int64_t>(values.size() / leaves)));
     if (dims == 0) dims = d;
     if (d != dims)
       t.at("leaf_values")

@@ -120,11 +120,13 @@ TreeEnsemble parse(const std::string& text) {
   const Field root(doc);
   TreeEnsemble m;
   m.dialect = TreeDialect::kLightGBM;
-  m.num_outputs = index_or_string(root.at("num_tree_per_iteration"));
+  m.num_outputs = trees_internal::checked_outputs(
+      root.at("num_tree_per_iteration"), index_or_string(root.at("num_tree_per_iteration")));
   if (m.num_outputs < 1) root.at("num_tree_per_iteration").fail("must be at least 1");
   const int32_t max_feature = int32(root.at("max_feature_idx"));
   if (max_feature < -1 || max_feature == INT32_MAX) root.at("max_feature_idx").fail("out of range");
-  m.num_features = max_feature + 1;
+  m.num_features =
+      trees_internal::checked_features(root.at("max_feature_idx"), int64_t{max_feature} + 1);
   if (root.has("feature_names")) {
     const Field names = root.at("feature_names");
     for (std::size_t i = 0; i < names.size(); ++i)

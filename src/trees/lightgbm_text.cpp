@@ -114,10 +114,12 @@ Tree read_tree(const Section& s, std::size_t start, const TreeEnsemble& m, std::
   const Line* linear = find(s, "is_linear");
   if (linear && to_int(linear->value, *linear, 0, 1) == 1)
     fail_at(linear->number, what + ": linear trees (is_linear=1) are not supported");
-  Tree tree;
-  tree.nodes.resize(inner + static_cast<std::size_t>(leaves));
+  // The leaf values are read before the nodes are sized: num_leaves alone must not decide
+  // what is allocated.
   const std::vector<double> values =
       doubles(need(s, "leaf_value", start, what), static_cast<std::size_t>(leaves));
+  Tree tree;
+  tree.nodes.resize(inner + static_cast<std::size_t>(leaves));
   const Line* shrink = find(s, "shrinkage");
   if (shrink) to_double(shrink->value, *shrink);  // a number; leaf values already carry it
   for (std::size_t k = 0; k < static_cast<std::size_t>(leaves); ++k) {
@@ -159,6 +161,8 @@ Tree read_tree(const Section& s, std::size_t start, const TreeEnsemble& m, std::
     for (std::size_t i = 1; i < bounds.size(); ++i)
       if (bounds[i] < bounds[i - 1]) fail_at(bl.number, what + ": cat_boundaries decrease");
   }
+  std::vector<std::pair<int64_t, int64_t>> set_range(bounds.empty() ? 0 : bounds.size() - 1,
+                                                     {-1, -1});
   auto child = [&](int64_t c) {
     return static_cast<int32_t>(c >= 0 ? c : static_cast<int64_t>(inner) + ~c);
   };
@@ -182,13 +186,19 @@ Tree read_tree(const Section& s, std::size_t start, const TreeEnsemble& m, std::
         fail_at(need(s, "threshold", start, what).number,
                 what + ": categorical split " + std::to_string(i) + " names category set " +
                     std::to_string(t) + " of " + std::to_string(num_cat));
+      // Each set is listed once, however many splits use it, so the categories kept stay
+      // within 32 per word of cat_threshold.
       const std::size_t set = static_cast<std::size_t>(t);
-      node.categories_begin = static_cast<uint32_t>(tree.categories.size());
-      for (int64_t w = bounds[set]; w < bounds[set + 1]; ++w)
-        for (int b = 0; b < 32; ++b)
-          if ((words[static_cast<std::size_t>(w)] >> b) & 1)
-            tree.categories.push_back(static_cast<int32_t>(32 * (w - bounds[set]) + b));
-      node.categories_end = static_cast<uint32_t>(tree.categories.size());
+      if (set_range[set].first < 0) {
+        set_range[set].first = static_cast<int64_t>(tree.categories.size());
+        for (int64_t w = bounds[set]; w < bounds[set + 1]; ++w)
+          for (int b = 0; b < 32; ++b)
+            if ((words[static_cast<std::size_t>(w)] >> b) & 1)
+              tree.categories.push_back(static_cast<int32_t>(32 * (w - bounds[set]) + b));
+        set_range[set].second = static_cast<int64_t>(tree.categories.size());
+      }
+      node.categories_begin = static_cast<uint32_t>(set_range[set].first);
+      node.categories_end = static_cast<uint32_t>(set_range[set].second);
     }
   }
   try {
@@ -251,10 +261,10 @@ TreeEnsemble parse(const std::string& text) {
     fail_at(version.number, "version \"" + std::string(version.value).substr(0, 16) +
                                 "\" (gradscope reads v2 to v4)");
   const Line& per_iter = need(header, "num_tree_per_iteration", 1, "header");
-  m.num_outputs = static_cast<int32_t>(to_int(per_iter.value, per_iter, 1, 1 << 20));
+  m.num_outputs = static_cast<int32_t>(to_int(per_iter.value, per_iter, 1, kMaxTreeOutputs));
   const Line& max_feature = need(header, "max_feature_idx", 1, "header");
   m.num_features =
-      static_cast<int32_t>(to_int(max_feature.value, max_feature, -1, INT32_MAX - 1) + 1);
+      static_cast<int32_t>(to_int(max_feature.value, max_feature, -1, kMaxTreeFeatures - 1) + 1);
   if (const Line* names = find(header, "feature_names")) {
     for (std::string_view t : tokens(names->value)) m.feature_names.emplace_back(t);
     if (m.feature_names.size() != static_cast<std::size_t>(m.num_features))

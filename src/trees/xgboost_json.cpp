@@ -11,6 +11,8 @@
 namespace gradscope {
 namespace {
 
+using trees_internal::checked_features;
+using trees_internal::checked_outputs;
 using trees_internal::Field;
 using trees_internal::index_or_string;
 using trees_internal::int32;
@@ -192,9 +194,14 @@ TreeEnsemble parse(const std::string& text) {
   m.objective = learner.at("objective").at("name").string();
   const Objective objective = objective_of(m.objective);
   m.link = objective.link;
-  m.num_features = index_or_string(param.at("num_feature"));
-  const int32_t num_class = index_or_string(param.at("num_class"));
-  const int32_t num_target = param.has("num_target") ? index_or_string(param.at("num_target")) : 1;
+  m.num_features =
+      checked_features(param.at("num_feature"), index_or_string(param.at("num_feature")));
+  const int32_t num_class =
+      checked_outputs(param.at("num_class"), index_or_string(param.at("num_class")));
+  const int32_t num_target =
+      param.has("num_target")
+          ? checked_outputs(param.at("num_target"), index_or_string(param.at("num_target")))
+          : 1;
   m.num_outputs = std::max({num_class, num_target, 1});
   const Field base = param.at("base_score");
   m.base_score.assign(static_cast<std::size_t>(m.num_outputs),

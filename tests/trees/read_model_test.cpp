@@ -192,6 +192,51 @@ TEST_F(BadModels, CatBoostErrorsNameTheField) {
                 "\"tree_info\" (LightGBM dump_model)");
 }
 
+// Counts in a file bound what a reader allocates only after the data they count is there, and
+// within limits: a few bytes must not make the reader take gigabytes (found by fuzzing).
+TEST_F(BadModels, CountsCannotMakeTheReaderAllocateWhatTheFileDoesNotHold) {
+  GRADSCOPE_REQUIRE_DATA(fixture("lightgbm/tree_3leaves.txt"));
+  const std::string header =
+      "tree\nversion=v3\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=1\n\n";
+  const std::string tree = read_text(fixture("lightgbm/tree_3leaves.txt"));
+  const std::string model = header + tree + "\nend of trees\n";
+  const std::string path = (dir_ / "m.txt").string();
+  // 2^30 leaves would be 2^31 nodes (over 100 GB) if sized before the leaf values are read.
+  EXPECT_EQ(read_error("m.txt", edit(model, "num_leaves=3", "num_leaves=1073741824")),
+            "lightgbm model '" + path + "': line " + std::to_string(line_of(model, "leaf_value")) +
+                ": leaf_value: 3 values, expected 1073741824");
+  EXPECT_EQ(read_error("m.txt",
+                       edit(model, "num_tree_per_iteration=1", "num_tree_per_iteration=1000000")),
+            "lightgbm model '" + path +
+                "': line 4: num_tree_per_iteration: \"1000000\" is not an "
+                "integer from 1 to 65536");
+  EXPECT_EQ(read_error("m.txt", edit(model, "max_feature_idx=1", "max_feature_idx=2000000000")),
+            "lightgbm model '" + path +
+                "': line 5: max_feature_idx: \"2000000000\" is not an "
+                "integer from -1 to 67108863");
+
+  // Three splits on one category set keep one copy of its categories, not three: a set of
+  // 10^5 words shared by 10^3 nodes would otherwise take 10^8 entries.
+  const std::string shared =
+      header +
+      "Tree=0\nnum_leaves=4\nnum_cat=1\nsplit_feature=1 1 1\nthreshold=0 0 0\n"
+      "decision_type=1 1 1\nleft_child=1 2 -1\nright_child=-2 -3 -4\n"
+      "leaf_value=1 2 3 4\ncat_boundaries=0 2\ncat_threshold=6 1\n\nend of trees\n";
+  const TreeEnsemble m = parse_tree_model(shared, "shared");
+  EXPECT_EQ(m.trees[0].categories, (std::vector<int32_t>{1, 2, 32}));
+  const double in[2] = {0, 32}, out[2] = {0, 3};
+  EXPECT_EQ(predict_raw(m, in)[0], 1);   // in the set at all three nodes: left to leaf 0
+  EXPECT_EQ(predict_raw(m, out)[0], 2);  // not in it: right at the root
+
+  GRADSCOPE_REQUIRE_DATA(fixture("catboost/and-model.json"));
+  const std::string cat = read_text(fixture("catboost/and-model.json"));
+  EXPECT_EQ(read_error("c.json", edit(cat, "\"flat_feature_index\":1",
+                                      "\"flat_feature_index\": 2000000000, \"feature_id\": \"x\"")),
+            "catboost model '" + (dir_ / "c.json").string() +
+                "': features_info.float_features[1].flat_feature_index: column 2000000000, above "
+                "the limit of 67108864 features");
+}
+
 TEST(ModelFormat, DetectedFromTheContent) {
   EXPECT_EQ(detect_model_format("tree\nversion=v3\n", "m"), ModelFormat::kLightGBMText);
   EXPECT_EQ(detect_model_format(" {\"learner\" : {}}", "m"), ModelFormat::kXGBoostJson);

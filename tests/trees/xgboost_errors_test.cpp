@@ -84,6 +84,15 @@ TEST(XGBoostJsonErrors, NameTheModelAndTheField) {
       error_after([](json& d) { d["learner"]["gradient_booster"]["model"]["tree_info"][2] = 1; }),
       "xgboost model 'm.json': learner.gradient_booster.model.tree_info[2]: output 1 outside "
       "the model's 1");
+  // Sized by before the trees are counted: 10^8 outputs would take 800 MB of base scores.
+  EXPECT_EQ(
+      error_after([](json& d) { d["learner"]["learner_model_param"]["num_class"] = "100000000"; }),
+      "xgboost model 'm.json': learner.learner_model_param.num_class: 100000000 outputs, "
+      "above the limit of 65536");
+  EXPECT_EQ(error_after(
+                [](json& d) { d["learner"]["learner_model_param"]["num_feature"] = "100000000"; }),
+            "xgboost model 'm.json': learner.learner_model_param.num_feature: 100000000 features, "
+            "above the limit of 67108864");
   EXPECT_EQ(error_after([](json& d) { d["learner"].erase("objective"); }),
             "xgboost model 'm.json': learner.objective: missing");
 }

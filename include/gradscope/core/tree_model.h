@@ -19,6 +19,13 @@
 
 namespace gradscope {
 
+/// The most outputs (classes) a model may have. Readers refuse more before they size anything
+/// by the count: a real model with more would grow 65536 trees a round.
+constexpr int32_t kMaxTreeOutputs = 1 << 16;
+/// The most features a model may split on: above the 2^24 hashed features of the largest
+/// sparse models, and small enough that a table per feature stays a few hundred MB.
+constexpr int32_t kMaxTreeFeatures = 1 << 26;
+
 /// Whose decision rules, missing-value handling and arithmetic the ensemble follows.
 enum class TreeDialect : uint8_t {
   kXGBoost,   ///< left when float(x) < split; NaN to the default child; float32 sums

@@ -171,6 +171,20 @@ std::vector<double> numbers(const Field& f) {
   return out;
 }
 
+int32_t checked_outputs(const Field& f, int64_t count) {
+  if (count > kMaxTreeOutputs)
+    f.fail(std::to_string(count) + " outputs, above the limit of " +
+           std::to_string(kMaxTreeOutputs));
+  return static_cast<int32_t>(count);
+}
+
+int32_t checked_features(const Field& f, int64_t count) {
+  if (count > kMaxTreeFeatures)
+    f.fail(std::to_string(count) + " features, above the limit of " +
+           std::to_string(kMaxTreeFeatures));
+  return static_cast<int32_t>(count);
+}
+
 void rethrow_in_model(const char* format, const std::string& name, const std::exception& e) {
   std::string what = e.what();
   if (dynamic_cast<const std::bad_alloc*>(&e))

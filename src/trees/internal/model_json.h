@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/tree_model.h"
 #include "internal/json_field.h"
 
 namespace gradscope::trees_internal {
@@ -36,6 +37,13 @@ int32_t index_or_string(const Field& f);
 int32_t int32(const Field& f);
 /// The elements of an array of numbers (JSON numbers; null and strings are errors).
 std::vector<double> numbers(const Field& f);
+
+/// `count`, the outputs (classes) `f` gives, when at most kMaxTreeOutputs; else Error
+/// "<path>: N outputs, above the limit of 65536". Readers check before sizing by it.
+int32_t checked_outputs(const Field& f, int64_t count);
+/// `count`, the features `f` gives, when at most kMaxTreeFeatures; else Error "<path>: N
+/// features, above the limit of 67108864".
+int32_t checked_features(const Field& f, int64_t count);
 
 /// Throws Error "<format> model '<name>': <what e says>", where an allocation failure says "out
 /// of memory" and a JSON library exception loses its internal tag.
