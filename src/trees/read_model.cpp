@@ -20,8 +20,8 @@ char first_char(const std::string& text) {
   return it == text.end() ? '\0' : *it;
 }
 
-// Whether the first 256 bytes hold a control character that JSON text never has: XGBoost's
-// UBJSON models also open with '{', then binary lengths.
+// Whether the first 256 bytes hold a control character that JSON text never has: UBJSON also
+// opens with '{', then binary lengths.
 bool binary(const std::string& text) {
   const std::size_t n = std::min<std::size_t>(text.size(), 256);
   return std::any_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n), [](char c) {
@@ -60,6 +60,8 @@ const char* model_format_name(ModelFormat format) {
       return "lightgbm-json";
     case ModelFormat::kCatBoostJson:
       return "catboost-json";
+    case ModelFormat::kXGBoostUbjson:
+      return "xgboost-ubjson";
   }
   return "?";
 }
@@ -87,11 +89,15 @@ ModelFormat detect_model_format(const std::string& text, const std::string& name
                 "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
                 "\"tree_info\" (LightGBM dump_model)");
   }
+  // XGBoost's UBJSON: '{', then the key "learner" with its length in binary.
+  if (text[0] == '{' && text.substr(0, 24).find("learner") != std::string::npos)
+    return ModelFormat::kXGBoostUbjson;
   if (c == '\0') throw Error("model '" + name + "': empty file");
   if (c == '[' || c == '{' || static_cast<unsigned char>(c) < 0x20 ||
       static_cast<unsigned char>(c) >= 0x80)
     throw Error("model '" + name +
-                "': not a model gradscope reads (binary and UBJSON models: save as .json)");
+                "': not a model gradscope reads (a binary file; XGBoost's old binary models: "
+                "save them as .json or .ubj)");
   throw Error("model '" + name +
               "': not a model gradscope reads (an XGBoost or CatBoost JSON model, or a LightGBM "
               "text or dump_model JSON model)");
@@ -109,6 +115,8 @@ TreeEnsemble parse_tree_model(const std::string& text, const std::string& name,
       return parse_lightgbm_json(text, name);
     case ModelFormat::kCatBoostJson:
       return parse_catboost_json(text, name);
+    case ModelFormat::kXGBoostUbjson:
+      return parse_xgboost_ubjson(text, name);
     case ModelFormat::kAuto:
       break;
   }

@@ -106,24 +106,42 @@ std::vector<float> XGBoostBooster::predict(const XGBoostMatrix& data, bool margi
   return std::vector<float>(out, out + n);
 }
 
-std::string XGBoostBooster::save_json() const {
+namespace {
+
+// The booster `handle` saved in `format` ("json" or "ubj").
+std::string save_as(BoosterHandle handle, const char* format) {
+  const std::string config = std::string("{\"format\": \"") + format + "\"}";
   bst_ulong len = 0;
   const char* buf = nullptr;
-  check_xgboost(XGBoosterSaveModelToBuffer(handle_, "{\"format\": \"json\"}", &len, &buf),
-                "saving the model");
+  check_xgboost(XGBoosterSaveModelToBuffer(handle, config.c_str(), &len, &buf), "saving the model");
   return std::string(buf, len);
 }
 
-std::string XGBoostBooster::slice_json(int begin, int end) const {
+// Rounds [begin, end) of `handle` as their own booster, saved in `format`.
+std::string slice_as(BoosterHandle handle, int begin, int end, const char* format) {
   BoosterHandle part = nullptr;
-  check_xgboost(XGBoosterSlice(handle_, begin, end, 1, &part), "slicing rounds");
-  bst_ulong len = 0;
-  const char* buf = nullptr;
-  const int status = XGBoosterSaveModelToBuffer(part, "{\"format\": \"json\"}", &len, &buf);
-  std::string json = status == 0 ? std::string(buf, len) : std::string();
-  XGBoosterFree(part);
-  check_xgboost(status, "saving a slice");
-  return json;
+  check_xgboost(XGBoosterSlice(handle, begin, end, 1, &part), "slicing rounds");
+  try {
+    std::string saved = save_as(part, format);
+    XGBoosterFree(part);
+    return saved;
+  } catch (...) {
+    XGBoosterFree(part);
+    throw;
+  }
+}
+
+}  // namespace
+
+std::string XGBoostBooster::save_json() const { return save_as(handle_, "json"); }
+std::string XGBoostBooster::save_ubjson() const { return save_as(handle_, "ubj"); }
+
+std::string XGBoostBooster::slice_json(int begin, int end) const {
+  return slice_as(handle_, begin, end, "json");
+}
+
+std::string XGBoostBooster::slice_ubjson(int begin, int end) const {
+  return slice_as(handle_, begin, end, "ubj");
 }
 
 int XGBoostBooster::boosted_rounds() const {

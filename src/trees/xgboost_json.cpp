@@ -1,4 +1,4 @@
-// XGBoost's JSON model (doc/model.schema in XGBoost 1.7): learner.learner_model_param
+// XGBoost's JSON and UBJSON models (doc/model.schema in XGBoost 1.7): learner.learner_model_param
 // (base_score, num_class, num_feature), learner.objective.name, and the gradient booster,
 // "gbtree" with its trees or "dart" with a gbtree and one weight_drop per tree.
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include "gradscope/core/error.h"
 #include "gradscope/trees/read_model.h"
 #include "internal/model_json.h"
+#include "internal/ubjson.h"
 
 namespace gradscope {
 namespace {
@@ -62,60 +63,59 @@ double base_margin(double base_score, Objective::Margin margin, const Field& whe
   return p;
 }
 
-std::vector<double> nonfinite_numbers(const Field& f) {
-  std::vector<double> out(f.size());
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = trees_internal::number_or_nonfinite(f.element(i));
-  return out;
-}
+// XGBoost keeps every value in float32; the JSON text holds the shortest decimal that reads
+// back as that float, UBJSON the float itself. Both become the same double here.
+double f32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
 // One tree: nodes in the order the file lists them, then compacted to those reachable from
 // the root (XGBoost leaves pruned nodes in the arrays, unreachable).
 Tree read_tree(const Field& j, int32_t num_features) {
-  const int32_t n = index_or_string(j.at("tree_param").at("num_nodes"));
-  if (n < 1) j.at("tree_param").at("num_nodes").fail("must be at least 1");
+  const Field num_nodes = j.at("tree_param").at("num_nodes");
+  const int32_t n = index_or_string(num_nodes);
+  if (n < 1) num_nodes.fail("must be at least 1");
   const Field left = j.at("left_children"), right = j.at("right_children");
   const Field split = j.at("split_indices"), cond = j.at("split_conditions");
   const Field dleft = j.at("default_left");
-  const char* per_node[] = {"left_children", "right_children", "split_indices", "split_conditions",
-                            "default_left"};
-  for (const char* key : per_node)
-    if (j.at(key).size() != static_cast<std::size_t>(n))
-      j.at(key).fail("has " + std::to_string(j.at(key).size()) + " entries for " +
-                     std::to_string(n) + " nodes");
+  for (const Field* f : {&left, &right, &split, &cond, &dleft})
+    if (f->size() != static_cast<std::size_t>(n))
+      f->fail("has " + std::to_string(f->size()) + " entries for " + std::to_string(n) + " nodes");
+  const std::vector<int32_t> lefts = trees_internal::int32_array(left);
+  const std::vector<int32_t> rights = trees_internal::int32_array(right);
+  const std::vector<int32_t> defaults = trees_internal::int32_array(dleft);
+  const std::vector<int32_t> features = trees_internal::index_array(split);
   // Split conditions may be NaN (categorical splits) or infinite; leaf values must be finite.
-  const std::vector<double> conditions = nonfinite_numbers(cond);
+  const std::vector<double> conditions = trees_internal::nonfinite_array(cond);
   std::vector<double> gain, cover;
-  if (j.has("loss_changes")) gain = nonfinite_numbers(j.at("loss_changes"));
-  if (j.has("sum_hessian")) cover = nonfinite_numbers(j.at("sum_hessian"));
+  if (j.has("loss_changes")) gain = trees_internal::nonfinite_array(j.at("loss_changes"));
+  if (j.has("sum_hessian")) cover = trees_internal::nonfinite_array(j.at("sum_hessian"));
   std::vector<int32_t> split_type;
   if (j.has("split_type")) {
     const Field st = j.at("split_type");
     if (st.size() != static_cast<std::size_t>(n))
       st.fail("has " + std::to_string(st.size()) + " entries for " + std::to_string(n) + " nodes");
-    for (std::size_t i = 0; i < st.size(); ++i) split_type.push_back(int32(st.element(i)));
+    split_type = trees_internal::int32_array(st);
   }
   Tree tree;
   std::vector<TreeNode> nodes(static_cast<std::size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
     const std::size_t u = static_cast<std::size_t>(i);
     TreeNode& node = nodes[u];
-    node.left = int32(left.element(u));
-    node.right = int32(right.element(u));
+    node.left = lefts[u];
+    node.right = rights[u];
     if (node.left < -1 || node.right < -1 || (node.left < 0) != (node.right < 0))
       left.element(u).fail("node " + std::to_string(i) + " has children " +
                            std::to_string(node.left) + " and " + std::to_string(node.right));
-    node.default_left = int32(dleft.element(u)) != 0;
+    node.default_left = defaults[u] != 0;
     if (node.is_leaf()) {
       if (!std::isfinite(conditions[u]))
         cond.element(u).fail("leaf value of node " + std::to_string(i) + " is not finite");
-      node.value = conditions[u];
+      node.value = f32(conditions[u]);
     } else {
-      node.feature = index_or_string(split.element(u));
-      node.threshold = conditions[u];
-      if (u < gain.size()) node.gain = gain[u];
+      node.feature = features[u];
+      node.threshold = f32(conditions[u]);
+      if (u < gain.size()) node.gain = f32(gain[u]);
     }
-    if (u < cover.size()) node.cover = cover[u];
+    if (u < cover.size()) node.cover = f32(cover[u]);
     if (!split_type.empty() && split_type[u] == 1 && !node.is_leaf()) node.categorical = true;
   }
   // Categorical splits: categories_nodes[k] owns categories[segments[k] .. + sizes[k]].
@@ -185,8 +185,8 @@ Tree read_tree(const Field& j, int32_t num_features) {
   return tree;
 }
 
-TreeEnsemble parse(const std::string& text) {
-  const trees_internal::Json doc = trees_internal::parse_xgboost_model_json(text, kMaxDepth);
+// The model from its document, the same whether it was JSON or UBJSON.
+TreeEnsemble parse(const trees_internal::Json& doc) {
   const Field learner = Field(doc).at("learner");
   const Field param = learner.at("learner_model_param");
   TreeEnsemble m;
@@ -258,7 +258,7 @@ TreeEnsemble parse(const std::string& text) {
     if (tree.output >= m.num_outputs)
       info.element(i).fail("output " + std::to_string(tree.output) + " outside the model's " +
                            std::to_string(m.num_outputs));
-    if (!weights.empty()) tree.weight = weights[i];
+    if (!weights.empty()) tree.weight = f32(weights[i]);
     m.trees.push_back(std::move(tree));
   }
   return m;
@@ -268,7 +268,15 @@ TreeEnsemble parse(const std::string& text) {
 
 TreeEnsemble parse_xgboost_json(const std::string& text, const std::string& name) {
   return trees_internal::with_model_context("xgboost", name, [&] {
-    TreeEnsemble m = parse(text);
+    TreeEnsemble m = parse(trees_internal::parse_xgboost_model_json(text, kMaxDepth));
+    check_ensemble(m);
+    return m;
+  });
+}
+
+TreeEnsemble parse_xgboost_ubjson(const std::string& bytes, const std::string& name) {
+  return trees_internal::with_model_context("xgboost", name, [&] {
+    TreeEnsemble m = parse(trees_internal::parse_ubjson(bytes, kMaxDepth));
     check_ensemble(m);
     return m;
   });

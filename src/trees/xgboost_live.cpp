@@ -79,9 +79,9 @@ void XGBoostLive::read_new_rounds() {
   trained_since_read_ = 0;
   const int begin = model_.rounds, end = booster_.boosted_rounds();
   if (end <= begin) return;
-  append_rounds(model_, parse_xgboost_json(booster_.slice_json(begin, end),
-                                           "xgboost rounds " + std::to_string(begin) + " to " +
-                                               std::to_string(end - 1)));
+  append_rounds(model_, parse_xgboost_ubjson(booster_.slice_ubjson(begin, end),
+                                             "xgboost rounds " + std::to_string(begin) + " to " +
+                                                 std::to_string(end - 1)));
   if (callback_) callback_(model_, begin);
 }
 
@@ -89,7 +89,7 @@ void XGBoostLive::sync() {
   read_new_rounds();
   if (model_.booster != "dart") return;
   // DART keeps every tree's leaves but rescales the weights of trees dropped in later rounds.
-  const TreeEnsemble whole = parse_xgboost_json(booster_.save_json(), "xgboost booster");
+  const TreeEnsemble whole = parse_xgboost_ubjson(booster_.save_ubjson(), "xgboost booster");
   if (whole.trees.size() != model_.trees.size())
     throw Error("xgboost live: the booster holds " + std::to_string(whole.trees.size()) +
                 " trees, the tracker read " + std::to_string(model_.trees.size()));

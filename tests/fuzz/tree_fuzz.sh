@@ -4,7 +4,8 @@
 #   tree_fuzz.sh BUILD build                 builds BUILD/fuzz-trees/<target>_fuzz (clang,
 #                                            libFuzzer, ASan, UBSan) and writes the seeds
 #   tree_fuzz.sh BUILD TARGET LIMIT SEED [--fresh]
-#                                            runs TARGET (tree_xgboost_json, tree_lightgbm_text,
+#                                            runs TARGET (tree_xgboost_json,
+#                                            tree_xgboost_ubjson, tree_lightgbm_text,
 #                                            tree_lightgbm_json, tree_catboost_json, tree_model,
 #                                            tree_csv) for LIMIT: "60s" (seconds) or "100000"
 #                                            (inputs); SEED is libFuzzer's (0: a new one)

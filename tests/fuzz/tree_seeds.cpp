@@ -1,18 +1,18 @@
 // tree_fuzz_seeds FIXTURES DATA OUT: writes the seed corpus of the tree-reader fuzz targets
 // into OUT/<target>/ (replacing what was there): the fixture models of ../shared/fixtures/trees
-// (FIXTURES; the 992-tree CatBoost model cut to 24 trees), XGBoost models trained here through its C API on the real data sets (DATA), and
-// the first rows of those data sets as CSV. Run by tests/fuzz/tree_fuzz.sh.
+// (FIXTURES; the 992-tree CatBoost model cut to 24 trees), XGBoost models trained here through its
+// C API on the real data sets (DATA), and the first rows of those data sets as CSV. Run by
+// tests/fuzz/tree_fuzz.sh.
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gradscope/core/error.h"
 #include "gradscope/trees/data_files.h"
@@ -57,12 +57,15 @@ void fixture_seeds(const fs::path& fixtures, const fs::path& out) {
   for (const auto& entry : fs::directory_iterator(fixtures / "lightgbm")) {
     const std::string name = entry.path().filename().string();
     const std::string bytes = read_bytes(entry.path());
-    if (entry.path().extension() == ".json") add(out, "tree_lightgbm_json", name, bytes);
-    else if (bytes.rfind("tree\n", 0) == 0) add(out, "tree_lightgbm_text", name, bytes);
+    if (entry.path().extension() == ".json")
+      add(out, "tree_lightgbm_json", name, bytes);
+    else if (bytes.rfind("tree\n", 0) == 0)
+      add(out, "tree_lightgbm_text", name, bytes);
     else if (name.rfind("tree_", 0) == 0)  // a bare tree block: give it a model's header
       add(out, "tree_lightgbm_text", name,
           "tree\nversion=v3\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=1\n"
-          "objective=binary sigmoid:1\n\n" + bytes + "\nend of trees\n");
+          "objective=binary sigmoid:1\n\n" +
+              bytes + "\nend of trees\n");
   }
   for (const auto& entry : fs::directory_iterator(fixtures / "catboost")) {
     const std::string name = entry.path().filename().string();
@@ -92,13 +95,23 @@ void xgboost_seeds(const fs::path& data, const fs::path& out) {
       {"multi_softprob.json", &digits, {{"objective", "multi:softprob"}, {"num_class", "10"}}},
       {"squared_error.json", &diabetes, {{"objective", "reg:squarederror"}}},
       {"poisson.json", &diabetes, {{"objective", "count:poisson"}}},
-      {"dart.json", &cancer, {{"objective", "binary:logistic"}, {"booster", "dart"},
-                              {"rate_drop", "0.3"}, {"skip_drop", "0"}}},
+      {"dart.json",
+       &cancer,
+       {{"objective", "binary:logistic"},
+        {"booster", "dart"},
+        {"rate_drop", "0.3"},
+        {"skip_drop", "0"}}},
       {"missing.json", &holes, {{"objective", "binary:logistic"}}},
-      {"categorical.json", &digits, {{"objective", "multi:softmax"}, {"num_class", "10"},
-                                     {"tree_method", "hist"}, {"max_cat_to_onehot", "1"}}, true},
-      {"parallel.json", &cancer, {{"objective", "binary:logitraw"}, {"num_parallel_tree", "2"},
-                                  {"subsample", "0.7"}}},
+      {"categorical.json",
+       &digits,
+       {{"objective", "multi:softmax"},
+        {"num_class", "10"},
+        {"tree_method", "hist"},
+        {"max_cat_to_onehot", "1"}},
+       true},
+      {"parallel.json",
+       &cancer,
+       {{"objective", "binary:logitraw"}, {"num_parallel_tree", "2"}, {"subsample", "0.7"}}},
   };
   for (const Seed& s : seeds) {
     gradscope::XGBoostMatrix train(*s.data);
@@ -108,6 +121,8 @@ void xgboost_seeds(const fs::path& data, const fs::path& out) {
     booster.set_params(s.params);
     for (int i = 0; i < 3; ++i) booster.update(i, train);
     add(out, "tree_xgboost_json", s.name, booster.save_json());
+    add(out, "tree_xgboost_ubjson", s.name.substr(0, s.name.size() - 5) + ".ubj",
+        booster.save_ubjson());
   }
 }
 

@@ -71,10 +71,14 @@ TEST_F(BadModels, MissingUnreadableEmptyAndForeignFiles) {
             "model '" + (dir_ / "other.json").string() +
                 "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
                 "\"tree_info\" (LightGBM dump_model)");
-  // XGBoost's UBJSON: '{', then binary lengths and unquoted keys.
+  // UBJSON: '{', then binary lengths; with XGBoost's first key it is read as XGBoost's.
   EXPECT_EQ(read_error("model.ubj", std::string("{L\0\0\0\0\0\0\0\x07learner{", 18)),
-            "model '" + (dir_ / "model.ubj").string() +
-                "': not a model gradscope reads (binary and UBJSON models: save as .json)");
+            "xgboost model '" + (dir_ / "model.ubj").string() +
+                "': byte 18: malformed UBJSON: value: unexpected end of input");
+  EXPECT_EQ(read_error("other.ubj", std::string("{L\0\0\0\0\0\0\0\x07weights[", 18)),
+            "model '" + (dir_ / "other.ubj").string() +
+                "': not a model gradscope reads (a binary file; XGBoost's old binary models: "
+                "save them as .json or .ubj)");
   EXPECT_EQ(read_error("cut.json", "{\"name\": \"tree\", \"vers"),
             "model '" + (dir_ / "cut.json").string() +
                 "': byte 22 (line 1, column 22): malformed JSON: syntax error while parsing "
@@ -82,7 +86,8 @@ TEST_F(BadModels, MissingUnreadableEmptyAndForeignFiles) {
                 "expected string literal");
   EXPECT_EQ(read_error("model.bin", std::string("\x01\x02\x03", 3)),
             "model '" + (dir_ / "model.bin").string() +
-                "': not a model gradscope reads (binary and UBJSON models: save as .json)");
+                "': not a model gradscope reads (a binary file; XGBoost's old binary models: "
+                "save them as .json or .ubj)");
 }
 
 // Every cut of every fixture model, at 40 places, is an Error naming the file and a position

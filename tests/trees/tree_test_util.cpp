@@ -1,5 +1,8 @@
 #include "tree_test_util.h"
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -12,6 +15,42 @@ std::string read_text(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+namespace {
+
+bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+}  // namespace
+
+void expect_same_model(const TreeEnsemble& a, const TreeEnsemble& b) {
+  EXPECT_EQ(a.dialect, b.dialect);
+  EXPECT_EQ(a.objective, b.objective);
+  EXPECT_EQ(a.booster, b.booster);
+  EXPECT_EQ(a.link, b.link);
+  EXPECT_EQ(a.rounds, b.rounds);
+  EXPECT_EQ(a.num_outputs, b.num_outputs);
+  EXPECT_EQ(a.num_features, b.num_features);
+  EXPECT_EQ(a.base_score, b.base_score);
+  EXPECT_EQ(a.feature_names, b.feature_names);
+  ASSERT_EQ(a.trees.size(), b.trees.size());
+  for (std::size_t t = 0; t < a.trees.size(); ++t) {
+    const Tree &x = a.trees[t], &y = b.trees[t];
+    EXPECT_EQ(x.round, y.round) << "tree " << t;
+    EXPECT_EQ(x.output, y.output) << "tree " << t;
+    EXPECT_EQ(x.weight, y.weight) << "tree " << t;
+    EXPECT_EQ(x.categories, y.categories) << "tree " << t;
+    ASSERT_EQ(x.nodes.size(), y.nodes.size()) << "tree " << t;
+    for (std::size_t n = 0; n < x.nodes.size(); ++n) {
+      const TreeNode &p = x.nodes[n], &q = y.nodes[n];
+      EXPECT_TRUE(p.left == q.left && p.right == q.right && p.feature == q.feature &&
+                  same(p.threshold, q.threshold) && p.default_left == q.default_left &&
+                  p.value == q.value && same(p.gain, q.gain) && same(p.cover, q.cover) &&
+                  p.categorical == q.categorical && p.categories_begin == q.categories_begin &&
+                  p.categories_end == q.categories_end)
+          << "tree " << t << " node " << n;
+    }
+  }
 }
 
 std::vector<std::vector<double>> read_table(const std::string& path) {

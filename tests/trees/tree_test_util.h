@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../common/require_data.h"
+#include "gradscope/core/tree_model.h"
 
 namespace gradscope::test {
 
@@ -40,6 +41,10 @@ inline std::string data_file(const std::string& name) {
 /// prediction files), each row as written. Throws std::runtime_error for a missing file or a
 /// cell that is not a number, so a damaged fixture fails the test instead of comparing zeros.
 std::vector<std::vector<double>> read_table(const std::string& path);
+
+/// Every field of every tree of `a` equals that of `b` exactly (NaN equal to NaN): for models
+/// that must be the same bits, however they were read. Adds gtest failures naming the tree.
+void expect_same_model(const TreeEnsemble& a, const TreeEnsemble& b);
 
 /// The whole file as bytes; std::runtime_error when it cannot be read.
 std::string read_text(const std::string& path);

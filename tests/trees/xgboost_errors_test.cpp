@@ -16,18 +16,20 @@ namespace {
 
 using nlohmann::json;
 
-// Three rounds of binary:logistic on breast_cancer, as XGBoost saves them.
-const std::string& saved_model() {
-  static const std::string text = [] {
+// Three rounds of binary:logistic on breast_cancer, as XGBoost saves them: JSON or UBJSON.
+const std::pair<std::string, std::string>& saved() {
+  static const std::pair<std::string, std::string> both = [] {
     const TreeData d = read_sklearn_csv(data_file("breast_cancer.csv"));
     XGBoostMatrix train(d);
     XGBoostBooster b({&train});
     b.set_params({{"objective", "binary:logistic"}, {"max_depth", "3"}, {"nthread", "2"}});
     for (int i = 0; i < 3; ++i) b.update(i, train);
-    return b.save_json();
+    return std::pair{b.save_json(), b.save_ubjson()};
   }();
-  return text;
+  return both;
 }
+
+const std::string& saved_model() { return saved().first; }
 
 // The error of reading the saved model after `damage` was done to its JSON.
 template <class Damage>
@@ -122,6 +124,31 @@ TEST(XGBoostJsonErrors, TruncationAndNonFiniteLeaves) {
   EXPECT_EQ(error_of([&] { parse_xgboost_json(damaged, "m.json"); }),
             kTree0 + "split_conditions[" + std::to_string(leaf) + "]: leaf value of node " +
                 std::to_string(leaf) + " is not finite");
+}
+
+TEST(XGBoostUbjsonErrors, TruncationAndDamageNameTheByte) {
+  GRADSCOPE_REQUIRE_DATA(data_file("breast_cancer.csv"));
+  const std::string& bytes = saved().second;
+  EXPECT_EQ(detect_model_format(bytes, "m.ubj"), ModelFormat::kXGBoostUbjson);
+  for (int k = 1; k < 20; ++k) {
+    const std::size_t cut = bytes.size() * static_cast<std::size_t>(k) / 20;
+    const std::string e = error_of([&] { parse_xgboost_ubjson(bytes.substr(0, cut), "m.ubj"); });
+    EXPECT_EQ(e.rfind("xgboost model 'm.ubj': byte ", 0), 0u) << e;
+    EXPECT_NE(e.find(": malformed UBJSON: "), std::string::npos) << e;
+  }
+  // A field of the wrong type is named by its path, as in JSON.
+  json doc = json::from_ubjson(bytes);
+  tree0(doc)["split_indices"][0] = 31;
+  const std::vector<std::uint8_t> edited = json::to_ubjson(doc);
+  EXPECT_EQ(
+      error_of([&] { parse_xgboost_ubjson(std::string(edited.begin(), edited.end()), "m.ubj"); }),
+      "xgboost model 'm.ubj': learner.gradient_booster.model.trees[0].split_indices[0]: "
+      "feature 31 outside the model's 30 features");
+  // A count of 2^62 no-data elements would loop for ever: it is refused at once.
+  const std::string endless = std::string("[$Z#L", 5) + std::string("\x40\0\0\0\0\0\0\0", 8);
+  EXPECT_EQ(error_of([&] { parse_xgboost_ubjson(endless, "m.ubj"); }),
+            "xgboost model 'm.ubj': malformed: a container of 4611686018427387904 elements in "
+            "13 bytes");
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // The XGBoost JSON reader against live XGBoost (Debian's libxgboost-dev): models trained here
 // through the C API on real data, saved with save_json and read back by parse_xgboost_json,
 // must predict what XGBoost's predict() returns for every row, as margins and transformed,
-// and after every prefix of rounds. One case per thing a reader can get wrong: the objective's
-// link and base score, multiclass outputs, DART weights, missing values, category sets,
-// parallel trees.
+// and after every prefix of rounds; saved as UBJSON they must read to the same model. One case per
+// thing a reader can get wrong: the objective's link and base score, multiclass outputs, DART
+// weights, missing values, category sets, parallel trees.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -56,6 +56,8 @@ TEST_P(XGBoostLive, SavedModelPredictsWhatXGBoostPredicts) {
   for (int i = 0; i < c.rounds; ++i) booster.update(i, dtrain);
 
   const TreeEnsemble m = parse_xgboost_json(booster.save_json(), c.name);
+  // The same model saved as UBJSON reads to the same bits (XGBoost's values are float32).
+  expect_same_model(parse_xgboost_ubjson(booster.save_ubjson(), c.name), m);
   EXPECT_EQ(m.rounds, c.rounds);
   EXPECT_EQ(m.num_features, static_cast<int32_t>(all.cols));
   EXPECT_EQ(m.objective, c.params.at("objective"));

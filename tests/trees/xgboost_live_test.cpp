@@ -17,35 +17,6 @@
 namespace gradscope::test {
 namespace {
 
-bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
-
-// Every field of every tree, exactly (the tracker copies what XGBoost wrote; no arithmetic).
-void expect_same_model(const TreeEnsemble& a, const TreeEnsemble& b) {
-  EXPECT_EQ(a.objective, b.objective);
-  EXPECT_EQ(a.booster, b.booster);
-  EXPECT_EQ(a.rounds, b.rounds);
-  EXPECT_EQ(a.num_outputs, b.num_outputs);
-  EXPECT_EQ(a.num_features, b.num_features);
-  EXPECT_EQ(a.base_score, b.base_score);
-  ASSERT_EQ(a.trees.size(), b.trees.size());
-  for (std::size_t t = 0; t < a.trees.size(); ++t) {
-    const Tree &x = a.trees[t], &y = b.trees[t];
-    EXPECT_EQ(x.round, y.round) << "tree " << t;
-    EXPECT_EQ(x.output, y.output) << "tree " << t;
-    EXPECT_EQ(x.weight, y.weight) << "tree " << t;
-    EXPECT_EQ(x.categories, y.categories) << "tree " << t;
-    ASSERT_EQ(x.nodes.size(), y.nodes.size()) << "tree " << t;
-    for (std::size_t n = 0; n < x.nodes.size(); ++n) {
-      const TreeNode &p = x.nodes[n], &q = y.nodes[n];
-      EXPECT_TRUE(p.left == q.left && p.right == q.right && p.feature == q.feature &&
-                  same(p.threshold, q.threshold) && p.default_left == q.default_left &&
-                  p.value == q.value && same(p.gain, q.gain) && same(p.cover, q.cover) &&
-                  p.categorical == q.categorical)
-          << "tree " << t << " node " << n;
-    }
-  }
-}
-
 struct Trained {
   TreeData train, valid;
 };

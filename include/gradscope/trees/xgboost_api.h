@@ -59,10 +59,14 @@ class XGBoostBooster {
   /// Predictions for every row (rows x outputs, row-major): margins when `margin`, else what
   /// predict() returns; with `rounds` > 0 only the first `rounds` rounds count.
   std::vector<float> predict(const XGBoostMatrix& data, bool margin = false, int rounds = 0);
-  /// The model as XGBoost's JSON (XGBoosterSaveModelToBuffer).
+  /// The model as XGBoost's JSON (XGBoosterSaveModelToBuffer): parse_xgboost_json reads it.
   std::string save_json() const;
-  /// Rounds `begin` to `end` (exclusive) as their own model's JSON (XGBoosterSlice).
+  /// The model as XGBoost's UBJSON, which XGBoost writes far faster than JSON (no decimal
+  /// printing of floats): parse_xgboost_ubjson reads it.
+  std::string save_ubjson() const;
+  /// Rounds `begin` to `end` (exclusive) as their own model (XGBoosterSlice), JSON or UBJSON.
   std::string slice_json(int begin, int end) const;
+  std::string slice_ubjson(int begin, int end) const;
   int boosted_rounds() const;
   void* handle() const { return handle_; }
 

@@ -11,8 +11,9 @@
 //   live.model();                                          // == the model XGBoost saves
 //   live.metrics()[99].value("valid-logloss");
 //
-// The new rounds are read with XGBoosterSlice (only their trees are serialized), every
-// `every` rounds; docs/benchmarks.md measures what that costs against the rounds themselves.
+// The new rounds are read with XGBoosterSlice (only their trees are serialized, as UBJSON,
+// which XGBoost writes much faster than JSON), every `every` rounds; docs/benchmarks.md
+// measures what that costs against the rounds themselves.
 #pragma once
 
 #include <cstdint>

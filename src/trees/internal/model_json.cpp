@@ -171,6 +171,49 @@ std::vector<double> numbers(const Field& f) {
   return out;
 }
 
+std::vector<int32_t> int32_array(const Field& f) {
+  const std::size_t n = f.size();
+  std::vector<int32_t> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Json& v = f.json()[i];
+    if (v.is_number_unsigned() && v.get<uint64_t>() <= INT32_MAX) {
+      out[i] = static_cast<int32_t>(v.get<uint64_t>());
+    } else if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= INT32_MIN &&
+               v.get<int64_t>() <= INT32_MAX) {
+      out[i] = static_cast<int32_t>(v.get<int64_t>());
+    } else {
+      out[i] = int32(f.element(i));  // throws naming the element
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> index_array(const Field& f) {
+  const std::size_t n = f.size();
+  std::vector<int32_t> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Json& v = f.json()[i];
+    if (v.is_number_unsigned() && v.get<uint64_t>() <= INT32_MAX)
+      out[i] = static_cast<int32_t>(v.get<uint64_t>());
+    else if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= 0 &&
+             v.get<int64_t>() <= INT32_MAX)
+      out[i] = static_cast<int32_t>(v.get<int64_t>());
+    else
+      out[i] = index_or_string(f.element(i));
+  }
+  return out;
+}
+
+std::vector<double> nonfinite_array(const Field& f) {
+  const std::size_t n = f.size();
+  std::vector<double> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Json& v = f.json()[i];
+    out[i] = v.is_number() ? v.get<double>() : number_or_nonfinite(f.element(i));
+  }
+  return out;
+}
+
 int32_t checked_outputs(const Field& f, int64_t count) {
   if (count > kMaxTreeOutputs)
     f.fail(std::to_string(count) + " outputs, above the limit of " +

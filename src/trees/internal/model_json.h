@@ -38,6 +38,13 @@ int32_t int32(const Field& f);
 /// The elements of an array of numbers (JSON numbers; null and strings are errors).
 std::vector<double> numbers(const Field& f);
 
+/// The elements of an array as int32 (JSON integers), as indexes (index_or_string) or as
+/// numbers (number_or_nonfinite), in one pass over the values: the Field of an element, and
+/// the path in it, is made only for an element that is wrong, to name it in the error.
+std::vector<int32_t> int32_array(const Field& f);
+std::vector<int32_t> index_array(const Field& f);
+std::vector<double> nonfinite_array(const Field& f);
+
 /// `count`, the outputs (classes) `f` gives, when at most kMaxTreeOutputs; else Error
 /// "<path>: N outputs, above the limit of 65536". Readers check before sizing by it.
 int32_t checked_outputs(const Field& f, int64_t count);

@@ -1,0 +1,96 @@
+#include "internal/ubjson.h"
+
+#include <algorithm>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope::trees_internal {
+namespace {
+
+constexpr std::size_t kMaxMembers = 100000;  // as parse_model_json
+
+// nlohmann's DOM builder, with the bounds of parse_ubjson checked at every event.
+class BoundedDom {
+ public:
+  using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
+  BoundedDom(Json& result, std::size_t max_values, int max_depth)
+      : dom_(result, true), max_values_(max_values), max_depth_(max_depth) {}
+
+  bool null() { return value() && dom_.null(); }
+  bool boolean(bool v) { return value() && dom_.boolean(v); }
+  bool number_integer(Json::number_integer_t v) { return value() && dom_.number_integer(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return value() && dom_.number_unsigned(v); }
+  bool number_float(Json::number_float_t v, const Json::string_t& s) {
+    return value() && dom_.number_float(v, s);
+  }
+  bool string(Json::string_t& v) { return value() && dom_.string(v); }
+  bool binary(Json::binary_t& v) { return value() && dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    if (n != static_cast<std::size_t>(-1) && n > kMaxMembers)
+      throw Error("malformed: an object of more than " + std::to_string(kMaxMembers) + " members");
+    members_.push_back(0);
+    return open(n) && dom_.start_object(n);
+  }
+  bool key(Json::string_t& k) {
+    if (++members_.back() > kMaxMembers)
+      throw Error("malformed: an object of more than " + std::to_string(kMaxMembers) + " members");
+    return dom_.key(k);
+  }
+  bool end_object() {
+    members_.pop_back();
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) { return open(n) && dom_.start_array(n); }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  // "[json.exception.parse_error.110] parse error at byte 5: syntax error while parsing
+  // UBJSON value: unexpected end of input" -> "byte 5: malformed UBJSON: value: unexpected..."
+  // (the byte past the end, for input that ends early, is given as the last one).
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    std::string m = e.what();
+    const std::string lead = "while parsing UBJSON ";
+    const auto at = m.find(lead);
+    m = at == std::string::npos ? m.substr(m.find("] ") + 2) : m.substr(at + lead.size());
+    throw Error("byte " + std::to_string(std::min(position, max_values_)) +
+                ": malformed UBJSON: " + m);
+  }
+
+ private:
+  bool value() {
+    if (++values_ > max_values_)
+      throw Error("malformed: more values than the " + std::to_string(max_values_) +
+                  " bytes could hold");
+    return true;
+  }
+  bool open(std::size_t n) {
+    if (++depth_ > max_depth_)
+      throw Error("malformed: nested more than " + std::to_string(max_depth_) + " deep");
+    if (n != static_cast<std::size_t>(-1) && n > max_values_)
+      throw Error("malformed: a container of " + std::to_string(n) + " elements in " +
+                  std::to_string(max_values_) + " bytes");
+    return value();
+  }
+
+  Dom dom_;
+  std::size_t values_ = 0, max_values_;
+  int depth_ = 0, max_depth_;
+  std::vector<std::size_t> members_;
+};
+
+}  // namespace
+
+Json parse_ubjson(const std::string& bytes, int max_depth) {
+  Json result;
+  BoundedDom sax(result, bytes.size(), max_depth);
+  try {
+    Json::sax_parse(bytes, &sax, nlohmann::detail::input_format_t::ubjson, true);
+  } catch (const Json::exception& e) {
+    throw Error(std::string("malformed UBJSON: ") + e.what());
+  }
+  return result;
+}
+
+}  // namespace gradscope::trees_internal

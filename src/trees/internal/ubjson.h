@@ -1,0 +1,18 @@
+// Parsing XGBoost's UBJSON models (save_model("m.ubj"), XGBoosterSaveModelToBuffer with
+// format "ubj"): the same document as its JSON model, with float32 values in binary, which
+// XGBoost writes and nlohmann reads several times faster than text.
+#pragma once
+
+#include <string>
+
+#include "internal/model_json.h"
+
+namespace gradscope::trees_internal {
+
+/// `bytes` parsed as UBJSON, refusing nesting deeper than `max_depth`, objects of more than
+/// 100000 members and more values than the input has bytes (a typed array of no-data
+/// elements and a count of 2^62 would otherwise run for ever). Errors: "byte N: malformed
+/// UBJSON: ..." or "malformed: ...".
+Json parse_ubjson(const std::string& bytes, int max_depth);
+
+}  // namespace gradscope::trees_internal
