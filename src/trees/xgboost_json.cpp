@@ -276,7 +276,10 @@ TreeEnsemble parse_xgboost_json(const std::string& text, const std::string& name
 
 TreeEnsemble parse_xgboost_ubjson(const std::string& bytes, const std::string& name) {
   return trees_internal::with_model_context("xgboost", name, [&] {
-    TreeEnsemble m = parse(trees_internal::parse_ubjson(bytes, kMaxDepth));
+    // Per node, XGBoost also keeps its parent and its weight before shrinkage (base_weights):
+    // the reader needs neither.
+    static const std::vector<std::string> kUnread = {"parents", "base_weights"};
+    TreeEnsemble m = parse(trees_internal::parse_ubjson(bytes, kMaxDepth, kUnread));
     check_ensemble(m);
     return m;
   });

@@ -1,6 +1,7 @@
 #include "gradscope/trees/xgboost_live.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -11,6 +12,12 @@
 
 namespace gradscope {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 [[noreturn]] void bad_eval(const std::string& line, const std::string& what) {
   throw Error("xgboost evaluation '" + line.substr(0, 80) + "': " + what);
@@ -58,8 +65,13 @@ XGBoostLive::XGBoostLive(XGBoostBooster& booster,
                          std::vector<std::pair<std::string, const XGBoostMatrix*>> evals,
                          XGBoostLiveOptions options)
     : booster_(booster), options_(options) {
-  if (options_.every < 1)
-    throw Error("xgboost live: every must be at least 1, got " + std::to_string(options_.every));
+  if (options_.every < 0)
+    throw Error("xgboost live: every must be at least 0, got " + std::to_string(options_.every));
+  if (!(options_.budget > 0 && options_.budget <= 1))
+    throw Error("xgboost live: budget must be in (0, 1], got " + std::to_string(options_.budget));
+  if (options_.max_every < 1)
+    throw Error("xgboost live: max_every must be at least 1, got " +
+                std::to_string(options_.max_every));
   for (auto& [name, matrix] : evals) {
     eval_names_.push_back(std::move(name));
     eval_matrices_.push_back(matrix);
@@ -67,21 +79,31 @@ XGBoostLive::XGBoostLive(XGBoostBooster& booster,
 }
 
 void XGBoostLive::update(int iteration, const XGBoostMatrix& train) {
+  const auto start = Clock::now();
   booster_.update(iteration, train);
   if (!eval_matrices_.empty()) {
     RoundMetrics m = parse_xgboost_eval(booster_.eval(iteration, eval_matrices_, eval_names_));
     metrics_.push_back(std::move(m));
   }
-  if (++trained_since_read_ >= options_.every) read_new_rounds();
+  trained_seconds_ += seconds_since(start);
+  ++trained_since_read_;
+  const bool due = options_.every > 0
+                       ? trained_since_read_ >= options_.every
+                       : model_.rounds == 0 || trained_since_read_ >= options_.max_every ||
+                             trained_seconds_ * options_.budget >= read_seconds_;
+  if (due) read_new_rounds();
 }
 
 void XGBoostLive::read_new_rounds() {
+  const auto start = Clock::now();
   trained_since_read_ = 0;
+  trained_seconds_ = 0;
   const int begin = model_.rounds, end = booster_.boosted_rounds();
   if (end <= begin) return;
   append_rounds(model_, parse_xgboost_ubjson(booster_.slice_ubjson(begin, end),
                                              "xgboost rounds " + std::to_string(begin) + " to " +
                                                  std::to_string(end - 1)));
+  read_seconds_ = seconds_since(start);
   if (callback_) callback_(model_, begin);
 }
 

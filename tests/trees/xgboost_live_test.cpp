@@ -43,7 +43,7 @@ TEST(XGBoostLive, EveryRoundReadAsItEndsMakesTheSavedModelAndItsLosses) {
   XGBoostMatrix train(d.train), valid(d.valid);
   XGBoostBooster booster({&train, &valid});
   booster.set_params({{"objective", "binary:logistic"}, {"max_depth", "4"}, {"nthread", "2"}});
-  XGBoostLive live(booster, {{"train", &train}, {"valid", &valid}});
+  XGBoostLive live(booster, {{"train", &train}, {"valid", &valid}}, {1});
   std::vector<int32_t> firsts;
   live.on_rounds([&](const TreeEnsemble& m, int32_t first) {
     firsts.push_back(first);
@@ -80,7 +80,7 @@ TEST(XGBoostLive, RoundsReadSeveralAtATimeMakeTheSameModel) {
   XGBoostBooster booster({&train});
   booster.set_params(
       {{"objective", "multi:softprob"}, {"num_class", "10"}, {"max_depth", "3"}, {"nthread", "2"}});
-  XGBoostLive live(booster, {}, {4});
+  XGBoostLive live(booster, {}, {4, 0.01, 32});
   std::vector<std::pair<int32_t, int32_t>> reads;  // (first new round, rounds)
   live.on_rounds(
       [&](const TreeEnsemble& m, int32_t first) { reads.emplace_back(first, m.rounds); });
@@ -91,6 +91,30 @@ TEST(XGBoostLive, RoundsReadSeveralAtATimeMakeTheSameModel) {
   expect_same_model(live.model(), parse_xgboost_json(booster.save_json(), "saved"));
   EXPECT_EQ(live.model().trees.size(), 100u);
   EXPECT_TRUE(live.metrics().empty());
+}
+
+// The default schedule reads as often as 1% of the training time allows: whatever it chose,
+// every round is read once, in order, round 0 at once, never more than max_every apart.
+TEST(XGBoostLive, BudgetScheduleReadsEveryRoundOnce) {
+  GRADSCOPE_REQUIRE_DATA(data_file("breast_cancer.csv"));
+  const Trained d = cancer();
+  XGBoostMatrix train(d.train);
+  XGBoostBooster booster({&train});
+  booster.set_params({{"objective", "binary:logistic"}, {"max_depth", "2"}, {"nthread", "1"}});
+  XGBoostLive live(booster, {}, {0, 0.01, 5});
+  std::vector<std::pair<int32_t, int32_t>> reads;  // (first new round, rounds)
+  live.on_rounds(
+      [&](const TreeEnsemble& m, int32_t first) { reads.emplace_back(first, m.rounds); });
+  for (int i = 0; i < 40; ++i) live.update(i, train);
+  live.sync();
+  ASSERT_FALSE(reads.empty());
+  EXPECT_EQ(reads[0], (std::pair<int32_t, int32_t>{0, 1}));
+  for (std::size_t k = 1; k < reads.size(); ++k) {
+    EXPECT_EQ(reads[k].first, reads[k - 1].second);
+    EXPECT_LE(reads[k].second - reads[k].first, 5);
+  }
+  EXPECT_EQ(reads.back().second, 40);
+  expect_same_model(live.model(), parse_xgboost_json(booster.save_json(), "saved"));
 }
 
 TEST(XGBoostLive, DartWeightsAreTheFinalOnesAfterSync) {
@@ -128,8 +152,16 @@ TEST(XGBoostLive, ContinuesABoosterThatAlreadyHasRounds) {
   for (int i = 3; i < 6; ++i) live.update(i, train);
   live.sync();
   expect_same_model(live.model(), parse_xgboost_json(booster.save_json(), "saved"));
-  EXPECT_EQ(error_of([&] { XGBoostLive(booster, {}, {0}); }),
-            "xgboost live: every must be at least 1, got 0");
+  EXPECT_EQ(error_of([&] { XGBoostLive(booster, {}, {-1}); }),
+            "xgboost live: every must be at least 0, got -1");
+  EXPECT_EQ(error_of([&] {
+              XGBoostLive(booster, {}, {0, 0});
+            }),
+            "xgboost live: budget must be in (0, 1], got 0.000000");
+  EXPECT_EQ(error_of([&] {
+              XGBoostLive(booster, {}, {0, 0.01, 0});
+            }),
+            "xgboost live: max_every must be at least 1, got 0");
 }
 
 TEST(XGBoostEval, ParsesXGBoostsLines) {

@@ -12,8 +12,8 @@
 //   live.metrics()[99].value("valid-logloss");
 //
 // The new rounds are read with XGBoosterSlice (only their trees are serialized, as UBJSON,
-// which XGBoost writes much faster than JSON), every `every` rounds; docs/benchmarks.md
-// measures what that costs against the rounds themselves.
+// which XGBoost writes much faster than JSON), as often as a budget of 1% of the training
+// time allows (or every k rounds); docs/benchmarks.md measures the cost against the rounds.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +42,17 @@ RoundMetrics parse_xgboost_eval(const std::string& line);
 
 /// How often the tracker reads the booster.
 struct XGBoostLiveOptions {
-  /// Rounds between two reads of new trees: 1 reads each round as it ends; k reads k rounds
-  /// with one slice (cheaper per round; the model lags by up to k - 1 rounds until sync()).
-  int every = 1;
+  /// Rounds between two reads of new trees: 1 reads each round as it ends, k reads k rounds
+  /// with one slice. 0 (the default) reads as often as `budget` allows.
+  int every = 0;
+  /// With every == 0: the share of the training time that reads may take. A read costs a
+  /// fixed part (XGBoosterSlice makes a booster) and a part per tree; the tracker reads when
+  /// the training since its last read, times `budget`, covers what that read cost, so the
+  /// fixed part is spread over more rounds when rounds are quick. The first round is always
+  /// read at once.
+  double budget = 0.01;
+  /// With every == 0: the most rounds between two reads, however quick the rounds.
+  int max_every = 32;
 };
 
 /// Follows one booster's training: trains rounds (update), evaluates them on the named
@@ -84,6 +92,8 @@ class XGBoostLive {
   TreeEnsemble model_;
   std::vector<RoundMetrics> metrics_;
   int trained_since_read_ = 0;
+  double trained_seconds_ = 0;  // in update() since the last read
+  double read_seconds_ = 0;     // what the last read took
   RoundsCallback callback_;
 };
 

@@ -7,44 +7,54 @@
 namespace gradscope::trees_internal {
 namespace {
 
-constexpr std::size_t kMaxMembers = 100000;  // as parse_model_json
+constexpr std::size_t kMaxMembers = 100000;                     // as parse_model_json
+constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);  // a container without a count
 
-// nlohmann's DOM builder, with the bounds of parse_ubjson checked at every event.
+// nlohmann's DOM builder, with the bounds of parse_ubjson checked at every event, and the
+// members named in `skip` (at any depth) left out of the document.
 class BoundedDom {
  public:
   using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
-  BoundedDom(Json& result, std::size_t max_values, int max_depth)
-      : dom_(result, true), max_values_(max_values), max_depth_(max_depth) {}
+  BoundedDom(Json& result, std::size_t max_values, int max_depth,
+             const std::vector<std::string>& skip)
+      : dom_(result, true), max_values_(max_values), max_depth_(max_depth), skip_(skip) {}
 
-  bool null() { return value() && dom_.null(); }
-  bool boolean(bool v) { return value() && dom_.boolean(v); }
-  bool number_integer(Json::number_integer_t v) { return value() && dom_.number_integer(v); }
-  bool number_unsigned(Json::number_unsigned_t v) { return value() && dom_.number_unsigned(v); }
-  bool number_float(Json::number_float_t v, const Json::string_t& s) {
-    return value() && dom_.number_float(v, s);
+  bool null() { return value() && (drop() || dom_.null()); }
+  bool boolean(bool v) { return value() && (drop() || dom_.boolean(v)); }
+  bool number_integer(Json::number_integer_t v) {
+    return value() && (drop() || dom_.number_integer(v));
   }
-  bool string(Json::string_t& v) { return value() && dom_.string(v); }
-  bool binary(Json::binary_t& v) { return value() && dom_.binary(v); }
+  bool number_unsigned(Json::number_unsigned_t v) {
+    return value() && (drop() || dom_.number_unsigned(v));
+  }
+  bool number_float(Json::number_float_t v, const Json::string_t& s) {
+    return value() && (drop() || dom_.number_float(v, s));
+  }
+  bool string(Json::string_t& v) { return value() && (drop() || dom_.string(v)); }
+  bool binary(Json::binary_t& v) { return value() && (drop() || dom_.binary(v)); }
   bool start_object(std::size_t n) {
-    if (n != static_cast<std::size_t>(-1) && n > kMaxMembers)
-      throw Error("malformed: an object of more than " + std::to_string(kMaxMembers) + " members");
+    if (n != kUnknown && n > kMaxMembers) too_many_members();
     members_.push_back(0);
-    return open(n) && dom_.start_object(n);
+    return open(n) && (enter_dropped() || dom_.start_object(n));
   }
   bool key(Json::string_t& k) {
-    if (++members_.back() > kMaxMembers)
-      throw Error("malformed: an object of more than " + std::to_string(kMaxMembers) + " members");
+    if (++members_.back() > kMaxMembers) too_many_members();
+    if (dropping_ > 0) return true;
+    if (std::find(skip_.begin(), skip_.end(), k) != skip_.end()) {
+      drop_next_ = true;
+      return true;
+    }
     return dom_.key(k);
   }
   bool end_object() {
     members_.pop_back();
     --depth_;
-    return dom_.end_object();
+    return leave_dropped() || dom_.end_object();
   }
-  bool start_array(std::size_t n) { return open(n) && dom_.start_array(n); }
+  bool start_array(std::size_t n) { return open(n) && (enter_dropped() || dom_.start_array(n)); }
   bool end_array() {
     --depth_;
-    return dom_.end_array();
+    return leave_dropped() || dom_.end_array();
   }
   // "[json.exception.parse_error.110] parse error at byte 5: syntax error while parsing
   // UBJSON value: unexpected end of input" -> "byte 5: malformed UBJSON: value: unexpected..."
@@ -59,6 +69,9 @@ class BoundedDom {
   }
 
  private:
+  [[noreturn]] static void too_many_members() {
+    throw Error("malformed: an object of more than " + std::to_string(kMaxMembers) + " members");
+  }
   bool value() {
     if (++values_ > max_values_)
       throw Error("malformed: more values than the " + std::to_string(max_values_) +
@@ -68,23 +81,46 @@ class BoundedDom {
   bool open(std::size_t n) {
     if (++depth_ > max_depth_)
       throw Error("malformed: nested more than " + std::to_string(max_depth_) + " deep");
-    if (n != static_cast<std::size_t>(-1) && n > max_values_)
+    if (n != kUnknown && n > max_values_)
       throw Error("malformed: a container of " + std::to_string(n) + " elements in " +
                   std::to_string(max_values_) + " bytes");
     return value();
+  }
+  // A scalar that is (part of) a skipped member: true, and it is not built.
+  bool drop() {
+    if (!drop_next_) return dropping_ > 0;
+    drop_next_ = false;
+    return true;
+  }
+  // A container that is (inside) a skipped member: true, and the depth inside it grows.
+  bool enter_dropped() {
+    if (drop_next_ || dropping_ > 0) {
+      drop_next_ = false;
+      ++dropping_;
+      return true;
+    }
+    return false;
+  }
+  bool leave_dropped() {
+    if (dropping_ == 0) return false;
+    --dropping_;
+    return true;
   }
 
   Dom dom_;
   std::size_t values_ = 0, max_values_;
   int depth_ = 0, max_depth_;
   std::vector<std::size_t> members_;
+  const std::vector<std::string>& skip_;
+  bool drop_next_ = false;  // the value of a skipped key comes next
+  int dropping_ = 0;        // containers open inside a skipped value
 };
 
 }  // namespace
 
-Json parse_ubjson(const std::string& bytes, int max_depth) {
+Json parse_ubjson(const std::string& bytes, int max_depth, const std::vector<std::string>& skip) {
   Json result;
-  BoundedDom sax(result, bytes.size(), max_depth);
+  BoundedDom sax(result, bytes.size(), max_depth, skip);
   try {
     Json::sax_parse(bytes, &sax, nlohmann::detail::input_format_t::ubjson, true);
   } catch (const Json::exception& e) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "internal/model_json.h"
 
@@ -12,7 +13,10 @@ namespace gradscope::trees_internal {
 /// `bytes` parsed as UBJSON, refusing nesting deeper than `max_depth`, objects of more than
 /// 100000 members and more values than the input has bytes (a typed array of no-data
 /// elements and a count of 2^62 would otherwise run for ever). Errors: "byte N: malformed
-/// UBJSON: ..." or "malformed: ...".
-Json parse_ubjson(const std::string& bytes, int max_depth);
+/// UBJSON: ..." or "malformed: ...". Members whose key is in `skip` (at any depth) are read
+/// but left out of the document: building and freeing values no reader looks at is most of
+/// the cost of a parse.
+Json parse_ubjson(const std::string& bytes, int max_depth,
+                  const std::vector<std::string>& skip = {});
 
 }  // namespace gradscope::trees_internal
