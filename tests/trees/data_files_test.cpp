@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "../common/error_of.h"
@@ -15,8 +13,6 @@
 
 namespace gradscope::test {
 namespace {
-
-namespace fs = std::filesystem;
 
 TEST(SklearnCsv, ReadsTheThreeLayouts) {
   GRADSCOPE_REQUIRE_DATA(data_file("diabetes.csv"));
@@ -41,19 +37,8 @@ TEST(SklearnCsv, ReadsTheThreeLayouts) {
 
 class CsvFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gradscope-csv-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& bytes) const {
-    const std::string path = (dir_ / "d.csv").string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-  fs::path dir_;
+  std::string write(const std::string& bytes) const { return scratch_.write("d.csv", bytes); }
+  ScratchDir scratch_;
 };
 
 TEST_F(CsvFiles, HeaderLabelAndMissingCells) {
@@ -79,7 +64,7 @@ TEST_F(CsvFiles, WrittenDataReadsBackExactly) {
   d.x = {0.1, std::nan(""), 1e300, -2.5e-7};
   d.y = {1, 0};
   d.names = {"p", "q"};
-  const std::string path = (dir_ / "w.csv").string();
+  const std::string path = scratch_.path("w.csv");
   write_csv_data(path, d);
   const TreeData back = read_csv_data(path, "label");
   EXPECT_EQ(back.names, d.names);
@@ -91,7 +76,7 @@ TEST_F(CsvFiles, WrittenDataReadsBackExactly) {
 }
 
 TEST_F(CsvFiles, ErrorsNameFileLineAndColumn) {
-  const std::string p = (dir_ / "d.csv").string();
+  const std::string p = scratch_.path("d.csv");
   const std::string head = "data file '" + p + "': ";
   EXPECT_EQ(error_of([&] { read_csv_data(write("a,b\n1,2\n3\n"), "b"); }),
             head + "line 3: 1 fields, the header has 2");

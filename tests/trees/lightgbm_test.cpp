@@ -163,6 +163,14 @@ TEST(LightGBMText, SimpleModelFollowsCategoryAndMissingRules) {
   EXPECT_DOUBLE_EQ(predict_raw(m, cases[3].first.data(), 1)[0], 0.56697267424823339);
 }
 
+using Cases = std::vector<std::pair<std::vector<double>, double>>;
+
+// Each case's row has the raw score given.
+void expect_raw(const TreeEnsemble& m, const Cases& cases) {
+  for (const auto& [row, v] : cases)
+    EXPECT_EQ(predict_raw(m, row.data())[0], v) << row[0] << ", " << row[1];
+}
+
 // A bare tree block from leaves' testdata (tree_<n>leaves.txt) inside a minimal model header.
 TreeEnsemble bare_tree(const std::string& name) {
   const std::string text =
@@ -191,11 +199,12 @@ TEST(LightGBMText, BareTreesFromOneToThreeLeaves) {
   // Node 0: feature 1 in {100} (decision_type 9: categorical, NaN missing) goes to leaf 0;
   // node 1: feature 0 <= 756.
   const TreeEnsemble three = bare_tree("tree_3leaves.txt");
-  const std::vector<std::pair<std::vector<double>, double>> three_cases = {
-      {{0, 0}, 0.35},     {{1000, 0}, 0.38},   {{kNaN, 0}, 0.35},
-      {{kNaN, 10}, 0.35}, {{kNaN, 100}, 0.54}, {{1000, kNaN}, 0.38}};
-  for (const auto& [row, v] : three_cases)
-    EXPECT_EQ(predict_raw(three, row.data())[0], v) << row[0] << ", " << row[1];
+  expect_raw(three, {{{0, 0}, 0.35},
+                     {{1000, 0}, 0.38},
+                     {{kNaN, 0}, 0.35},
+                     {{kNaN, 10}, 0.35},
+                     {{kNaN, 100}, 0.54},
+                     {{1000, kNaN}, 0.38}});
 }
 
 TEST(LightGBMJson, OneTreeWithACategorySet) {
@@ -203,12 +212,15 @@ TEST(LightGBMJson, OneTreeWithACategorySet) {
   const TreeEnsemble m = read_tree_model(fixture("lightgbm/lg_1tree.json"));
   ASSERT_EQ(m.num_features, 2);
   // x0 <= 0.14 then x1 in {1, 10, 100} -> 0.4703, else 0.4242; x0 > 0.14 -> 1.1111.
-  const std::vector<std::pair<std::vector<double>, double>> cases = {
-      {{0, 0}, 0.4242},    {{0, 11}, 0.4242},    {{0.13, 11}, 0.4242},
-      {{0, 1}, 0.4703},    {{0, 10}, 0.4703},    {{0, 100}, 0.4703},
-      {{0.15, 0}, 1.1111}, {{0.15, 11}, 1.1111}, {{0.14, 10}, 0.4703}};
-  for (const auto& [row, v] : cases)
-    EXPECT_EQ(predict_raw(m, row.data())[0], v) << row[0] << ", " << row[1];
+  expect_raw(m, {{{0, 0}, 0.4242},
+                 {{0, 11}, 0.4242},
+                 {{0.13, 11}, 0.4242},
+                 {{0, 1}, 0.4703},
+                 {{0, 10}, 0.4703},
+                 {{0, 100}, 0.4703},
+                 {{0.15, 0}, 1.1111},
+                 {{0.15, 11}, 1.1111},
+                 {{0.14, 10}, 0.4703}});
 }
 
 TEST(LightGBMJson, OneLeafModelKeepsItsFeatureCount) {

@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <regex>
 
 #include "../common/error_of.h"
@@ -15,30 +13,18 @@
 namespace gradscope::test {
 namespace {
 
-namespace fs = std::filesystem;
-
-// A scratch folder of this test's own, removed afterwards.
+// Damaged copies of the fixtures, written to a scratch folder and read back by path.
 class BadModels : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gradscope-bad-models-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
+    return scratch_.write(name, bytes);
   }
   std::string read_error(const std::string& name, const std::string& bytes) const {
     const std::string path = write(name, bytes);
     return error_of([&] { read_tree_model(path); });
   }
 
-  fs::path dir_;
+  ScratchDir scratch_;
 };
 
 // `text` with the first occurrence of `from` replaced by `to` (which must be there).
@@ -58,34 +44,34 @@ std::size_t line_of(const std::string& text, const std::string& needle) {
 TEST_F(BadModels, MissingUnreadableEmptyAndForeignFiles) {
   EXPECT_EQ(error_of([] { read_tree_model("/nonexistent/gradscope/m.json"); }),
             "model '/nonexistent/gradscope/m.json': no such file");
-  EXPECT_EQ(error_of([&] { read_tree_model(dir_.string()); }),
-            "model '" + dir_.string() + "': not a regular file (a directory)");
+  EXPECT_EQ(error_of([&] { read_tree_model(scratch_.dir()); }),
+            "model '" + scratch_.dir() + "': not a regular file (a directory)");
   EXPECT_EQ(read_error("empty.txt", " \n"),
-            "model '" + (dir_ / "empty.txt").string() + "': empty file");
-  const std::string csv = (dir_ / "data.csv").string();
+            "model '" + scratch_.path("empty.txt") + "': empty file");
+  const std::string csv = scratch_.path("data.csv");
   EXPECT_EQ(read_error("data.csv", "a,b\n1,2\n"),
             "model '" + csv +
                 "': not a model gradscope reads (an XGBoost or CatBoost JSON model, "
                 "or a LightGBM text or dump_model JSON model)");
   EXPECT_EQ(read_error("other.json", "{\"weights\": [1, 2]}"),
-            "model '" + (dir_ / "other.json").string() +
+            "model '" + scratch_.path("other.json") +
                 "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
                 "\"tree_info\" (LightGBM dump_model)");
   // UBJSON: '{', then binary lengths; with XGBoost's first key it is read as XGBoost's.
   EXPECT_EQ(read_error("model.ubj", std::string("{L\0\0\0\0\0\0\0\x07learner{", 18)),
-            "xgboost model '" + (dir_ / "model.ubj").string() +
+            "xgboost model '" + scratch_.path("model.ubj") +
                 "': byte 18: malformed UBJSON: value: unexpected end of input");
   EXPECT_EQ(read_error("other.ubj", std::string("{L\0\0\0\0\0\0\0\x07weights[", 18)),
-            "model '" + (dir_ / "other.ubj").string() +
+            "model '" + scratch_.path("other.ubj") +
                 "': not a model gradscope reads (a binary file; XGBoost's old binary models: "
                 "save them as .json or .ubj)");
   EXPECT_EQ(read_error("cut.json", "{\"name\": \"tree\", \"vers"),
-            "model '" + (dir_ / "cut.json").string() +
+            "model '" + scratch_.path("cut.json") +
                 "': byte 22 (line 1, column 22): malformed JSON: syntax error while parsing "
                 "object key - invalid string: missing closing quote; last read: '\"vers'; "
                 "expected string literal");
   EXPECT_EQ(read_error("model.bin", std::string("\x01\x02\x03", 3)),
-            "model '" + (dir_ / "model.bin").string() +
+            "model '" + scratch_.path("model.bin") +
                 "': not a model gradscope reads (a binary file; XGBoost's old binary models: "
                 "save them as .json or .ubj)");
 }
@@ -119,7 +105,7 @@ TEST_F(BadModels, TruncatedFixturesNameTheFileAndThePosition) {
 TEST_F(BadModels, LightGBMTextErrorsNameTheLine) {
   GRADSCOPE_REQUIRE_DATA(fixture("lightgbm/lg_breast_cancer.txt"));
   const std::string text = read_text(fixture("lightgbm/lg_breast_cancer.txt"));
-  const std::string path = (dir_ / "m.txt").string();
+  const std::string path = scratch_.path("m.txt");
   const std::string head = "lightgbm model '" + path + "': line ";
 
   const std::size_t leaf_line = line_of(text, "leaf_value=");
@@ -158,7 +144,7 @@ TEST_F(BadModels, LightGBMTextErrorsNameTheLine) {
 TEST_F(BadModels, LightGBMJsonErrorsNameTheField) {
   GRADSCOPE_REQUIRE_DATA(fixture("lightgbm/lg_1tree.json"));
   const std::string text = read_text(fixture("lightgbm/lg_1tree.json"));
-  const std::string head = "lightgbm model '" + (dir_ / "m.json").string() + "': tree_info[0].";
+  const std::string head = "lightgbm model '" + scratch_.path("m.json") + "': tree_info[0].";
   EXPECT_EQ(read_error("m.json", edit(text, "\"split_feature\": 0", "\"split_feature\": 7")),
             head + "tree_structure.split_feature: feature 7 outside the model's 2 features");
   EXPECT_EQ(read_error("m.json", edit(text, "\"leaf_value\": 0.4703", "\"leaf_value\": \"x\"")),
@@ -179,7 +165,7 @@ TEST_F(BadModels, LightGBMJsonErrorsNameTheField) {
 TEST_F(BadModels, CatBoostErrorsNameTheField) {
   GRADSCOPE_REQUIRE_DATA(fixture("catboost/and-model.json"));
   const std::string text = read_text(fixture("catboost/and-model.json"));
-  const std::string head = "catboost model '" + (dir_ / "m.json").string() + "': ";
+  const std::string head = "catboost model '" + scratch_.path("m.json") + "': ";
   EXPECT_EQ(read_error("m.json", edit(text, "\"border\":0.5", "\"border\":\"x\"")),
             head + "oblivious_trees[0].splits[0].border: must be a finite number, got a string");
   EXPECT_EQ(
@@ -192,7 +178,7 @@ TEST_F(BadModels, CatBoostErrorsNameTheField) {
   EXPECT_EQ(read_error("m.json", edit(text, "0.5,\n            0.5\n", "0.5\n")),
             head + "oblivious_trees[0].leaf_values: 1 values for 2 leaves");
   EXPECT_EQ(read_error("m.json", edit(text, "\"oblivious_trees\"", "\"oblivious_treez\"")),
-            "model '" + (dir_ / "m.json").string() +
+            "model '" + scratch_.path("m.json") +
                 "': JSON with none of \"learner\" (XGBoost), \"oblivious_trees\" (CatBoost) or "
                 "\"tree_info\" (LightGBM dump_model)");
 }
@@ -205,7 +191,7 @@ TEST_F(BadModels, CountsCannotMakeTheReaderAllocateWhatTheFileDoesNotHold) {
       "tree\nversion=v3\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=1\n\n";
   const std::string tree = read_text(fixture("lightgbm/tree_3leaves.txt"));
   const std::string model = header + tree + "\nend of trees\n";
-  const std::string path = (dir_ / "m.txt").string();
+  const std::string path = scratch_.path("m.txt");
   // 2^30 leaves would be 2^31 nodes (over 100 GB) if sized before the leaf values are read.
   EXPECT_EQ(read_error("m.txt", edit(model, "num_leaves=3", "num_leaves=1073741824")),
             "lightgbm model '" + path + "': line " + std::to_string(line_of(model, "leaf_value")) +
@@ -237,7 +223,7 @@ TEST_F(BadModels, CountsCannotMakeTheReaderAllocateWhatTheFileDoesNotHold) {
   const std::string cat = read_text(fixture("catboost/and-model.json"));
   EXPECT_EQ(read_error("c.json", edit(cat, "\"flat_feature_index\":1",
                                       "\"flat_feature_index\": 2000000000, \"feature_id\": \"x\"")),
-            "catboost model '" + (dir_ / "c.json").string() +
+            "catboost model '" + scratch_.path("c.json") +
                 "': features_info.float_features[1].flat_feature_index: column 2000000000, above "
                 "the limit of 67108864 features");
 }

@@ -101,17 +101,26 @@ TEST(TreeModel, CategorySetsSendListedCategoriesOneWay) {
   }
 }
 
-TEST(TreeModel, ObliviousLeafIndexHasLevelLAsBitL) {
+// One oblivious tree with these levels and leaf values (unchecked: some tests break it).
+TreeEnsemble oblivious(int32_t features, std::vector<ObliviousSplit> levels,
+                       std::vector<double> leaves) {
   TreeEnsemble m;
   m.dialect = TreeDialect::kCatBoost;
-  m.num_features = 2;
+  m.num_features = features;
   m.rounds = 1;
+  m.base_score = {0};
+  Tree t;
+  t.levels = std::move(levels);
+  t.leaf_values = std::move(leaves);
+  m.trees.push_back(t);
+  return m;
+}
+
+TEST(TreeModel, ObliviousLeafIndexHasLevelLAsBitL) {
+  // leaf = bit0 + 2 bit1
+  TreeEnsemble m = oblivious(2, {{0, 0.5f, false}, {1, 0.5f, true}}, {10, 20, 30, 40});
   m.base_score = {0.5};
   m.scale = 2;
-  Tree t;
-  t.levels = {{0, 0.5f, false}, {1, 0.5f, true}};
-  t.leaf_values = {10, 20, 30, 40};  // leaf = bit0 + 2 bit1
-  m.trees.push_back(t);
   check_ensemble(m);
   EXPECT_EQ(leaf_of(m, m.trees[0], std::vector<double>{1, 0}.data()), 1);
   EXPECT_EQ(leaf_of(m, m.trees[0], std::vector<double>{0, 1}.data()), 2);
@@ -219,15 +228,7 @@ TEST(TreeModelCheck, RefusesWhatIsOutOfRange) {
 }
 
 TEST(TreeModelCheck, RefusesObliviousTreesOfTheWrongShape) {
-  TreeEnsemble m;
-  m.dialect = TreeDialect::kCatBoost;
-  m.num_features = 1;
-  m.rounds = 1;
-  m.base_score = {0};
-  Tree t;
-  t.levels = {{0, 0.5f, false}, {0, 1.5f, false}};
-  t.leaf_values = {1, 2, 3};
-  m.trees.push_back(t);
+  TreeEnsemble m = oblivious(1, {{0, 0.5f, false}, {0, 1.5f, false}}, {1, 2, 3});
   EXPECT_EQ(error_of([&] { check_ensemble(m); }), "tree 0: 3 leaf values for depth 2 (needs 4)");
   m.trees[0].leaf_values.push_back(4);
   m.trees[0].levels[1].feature = 1;

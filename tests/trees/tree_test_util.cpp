@@ -1,8 +1,10 @@
 #include "tree_test_util.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -22,6 +24,31 @@ namespace {
 bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 }  // namespace
+
+ScratchDir::ScratchDir() {
+  static int made = 0;
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  dir_ = (std::filesystem::temp_directory_path() /
+          ("gradscope-trees-" + std::to_string(::getpid()) + "-" + std::to_string(++made) + "-" +
+           (test ? test->name() : "test")))
+             .string();
+  std::filesystem::create_directories(dir_);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+std::string ScratchDir::path(const std::string& name) const { return dir_ + "/" + name; }
+
+std::string ScratchDir::write(const std::string& name, const std::string& bytes) const {
+  const std::string p = path(name);
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  if (!out) throw std::runtime_error("cannot write " + p);
+  return p;
+}
 
 void expect_same_model(const TreeEnsemble& a, const TreeEnsemble& b) {
   EXPECT_EQ(a.dialect, b.dialect);

@@ -46,6 +46,24 @@ std::vector<std::vector<double>> read_table(const std::string& path);
 /// that must be the same bits, however they were read. Adds gtest failures naming the tree.
 void expect_same_model(const TreeEnsemble& a, const TreeEnsemble& b);
 
+/// A folder of its own under the system's temporary folder, removed with the object: files a
+/// test writes (damaged models, CSV) go there.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  /// `dir/name`.
+  std::string path(const std::string& name) const;
+  /// Writes `bytes` as `dir/name`, replacing it; returns its path.
+  std::string write(const std::string& name, const std::string& bytes) const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
 /// The whole file as bytes; std::runtime_error when it cannot be read.
 std::string read_text(const std::string& path);
 

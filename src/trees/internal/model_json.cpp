@@ -171,47 +171,52 @@ std::vector<double> numbers(const Field& f) {
   return out;
 }
 
-std::vector<int32_t> int32_array(const Field& f) {
+namespace {
+
+// The elements of `f`: `fast` takes the value straight from the JSON when it is what is
+// expected; otherwise `slow` reads the element's Field, which names it when it throws.
+template <class T, class Fast, class Slow>
+std::vector<T> array_of(const Field& f, Fast fast, Slow slow) {
   const std::size_t n = f.size();
-  std::vector<int32_t> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Json& v = f.json()[i];
-    if (v.is_number_unsigned() && v.get<uint64_t>() <= INT32_MAX) {
-      out[i] = static_cast<int32_t>(v.get<uint64_t>());
-    } else if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= INT32_MIN &&
-               v.get<int64_t>() <= INT32_MAX) {
-      out[i] = static_cast<int32_t>(v.get<int64_t>());
-    } else {
-      out[i] = int32(f.element(i));  // throws naming the element
-    }
-  }
+  std::vector<T> out(n);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!fast(f.json()[i], out[i])) out[i] = slow(f.element(i));
   return out;
+}
+
+// `v` as an integer from `lo` to INT32_MAX, when it is one.
+bool int_from(const Json& v, int64_t lo, int32_t& out) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > INT32_MAX) return false;
+    out = static_cast<int32_t>(v.get<uint64_t>());
+    return true;
+  }
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > INT32_MAX) return false;
+  out = static_cast<int32_t>(v.get<int64_t>());
+  return true;
+}
+
+}  // namespace
+
+std::vector<int32_t> int32_array(const Field& f) {
+  return array_of<int32_t>(
+      f, [](const Json& v, int32_t& out) { return int_from(v, INT32_MIN, out); }, int32);
 }
 
 std::vector<int32_t> index_array(const Field& f) {
-  const std::size_t n = f.size();
-  std::vector<int32_t> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Json& v = f.json()[i];
-    if (v.is_number_unsigned() && v.get<uint64_t>() <= INT32_MAX)
-      out[i] = static_cast<int32_t>(v.get<uint64_t>());
-    else if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= 0 &&
-             v.get<int64_t>() <= INT32_MAX)
-      out[i] = static_cast<int32_t>(v.get<int64_t>());
-    else
-      out[i] = index_or_string(f.element(i));
-  }
-  return out;
+  return array_of<int32_t>(
+      f, [](const Json& v, int32_t& out) { return int_from(v, 0, out); }, index_or_string);
 }
 
 std::vector<double> nonfinite_array(const Field& f) {
-  const std::size_t n = f.size();
-  std::vector<double> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Json& v = f.json()[i];
-    out[i] = v.is_number() ? v.get<double>() : number_or_nonfinite(f.element(i));
-  }
-  return out;
+  return array_of<double>(
+      f,
+      [](const Json& v, double& out) {
+        if (!v.is_number()) return false;
+        out = v.get<double>();
+        return true;
+      },
+      number_or_nonfinite);
 }
 
 int32_t checked_outputs(const Field& f, int64_t count) {
