@@ -46,13 +46,11 @@ int32_t next_lightgbm(const Tree& tree, const TreeNode& node, double x) {
       return node.default_left ? node.left : node.right;
     return x <= node.threshold ? node.left : node.right;
   }
-  // Categories listed go left; NaN (when missing values are NaN) and negatives go right.
-  // LightGBM casts to int; values past int range match no category (and stay defined here).
-  if (std::isnan(x)) {
-    if (node.missing == MissingType::kNaN) return node.right;
-    x = 0;
-  }
-  if (x < 0 || x >= 2147483648.0) return node.right;
+  // Categories listed go left. LightGBM casts the value to int (toward zero, so -0.5 is
+  // category 0) and sends NaN and negative results right whatever the missing type (v3+;
+  // earlier versions cast NaN first, which gives INT_MIN on x86: right too). Values past
+  // int's range are undefined there and match no category here.
+  if (std::isnan(x) || x <= -1.0 || x >= 2147483648.0) return node.right;
   return in_categories(tree, node, static_cast<int64_t>(x)) ? node.left : node.right;
 }
 

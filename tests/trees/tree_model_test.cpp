@@ -116,6 +116,37 @@ TreeEnsemble oblivious(int32_t features, std::vector<ObliviousSplit> levels,
   return m;
 }
 
+// Category 0 is where the two libraries part: LightGBM casts to int (toward zero), so -0.5 is
+// category 0, and sends NaN right whatever the missing type (tree.h CategoricalDecision;
+// before v3 the cast of NaN gave INT_MIN on x86, < 0, right as well). XGBoost calls any
+// negative value an invalid category, which goes left (categorical.h Decision, whose own
+// test has -0.5 with category 0 chosen going left).
+TEST(TreeModel, CategoryZeroNegativeFractionsAndNaN) {
+  for (const TreeDialect d : {TreeDialect::kXGBoost, TreeDialect::kLightGBM}) {
+    TreeEnsemble m = stump(d, 0);
+    Tree& t = m.trees[0];
+    t.categories = {0, 7};
+    t.nodes[0].categorical = true;
+    t.nodes[0].categories_end = 2;
+    for (const MissingType missing : {MissingType::kNone, MissingType::kZero, MissingType::kNaN}) {
+      t.nodes[0].missing = missing;
+      for (const bool default_left : {false, true}) {
+        t.nodes[0].default_left = default_left;
+        if (d == TreeDialect::kLightGBM) {
+          EXPECT_EQ(first(m, {-0.5, 0}), -1);  // category 0: listed, left
+          EXPECT_EQ(first(m, {-1.0, 0}), 1);   // -1: negative, right
+          EXPECT_EQ(first(m, {0.0, 0}), -1);
+          EXPECT_EQ(first(m, {kNaN, 0}), 1);  // NaN: right, never category 0
+        } else {
+          EXPECT_EQ(first(m, {-0.5, 0}), -1);                     // negative: invalid, left
+          EXPECT_EQ(first(m, {0.0, 0}), 1);                       // category 0: listed, right
+          EXPECT_EQ(first(m, {kNaN, 0}), default_left ? -1 : 1);  // missing: the default
+        }
+      }
+    }
+  }
+}
+
 TEST(TreeModel, ObliviousLeafIndexHasLevelLAsBitL) {
   // leaf = bit0 + 2 bit1
   TreeEnsemble m = oblivious(2, {{0, 0.5f, false}, {1, 0.5f, true}}, {10, 20, 30, 40});
