@@ -128,9 +128,10 @@ TEST(XGBoostLive, DartWeightsAreTheFinalOnesAfterSync) {
                       {"skip_drop", "0"},
                       {"max_depth", "3"},
                       {"nthread", "2"}});
-  XGBoostLive live(booster, {{"train", &train}});
+  XGBoostLive live(booster, {{"train", &train}}, {1});  // every round: all read before sync
   for (int i = 0; i < 15; ++i) live.update(i, train);
   const TreeEnsemble saved = parse_xgboost_json(booster.save_json(), "saved");
+  ASSERT_EQ(live.model().trees.size(), saved.trees.size());
   // Before sync the weights are those of the rounds' own time: later drops rescaled some.
   std::size_t stale = 0;
   for (std::size_t t = 0; t < saved.trees.size(); ++t)
