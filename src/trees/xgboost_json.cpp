@@ -76,9 +76,11 @@ Tree read_tree(const Field& j, int32_t num_features) {
   const Field left = j.at("left_children"), right = j.at("right_children");
   const Field split = j.at("split_indices"), cond = j.at("split_conditions");
   const Field dleft = j.at("default_left");
-  for (const Field* f : {&left, &right, &split, &cond, &dleft})
-    if (f->size() != static_cast<std::size_t>(n))
-      f->fail("has " + std::to_string(f->size()) + " entries for " + std::to_string(n) + " nodes");
+  for (const Field* f : {&left, &right, &split, &cond, &dleft}) {
+    const std::size_t size = trees_internal::array_size(*f);
+    if (size != static_cast<std::size_t>(n))
+      f->fail("has " + std::to_string(size) + " entries for " + std::to_string(n) + " nodes");
+  }
   const std::vector<int32_t> lefts = trees_internal::int32_array(left);
   const std::vector<int32_t> rights = trees_internal::int32_array(right);
   const std::vector<int32_t> defaults = trees_internal::int32_array(dleft);
@@ -91,8 +93,9 @@ Tree read_tree(const Field& j, int32_t num_features) {
   std::vector<int32_t> split_type;
   if (j.has("split_type")) {
     const Field st = j.at("split_type");
-    if (st.size() != static_cast<std::size_t>(n))
-      st.fail("has " + std::to_string(st.size()) + " entries for " + std::to_string(n) + " nodes");
+    const std::size_t size = trees_internal::array_size(st);
+    if (size != static_cast<std::size_t>(n))
+      st.fail("has " + std::to_string(size) + " entries for " + std::to_string(n) + " nodes");
     split_type = trees_internal::int32_array(st);
   }
   Tree tree;
@@ -103,12 +106,15 @@ Tree read_tree(const Field& j, int32_t num_features) {
     node.left = lefts[u];
     node.right = rights[u];
     if (node.left < -1 || node.right < -1 || (node.left < 0) != (node.right < 0))
-      left.element(u).fail("node " + std::to_string(i) + " has children " +
-                           std::to_string(node.left) + " and " + std::to_string(node.right));
+      trees_internal::fail_element(left, u,
+                                   "node " + std::to_string(i) + " has children " +
+                                       std::to_string(node.left) + " and " +
+                                       std::to_string(node.right));
     node.default_left = defaults[u] != 0;
     if (node.is_leaf()) {
       if (!std::isfinite(conditions[u]))
-        cond.element(u).fail("leaf value of node " + std::to_string(i) + " is not finite");
+        trees_internal::fail_element(cond, u,
+                                     "leaf value of node " + std::to_string(i) + " is not finite");
       node.value = f32(conditions[u]);
     } else {
       node.feature = features[u];
@@ -151,12 +157,13 @@ Tree read_tree(const Field& j, int32_t num_features) {
     if (node.is_leaf()) continue;
     for (const int32_t child : {node.left, node.right}) {
       if (child >= n)
-        left.element(static_cast<std::size_t>(order[k]))
-            .fail("child " + std::to_string(child) + " outside the tree's " + std::to_string(n) +
-                  " nodes");
+        trees_internal::fail_element(left, static_cast<std::size_t>(order[k]),
+                                     "child " + std::to_string(child) + " outside the tree's " +
+                                         std::to_string(n) + " nodes");
       if (new_id[static_cast<std::size_t>(child)] >= 0)
-        left.element(static_cast<std::size_t>(order[k]))
-            .fail("child " + std::to_string(child) + " is reached twice (not a tree)");
+        trees_internal::fail_element(
+            left, static_cast<std::size_t>(order[k]),
+            "child " + std::to_string(child) + " is reached twice (not a tree)");
       new_id[static_cast<std::size_t>(child)] = static_cast<int32_t>(order.size());
       order.push_back(child);
     }
@@ -177,9 +184,10 @@ Tree read_tree(const Field& j, int32_t num_features) {
       node.categories_end = static_cast<uint32_t>(tree.categories.size());
     }
     if (!node.is_leaf() && node.feature >= num_features)
-      split.element(static_cast<std::size_t>(old))
-          .fail("feature " + std::to_string(node.feature) + " outside the model's " +
-                std::to_string(num_features) + " features");
+      trees_internal::fail_element(split, static_cast<std::size_t>(old),
+                                   "feature " + std::to_string(node.feature) +
+                                       " outside the model's " + std::to_string(num_features) +
+                                       " features");
     tree.nodes.push_back(node);
   }
   return tree;
@@ -279,7 +287,11 @@ TreeEnsemble parse_xgboost_ubjson(const std::string& bytes, const std::string& n
     // Per node, XGBoost also keeps its parent and its weight before shrinkage (base_weights):
     // the reader needs neither.
     static const std::vector<std::string> kUnread = {"parents", "base_weights"};
-    TreeEnsemble m = parse(trees_internal::parse_ubjson(bytes, kMaxDepth, kUnread));
+    // The per-node arrays are read as packed numbers: one value each instead of one a node.
+    static const std::vector<std::string> kPacked = {
+        "left_children", "right_children", "split_indices", "split_conditions",
+        "default_left",  "split_type",     "loss_changes",  "sum_hessian"};
+    TreeEnsemble m = parse(trees_internal::parse_ubjson(bytes, kMaxDepth, kUnread, kPacked));
     check_ensemble(m);
     return m;
   });

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "gradscope/core/error.h"
+#include "internal/packed_numbers.h"
 
 namespace gradscope::trees_internal {
 namespace {
@@ -175,10 +176,18 @@ namespace {
 
 // The elements of `f`: `fast` takes the value straight from the JSON when it is what is
 // expected; otherwise `slow` reads the element's Field, which names it when it throws.
+// A packed array (packed_numbers.h) gives each element as the JSON number it was.
 template <class T, class Fast, class Slow>
 std::vector<T> array_of(const Field& f, Fast fast, Slow slow) {
-  const std::size_t n = f.size();
+  const std::size_t n = array_size(f);
   std::vector<T> out(n);
+  if (is_packed(f.json())) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const Json v = packed_element(f.json(), i);
+      if (!fast(v, out[i])) out[i] = slow(Field(v, f.path() + "[" + std::to_string(i) + "]"));
+    }
+    return out;
+  }
   for (std::size_t i = 0; i < n; ++i)
     if (!fast(f.json()[i], out[i])) out[i] = slow(f.element(i));
   return out;
@@ -197,6 +206,14 @@ bool int_from(const Json& v, int64_t lo, int32_t& out) {
 }
 
 }  // namespace
+
+std::size_t array_size(const Field& f) {
+  return is_packed(f.json()) ? packed_size(f.json()) : f.size();
+}
+
+void fail_element(const Field& f, std::size_t i, const std::string& what) {
+  throw Error(f.path() + "[" + std::to_string(i) + "]: " + what);
+}
 
 std::vector<int32_t> int32_array(const Field& f) {
   return array_of<int32_t>(

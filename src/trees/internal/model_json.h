@@ -42,6 +42,10 @@ std::vector<double> numbers(const Field& f);
 /// numbers (number_or_nonfinite), in one pass over the values: the Field of an element, and
 /// the path in it, is made only for an element that is wrong, to name it in the error.
 std::vector<int32_t> int32_array(const Field& f);
+/// The elements of an array, or of a packed one (packed_numbers.h).
+std::size_t array_size(const Field& f);
+/// Throws Error "<path of f>[i]: <what>", for an array or a packed one.
+[[noreturn]] void fail_element(const Field& f, std::size_t i, const std::string& what);
 std::vector<int32_t> index_array(const Field& f);
 std::vector<double> nonfinite_array(const Field& f);
 
