@@ -20,7 +20,8 @@ TreeData select_rows(const TreeData& data, const std::vector<std::size_t>& index
   return out;
 }
 
-std::pair<TreeData, TreeData> split_rows(const TreeData& data, double second_fraction, uint64_t seed) {
+std::pair<TreeData, TreeData> split_rows(const TreeData& data, double second_fraction,
+                                         uint64_t seed) {
   if (!(second_fraction >= 0 && second_fraction <= 1))
     throw Error("split: fraction " + std::to_string(second_fraction) + " must be in [0, 1]");
   std::vector<std::size_t> order(data.rows);
@@ -29,8 +30,10 @@ std::pair<TreeData, TreeData> split_rows(const TreeData& data, double second_fra
   // between standard libraries, this does not.
   std::mt19937_64 gen(seed);
   for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[gen() % i]);
-  const std::size_t second = static_cast<std::size_t>(second_fraction * static_cast<double>(data.rows) + 0.5);
-  const std::vector<std::size_t> a(order.begin(), order.end() - static_cast<std::ptrdiff_t>(second));
+  const std::size_t second =
+      static_cast<std::size_t>(second_fraction * static_cast<double>(data.rows) + 0.5);
+  const std::vector<std::size_t> a(order.begin(),
+                                   order.end() - static_cast<std::ptrdiff_t>(second));
   const std::vector<std::size_t> b(order.end() - static_cast<std::ptrdiff_t>(second), order.end());
   return {select_rows(data, a), select_rows(data, b)};
 }

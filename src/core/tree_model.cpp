@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <utility>
 
 #include "gradscope/core/error.h"
 
@@ -39,17 +41,16 @@ int32_t next_lightgbm(const Tree& tree, const TreeNode& node, double x) {
   if (!node.categorical) {
     if (std::isnan(x) && node.missing != MissingType::kNaN) x = 0;
     const bool zero = x >= -kLightGBMZero && x <= kLightGBMZero;
-    if ((node.missing == MissingType::kZero && zero) || (node.missing == MissingType::kNaN && std::isnan(x)))
+    if ((node.missing == MissingType::kZero && zero) ||
+        (node.missing == MissingType::kNaN && std::isnan(x)))
       return node.default_left ? node.left : node.right;
     return x <= node.threshold ? node.left : node.right;
   }
-  // Categories listed go left; NaN (when missing values are NaN) and negatives go right.
-  // LightGBM casts to int; values past int range match no category (and stay defined here).
-  if (std::isnan(x)) {
-    if (node.missing == MissingType::kNaN) return node.right;
-    x = 0;
-  }
-  if (x < 0 || x >= 2147483648.0) return node.right;
+  // Categories listed go left. LightGBM casts the value to int (toward zero, so -0.5 is
+  // category 0) and sends NaN and negative results right whatever the missing type (v3+;
+  // earlier versions cast NaN first, which gives INT_MIN on x86: right too). Values past
+  // int's range are undefined there and match no category here.
+  if (std::isnan(x) || x <= -1.0 || x >= 2147483648.0) return node.right;
   return in_categories(tree, node, static_cast<int64_t>(x)) ? node.left : node.right;
 }
 
@@ -65,7 +66,8 @@ int32_t oblivious_leaf(const Tree& tree, const double* row) {
 }
 
 double leaf_value(const Tree& tree, int32_t leaf) {
-  return tree.oblivious() ? tree.leaf_values[static_cast<std::size_t>(leaf)] : tree.nodes[static_cast<std::size_t>(leaf)].value;
+  return tree.oblivious() ? tree.leaf_values[static_cast<std::size_t>(leaf)]
+                          : tree.nodes[static_cast<std::size_t>(leaf)].value;
 }
 
 [[noreturn]] void bad_tree(std::size_t t, const std::string& what) {
@@ -80,6 +82,7 @@ void check_binary(const TreeEnsemble& m, const Tree& tree) {
   if (n > static_cast<std::size_t>(INT32_MAX)) bad("too many nodes");
   // Every node reached exactly once from the root: a tree, so every walk ends at a leaf.
   std::vector<bool> seen(n, false);
+  std::set<std::pair<uint32_t, uint32_t>> sorted_ranges;
   std::vector<int32_t> stack{0};
   seen[0] = true;
   std::size_t reached = 1;
@@ -94,16 +97,23 @@ void check_binary(const TreeEnsemble& m, const Tree& tree) {
     }
     if (node.feature < 0 || node.feature >= m.num_features)
       bad(where + "split feature " + std::to_string(node.feature) + " outside the model's " +
-                      std::to_string(m.num_features) + " features");
+          std::to_string(m.num_features) + " features");
     if (node.categorical) {
-      if (node.categories_begin > node.categories_end || node.categories_end > tree.categories.size())
+      if (node.categories_begin > node.categories_end ||
+          node.categories_end > tree.categories.size())
         bad(where + "category range outside the tree's category list");
-      if (!std::is_sorted(tree.categories.begin() + node.categories_begin, tree.categories.begin() + node.categories_end))
+      // Splits may share one range (LightGBM's category sets): each is checked once, so the
+      // check costs the length of the list, not that times the number of splits.
+      const bool checked =
+          !sorted_ranges.emplace(node.categories_begin, node.categories_end).second;
+      if (!checked && !std::is_sorted(tree.categories.begin() + node.categories_begin,
+                                      tree.categories.begin() + node.categories_end))
         bad(where + "categories not sorted");
     }
     for (const int32_t child : {node.left, node.right}) {
       if (child < 0 || static_cast<std::size_t>(child) >= n)
-        bad(where + "child " + std::to_string(child) + " outside the tree's " + std::to_string(n) + " nodes");
+        bad(where + "child " + std::to_string(child) + " outside the tree's " + std::to_string(n) +
+            " nodes");
       if (seen[static_cast<std::size_t>(child)])
         bad(where + "child " + std::to_string(child) + " is reached twice (not a tree)");
       seen[static_cast<std::size_t>(child)] = true;
@@ -116,26 +126,32 @@ void check_binary(const TreeEnsemble& m, const Tree& tree) {
 
 void check_oblivious(const TreeEnsemble& m, const Tree& tree) {
   if (tree.levels.size() > kMaxObliviousDepth)
-    bad("depth " + std::to_string(tree.levels.size()) + " above " + std::to_string(kMaxObliviousDepth));
+    bad("depth " + std::to_string(tree.levels.size()) + " above " +
+        std::to_string(kMaxObliviousDepth));
   for (std::size_t l = 0; l < tree.levels.size(); ++l)
     if (tree.levels[l].feature < 0 || tree.levels[l].feature >= m.num_features)
-      bad("level " + std::to_string(l) + ": split feature " + std::to_string(tree.levels[l].feature) +
-                      " outside the model's " + std::to_string(m.num_features) + " features");
+      bad("level " + std::to_string(l) + ": split feature " +
+          std::to_string(tree.levels[l].feature) + " outside the model's " +
+          std::to_string(m.num_features) + " features");
   const std::size_t leaves = std::size_t{1} << tree.levels.size();
   if (tree.leaf_values.size() != leaves)
-    bad(std::to_string(tree.leaf_values.size()) + " leaf values for depth " + std::to_string(tree.levels.size()) +
-                    " (needs " + std::to_string(leaves) + ")");
+    bad(std::to_string(tree.leaf_values.size()) + " leaf values for depth " +
+        std::to_string(tree.levels.size()) + " (needs " + std::to_string(leaves) + ")");
   if (!tree.leaf_weights.empty() && tree.leaf_weights.size() != leaves)
-    bad(std::to_string(tree.leaf_weights.size()) + " leaf weights for " + std::to_string(leaves) + " leaves");
+    bad(std::to_string(tree.leaf_weights.size()) + " leaf weights for " + std::to_string(leaves) +
+        " leaves");
 }
 
 }  // namespace
 
 const char* dialect_name(TreeDialect dialect) {
   switch (dialect) {
-    case TreeDialect::kXGBoost: return "xgboost";
-    case TreeDialect::kLightGBM: return "lightgbm";
-    case TreeDialect::kCatBoost: return "catboost";
+    case TreeDialect::kXGBoost:
+      return "xgboost";
+    case TreeDialect::kLightGBM:
+      return "lightgbm";
+    case TreeDialect::kCatBoost:
+      return "catboost";
   }
   return "?";
 }
@@ -145,32 +161,45 @@ int32_t TreeEnsemble::trees_per_round() const {
 }
 
 std::string TreeEnsemble::feature_name(int32_t f) const {
-  if (f >= 0 && static_cast<std::size_t>(f) < feature_names.size()) return feature_names[static_cast<std::size_t>(f)];
+  if (f >= 0 && static_cast<std::size_t>(f) < feature_names.size())
+    return feature_names[static_cast<std::size_t>(f)];
   return "f" + std::to_string(f);
 }
 
 void check_ensemble(const TreeEnsemble& m) {
-  if (m.num_outputs < 1) throw Error("model: " + std::to_string(m.num_outputs) + " outputs (needs at least 1)");
-  if (m.num_features < 0) throw Error("model: negative feature count " + std::to_string(m.num_features));
-  if (!m.feature_names.empty() && m.feature_names.size() != static_cast<std::size_t>(m.num_features))
+  if (m.num_outputs > kMaxTreeOutputs)
+    throw Error("model: " + std::to_string(m.num_outputs) + " outputs, above the limit of " +
+                std::to_string(kMaxTreeOutputs));
+  if (m.num_features > kMaxTreeFeatures)
+    throw Error("model: " + std::to_string(m.num_features) + " features, above the limit of " +
+                std::to_string(kMaxTreeFeatures));
+  if (m.num_outputs < 1)
+    throw Error("model: " + std::to_string(m.num_outputs) + " outputs (needs at least 1)");
+  if (m.num_features < 0)
+    throw Error("model: negative feature count " + std::to_string(m.num_features));
+  if (!m.feature_names.empty() &&
+      m.feature_names.size() != static_cast<std::size_t>(m.num_features))
     throw Error("model: " + std::to_string(m.feature_names.size()) + " feature names for " +
                 std::to_string(m.num_features) + " features");
   if (m.base_score.size() != static_cast<std::size_t>(m.num_outputs))
-    throw Error("model: " + std::to_string(m.base_score.size()) + " base scores for " + std::to_string(m.num_outputs) +
-                " outputs");
+    throw Error("model: " + std::to_string(m.base_score.size()) + " base scores for " +
+                std::to_string(m.num_outputs) + " outputs");
   if (m.rounds < 0 || (m.rounds == 0) != m.trees.empty() ||
       (m.rounds > 0 && m.trees.size() % static_cast<std::size_t>(m.rounds) != 0))
-    throw Error("model: " + std::to_string(m.trees.size()) + " trees do not make " + std::to_string(m.rounds) +
-                " equal rounds");
+    throw Error("model: " + std::to_string(m.trees.size()) + " trees do not make " +
+                std::to_string(m.rounds) + " equal rounds");
   for (std::size_t t = 0; t < m.trees.size(); ++t) {
     const Tree& tree = m.trees[t];
     if (tree.round < 0 || tree.round >= m.rounds)
-      bad_tree(t, "round " + std::to_string(tree.round) + " outside the model's " + std::to_string(m.rounds));
+      bad_tree(t, "round " + std::to_string(tree.round) + " outside the model's " +
+                      std::to_string(m.rounds));
     if (tree.output < 0 || tree.output >= m.num_outputs)
-      bad_tree(t, "output " + std::to_string(tree.output) + " outside the model's " + std::to_string(m.num_outputs));
+      bad_tree(t, "output " + std::to_string(tree.output) + " outside the model's " +
+                      std::to_string(m.num_outputs));
     if (t > 0 && tree.round < m.trees[t - 1].round) bad_tree(t, "round goes back");
     if (tree.oblivious() != (m.dialect == TreeDialect::kCatBoost))
-      bad_tree(t, tree.oblivious() ? "an oblivious tree in a non-CatBoost model" : "a binary tree in a CatBoost model");
+      bad_tree(t, tree.oblivious() ? "an oblivious tree in a non-CatBoost model"
+                                   : "a binary tree in a CatBoost model");
     try {
       check_tree(m, tree);
     } catch (const Error& e) {
@@ -180,8 +209,10 @@ void check_ensemble(const TreeEnsemble& m) {
 }
 
 void check_tree(const TreeEnsemble& m, const Tree& tree) {
-  if (tree.oblivious()) check_oblivious(m, tree);
-  else check_binary(m, tree);
+  if (tree.oblivious())
+    check_oblivious(m, tree);
+  else
+    check_binary(m, tree);
 }
 
 int32_t leaf_of(const TreeEnsemble& model, const Tree& tree, const double* row) {
@@ -213,7 +244,8 @@ std::vector<double> predict_raw(const TreeEnsemble& model, const double* row, in
     for (std::size_t c = 0; c < k; ++c) sum[c] = static_cast<float>(model.base_score[c]);
     for (const Tree& tree : model.trees) {
       if (tree.round >= last) break;
-      sum[static_cast<std::size_t>(tree.output)] += static_cast<float>(tree_output(model, tree, row));
+      sum[static_cast<std::size_t>(tree.output)] +=
+          static_cast<float>(tree_output(model, tree, row));
     }
     for (std::size_t c = 0; c < k; ++c) out[c] = sum[c];
     return out;
@@ -233,7 +265,8 @@ std::vector<double> transform_scores(const TreeEnsemble& model, const std::vecto
   const bool f32 = model.dialect == TreeDialect::kXGBoost;  // XGBoost transforms in float32
   std::vector<double> out = raw;
   switch (model.link) {
-    case TreeLink::kIdentity: break;
+    case TreeLink::kIdentity:
+      break;
     case TreeLink::kSigmoid:
       // XGBoost's common::Sigmoid caps the exponent at 88.7 (expf overflows past it).
       for (double& v : out)
@@ -260,7 +293,8 @@ std::vector<double> transform_scores(const TreeEnsemble& model, const std::vecto
       if (f32) {  // common::Softmax: float exponentials, their sum in double
         double sum = 0;
         std::vector<float> e(out.size());
-        for (std::size_t c = 0; c < out.size(); ++c) sum += e[c] = std::exp(static_cast<float>(out[c]) - static_cast<float>(top));
+        for (std::size_t c = 0; c < out.size(); ++c)
+          sum += e[c] = std::exp(static_cast<float>(out[c]) - static_cast<float>(top));
         for (std::size_t c = 0; c < out.size(); ++c) out[c] = e[c] / static_cast<float>(sum);
       } else {
         double sum = 0;

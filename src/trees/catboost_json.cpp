@@ -29,21 +29,27 @@ struct FloatFeature {
 std::vector<FloatFeature> float_features(const Field& info, TreeEnsemble& m) {
   std::vector<FloatFeature> out;
   if (info.has("categorical_features") && info.at("categorical_features").size() > 0)
-    info.at("categorical_features").fail("categorical features are not supported (their CTR hashing is not in the file)");
+    info.at("categorical_features")
+        .fail("categorical features are not supported (their CTR hashing is not in the file)");
   if (!info.has("float_features")) return out;
   const Field list = info.at("float_features");
   std::vector<std::string> names;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const Field f = list.element(i);
     FloatFeature feature;
-    feature.column = f.has("flat_feature_index") ? index_or_string(f.at("flat_feature_index")) : static_cast<int32_t>(i);
+    feature.column = f.has("flat_feature_index") ? index_or_string(f.at("flat_feature_index"))
+                                                 : static_cast<int32_t>(i);
     if (f.has("nan_value_treatment")) {
       const std::string t = f.at("nan_value_treatment").string();
       if (t != "AsIs" && t != "AsFalse" && t != "AsTrue")
-        f.at("nan_value_treatment").fail("must be AsIs, AsFalse or AsTrue, got \"" + t.substr(0, 16) + "\"");
+        f.at("nan_value_treatment")
+            .fail("must be AsIs, AsFalse or AsTrue, got \"" + t.substr(0, 16) + "\"");
       feature.nan_true = t == "AsTrue";
     }
-    if (feature.column == INT32_MAX) f.at("flat_feature_index").fail("out of range");
+    if (feature.column >= kMaxTreeFeatures)
+      (f.has("flat_feature_index") ? f.at("flat_feature_index") : f)
+          .fail("column " + std::to_string(feature.column) + ", above the limit of " +
+                std::to_string(kMaxTreeFeatures) + " features");
     m.num_features = std::max(m.num_features, feature.column + 1);
     if (f.has("feature_id") && f.at("feature_id").json().is_string()) {
       names.resize(static_cast<std::size_t>(m.num_features));
@@ -79,31 +85,42 @@ TreeEnsemble parse(const std::string& text) {
     Tree tree;
     const Field splits = t.at("splits");
     if (splits.size() > kMaxObliviousDepth)
-      splits.fail("depth " + std::to_string(splits.size()) + " above " + std::to_string(kMaxObliviousDepth));
+      splits.fail("depth " + std::to_string(splits.size()) + " above " +
+                  std::to_string(kMaxObliviousDepth));
     for (std::size_t l = 0; l < splits.size(); ++l) {
       const Field s = splits.element(l);
       if (s.has("split_type") && s.at("split_type").string() != "FloatFeature")
-        s.at("split_type").fail("\"" + s.at("split_type").string().substr(0, 24) + "\" splits are not supported (float features only)");
+        s.at("split_type")
+            .fail("\"" + s.at("split_type").string().substr(0, 24) +
+                  "\" splits are not supported (float features only)");
       const int32_t f = index_or_string(s.at("float_feature_index"));
       if (static_cast<std::size_t>(f) >= features.size())
-        s.at("float_feature_index").fail("float feature " + std::to_string(f) + " of " + std::to_string(features.size()));
+        s.at("float_feature_index")
+            .fail("float feature " + std::to_string(f) + " of " + std::to_string(features.size()));
       const double border = s.at("border").finite();
-      tree.levels.push_back({features[static_cast<std::size_t>(f)].column, static_cast<float>(border),
+      tree.levels.push_back({features[static_cast<std::size_t>(f)].column,
+                             static_cast<float>(border),
                              features[static_cast<std::size_t>(f)].nan_true});
     }
     const std::size_t leaves = std::size_t{1} << splits.size();
     const std::vector<double> values = numbers(t.at("leaf_values"));
     if (values.empty() || values.size() % leaves != 0)
-      t.at("leaf_values").fail(std::to_string(values.size()) + " values for " + std::to_string(leaves) + " leaves");
-    const std::size_t d = values.size() / leaves;
+      t.at("leaf_values")
+          .fail(std::to_string(values.size()) + " values for " + std::to_string(leaves) +
+                " leaves");
+    const std::size_t d = static_cast<std::size_t>(trees_internal::checked_outputs(
+        t.at("leaf_values"), static_cast<int64_t>(values.size() / leaves)));
     if (dims == 0) dims = d;
     if (d != dims)
-      t.at("leaf_values").fail(std::to_string(d) + " values per leaf, earlier trees " + std::to_string(dims));
+      t.at("leaf_values")
+          .fail(std::to_string(d) + " values per leaf, earlier trees " + std::to_string(dims));
     std::vector<double> weights;
     if (t.has("leaf_weights")) {
       weights = numbers(t.at("leaf_weights"));
       if (weights.size() != leaves)
-        t.at("leaf_weights").fail(std::to_string(weights.size()) + " weights for " + std::to_string(leaves) + " leaves");
+        t.at("leaf_weights")
+            .fail(std::to_string(weights.size()) + " weights for " + std::to_string(leaves) +
+                  " leaves");
     }
     // One tree per dimension, sharing the splits (value of leaf k, dimension c: k * dims + c).
     for (std::size_t c = 0; c < d; ++c) {
@@ -126,9 +143,11 @@ TreeEnsemble parse(const std::string& text) {
     if (sb.size() != 2) sb.fail("must be [scale, [bias, ...]]");
     m.scale = sb.element(0).finite();
     const Field bias = sb.element(1);
-    const std::vector<double> b = bias.json().is_array() ? numbers(bias) : std::vector<double>{bias.finite()};
+    const std::vector<double> b =
+        bias.json().is_array() ? numbers(bias) : std::vector<double>{bias.finite()};
     if (b.size() != static_cast<std::size_t>(m.num_outputs))
-      bias.fail(std::to_string(b.size()) + " biases for " + std::to_string(m.num_outputs) + " outputs");
+      bias.fail(std::to_string(b.size()) + " biases for " + std::to_string(m.num_outputs) +
+                " outputs");
     m.base_score = b;
   }
   return m;

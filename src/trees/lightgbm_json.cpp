@@ -66,7 +66,9 @@ Tree read_tree(const Field& structure, const TreeEnsemble& m) {
     const Pending p = stack.back();
     stack.pop_back();
     const int32_t id = static_cast<int32_t>(tree.nodes.size());
-    if (p.parent >= 0) (p.left ? tree.nodes[static_cast<std::size_t>(p.parent)].left : tree.nodes[static_cast<std::size_t>(p.parent)].right) = id;
+    if (p.parent >= 0)
+      (p.left ? tree.nodes[static_cast<std::size_t>(p.parent)].left
+              : tree.nodes[static_cast<std::size_t>(p.parent)].right) = id;
     TreeNode node;
     const Field& j = p.field;
     if (!j.has("left_child")) {  // a leaf
@@ -78,8 +80,9 @@ Tree read_tree(const Field& structure, const TreeEnsemble& m) {
     }
     node.feature = index_or_string(j.at("split_feature"));
     if (node.feature >= m.num_features)
-      j.at("split_feature").fail("feature " + std::to_string(node.feature) + " outside the model's " +
-                                 std::to_string(m.num_features) + " features");
+      j.at("split_feature")
+          .fail("feature " + std::to_string(node.feature) + " outside the model's " +
+                std::to_string(m.num_features) + " features");
     const std::string type = j.at("decision_type").string();
     if (type == "==") {
       node.categorical = true;
@@ -93,7 +96,8 @@ Tree read_tree(const Field& structure, const TreeEnsemble& m) {
       j.at("decision_type").fail("must be \"<=\" or \"==\", got \"" + type.substr(0, 16) + "\"");
     }
     const Field default_left = j.at("default_left");
-    if (!default_left.json().is_boolean()) default_left.fail("must be true or false, got " + internal::shown(default_left.json()));
+    if (!default_left.json().is_boolean())
+      default_left.fail("must be true or false, got " + internal::shown(default_left.json()));
     node.default_left = default_left.json().get<bool>();
     node.missing = missing_of(j.at("missing_type"));
     if (j.has("split_gain")) node.gain = j.at("split_gain").finite();
@@ -116,20 +120,24 @@ TreeEnsemble parse(const std::string& text) {
   const Field root(doc);
   TreeEnsemble m;
   m.dialect = TreeDialect::kLightGBM;
-  m.num_outputs = index_or_string(root.at("num_tree_per_iteration"));
+  m.num_outputs = trees_internal::checked_outputs(
+      root.at("num_tree_per_iteration"), index_or_string(root.at("num_tree_per_iteration")));
   if (m.num_outputs < 1) root.at("num_tree_per_iteration").fail("must be at least 1");
   const int32_t max_feature = int32(root.at("max_feature_idx"));
   if (max_feature < -1 || max_feature == INT32_MAX) root.at("max_feature_idx").fail("out of range");
-  m.num_features = max_feature + 1;
+  m.num_features =
+      trees_internal::checked_features(root.at("max_feature_idx"), int64_t{max_feature} + 1);
   if (root.has("feature_names")) {
     const Field names = root.at("feature_names");
-    for (std::size_t i = 0; i < names.size(); ++i) m.feature_names.push_back(names.element(i).string());
+    for (std::size_t i = 0; i < names.size(); ++i)
+      m.feature_names.push_back(names.element(i).string());
     // Old dumps may list fewer names than features (the 1-leaf fixture); keep names only when
     // they name every feature.
     if (m.feature_names.size() != static_cast<std::size_t>(m.num_features)) m.feature_names.clear();
   }
   if (root.has("objective")) {
-    const trees_internal::LightGBMObjective o = trees_internal::lightgbm_objective(root.at("objective").string());
+    const trees_internal::LightGBMObjective o =
+        trees_internal::lightgbm_objective(root.at("objective").string());
     m.objective = o.name;
     m.link = o.link;
     m.sigmoid_scale = o.sigmoid;
@@ -144,7 +152,8 @@ TreeEnsemble parse(const std::string& text) {
   m.base_score.assign(static_cast<std::size_t>(m.num_outputs), 0.0);
   const Field info = root.at("tree_info");
   if (info.size() % static_cast<std::size_t>(m.num_outputs) != 0)
-    info.fail(std::to_string(info.size()) + " trees are not whole rounds of " + std::to_string(m.num_outputs));
+    info.fail(std::to_string(info.size()) + " trees are not whole rounds of " +
+              std::to_string(m.num_outputs));
   m.rounds = static_cast<int32_t>(info.size() / static_cast<std::size_t>(m.num_outputs));
   for (std::size_t i = 0; i < info.size(); ++i) {
     Tree tree = read_tree(info.element(i).at("tree_structure"), m);

@@ -15,7 +15,8 @@ void check_xgboost(int status, const char* what) {
   std::string m = XGBGetLastError();
   if (!m.empty() && m[0] == '[') {
     const auto time_end = m.find("] ");
-    const auto loc_end = time_end == std::string::npos ? std::string::npos : m.find(": ", time_end + 2);
+    const auto loc_end =
+        time_end == std::string::npos ? std::string::npos : m.find(": ", time_end + 2);
     if (loc_end != std::string::npos) m = m.substr(loc_end + 2);
   }
   const auto stack = m.find("\nStack trace");
@@ -36,7 +37,8 @@ std::string xgboost_version() {
 
 XGBoostMatrix::XGBoostMatrix(const TreeData& data) : rows_(data.rows) {
   std::vector<float> x(data.x.begin(), data.x.end());
-  check_xgboost(XGDMatrixCreateFromMat(x.data(), data.rows, data.cols, NAN, &handle_), "creating a DMatrix");
+  check_xgboost(XGDMatrixCreateFromMat(x.data(), data.rows, data.cols, NAN, &handle_),
+                "creating a DMatrix");
   if (data.labelled()) {
     const std::vector<float> y(data.y.begin(), data.y.end());
     check_xgboost(XGDMatrixSetFloatInfo(handle_, "label", y.data(), y.size()), "setting labels");
@@ -50,7 +52,8 @@ XGBoostMatrix::~XGBoostMatrix() {
 void XGBoostMatrix::set_feature_types(const std::vector<std::string>& types) {
   std::vector<const char*> p;
   for (const std::string& t : types) p.push_back(t.c_str());
-  check_xgboost(XGDMatrixSetStrFeatureInfo(handle_, "feature_type", p.data(), p.size()), "setting feature types");
+  check_xgboost(XGDMatrixSetStrFeatureInfo(handle_, "feature_type", p.data(), p.size()),
+                "setting feature types");
 }
 
 XGBoostBooster::XGBoostBooster(const std::vector<const XGBoostMatrix*>& cache) {
@@ -64,7 +67,8 @@ XGBoostBooster::~XGBoostBooster() {
 }
 
 void XGBoostBooster::set_param(const std::string& name, const std::string& value) {
-  check_xgboost(XGBoosterSetParam(handle_, name.c_str(), value.c_str()), ("setting " + name).c_str());
+  check_xgboost(XGBoosterSetParam(handle_, name.c_str(), value.c_str()),
+                ("setting " + name).c_str());
 }
 
 void XGBoostBooster::set_params(const std::map<std::string, std::string>& params) {
@@ -82,7 +86,8 @@ std::string XGBoostBooster::eval(int iteration, const std::vector<const XGBoostM
   for (const XGBoostMatrix* m : matrices) h.push_back(m->handle());
   for (const std::string& s : names) n.push_back(s.c_str());
   const char* out = nullptr;
-  check_xgboost(XGBoosterEvalOneIter(handle_, iteration, h.data(), n.data(), h.size(), &out), "evaluating");
+  check_xgboost(XGBoosterEvalOneIter(handle_, iteration, h.data(), n.data(), h.size(), &out),
+                "evaluating");
   return out;
 }
 
@@ -93,29 +98,50 @@ std::vector<float> XGBoostBooster::predict(const XGBoostMatrix& data, bool margi
   const bst_ulong* shape = nullptr;
   bst_ulong dim = 0;
   const float* out = nullptr;
-  check_xgboost(XGBoosterPredictFromDMatrix(handle_, data.handle(), config.c_str(), &shape, &dim, &out), "predicting");
+  check_xgboost(
+      XGBoosterPredictFromDMatrix(handle_, data.handle(), config.c_str(), &shape, &dim, &out),
+      "predicting");
   std::size_t n = 1;
   for (bst_ulong i = 0; i < dim; ++i) n *= shape[i];
   return std::vector<float>(out, out + n);
 }
 
-std::string XGBoostBooster::save_json() const {
+namespace {
+
+// The booster `handle` saved in `format` ("json" or "ubj").
+std::string save_as(BoosterHandle handle, const char* format) {
+  const std::string config = std::string("{\"format\": \"") + format + "\"}";
   bst_ulong len = 0;
   const char* buf = nullptr;
-  check_xgboost(XGBoosterSaveModelToBuffer(handle_, "{\"format\": \"json\"}", &len, &buf), "saving the model");
+  check_xgboost(XGBoosterSaveModelToBuffer(handle, config.c_str(), &len, &buf), "saving the model");
   return std::string(buf, len);
 }
 
-std::string XGBoostBooster::slice_json(int begin, int end) const {
+// Rounds [begin, end) of `handle` as their own booster, saved in `format`.
+std::string slice_as(BoosterHandle handle, int begin, int end, const char* format) {
   BoosterHandle part = nullptr;
-  check_xgboost(XGBoosterSlice(handle_, begin, end, 1, &part), "slicing rounds");
-  bst_ulong len = 0;
-  const char* buf = nullptr;
-  const int status = XGBoosterSaveModelToBuffer(part, "{\"format\": \"json\"}", &len, &buf);
-  std::string json = status == 0 ? std::string(buf, len) : std::string();
-  XGBoosterFree(part);
-  check_xgboost(status, "saving a slice");
-  return json;
+  check_xgboost(XGBoosterSlice(handle, begin, end, 1, &part), "slicing rounds");
+  try {
+    std::string saved = save_as(part, format);
+    XGBoosterFree(part);
+    return saved;
+  } catch (...) {
+    XGBoosterFree(part);
+    throw;
+  }
+}
+
+}  // namespace
+
+std::string XGBoostBooster::save_json() const { return save_as(handle_, "json"); }
+std::string XGBoostBooster::save_ubjson() const { return save_as(handle_, "ubj"); }
+
+std::string XGBoostBooster::slice_json(int begin, int end) const {
+  return slice_as(handle_, begin, end, "json");
+}
+
+std::string XGBoostBooster::slice_ubjson(int begin, int end) const {
+  return slice_as(handle_, begin, end, "ubj");
 }
 
 int XGBoostBooster::boosted_rounds() const {

@@ -27,6 +27,7 @@ TreeData read_sklearn_csv(const std::string& path);
 
 /// `data` without labels and names, written as a CSV with a header (names, or f0, f1, ...)
 /// and, when labelled, a last column `label`: what read_csv_data(path, label) reads back.
-void write_csv_data(const std::string& path, const TreeData& data, const std::string& label = "label");
+void write_csv_data(const std::string& path, const TreeData& data,
+                    const std::string& label = "label");
 
 }  // namespace gradscope

@@ -33,7 +33,9 @@ class XGBoostMatrix {
 
   /// Marks columns "q" (numerical) or "c" (categorical), one per column.
   void set_feature_types(const std::vector<std::string>& types);
+  /// The DMatrixHandle, for calls this class does not wrap.
   void* handle() const { return handle_; }
+  /// Rows of the matrix.
   std::size_t rows() const { return rows_; }
 
  private:
@@ -49,6 +51,7 @@ class XGBoostBooster {
   XGBoostBooster(const XGBoostBooster&) = delete;
   XGBoostBooster& operator=(const XGBoostBooster&) = delete;
 
+  /// One training parameter (XGBoosterSetParam), or several.
   void set_param(const std::string& name, const std::string& value);
   void set_params(const std::map<std::string, std::string>& params);
   /// One boosting round on `train` (XGBoosterUpdateOneIter).
@@ -59,11 +62,17 @@ class XGBoostBooster {
   /// Predictions for every row (rows x outputs, row-major): margins when `margin`, else what
   /// predict() returns; with `rounds` > 0 only the first `rounds` rounds count.
   std::vector<float> predict(const XGBoostMatrix& data, bool margin = false, int rounds = 0);
-  /// The model as XGBoost's JSON (XGBoosterSaveModelToBuffer).
+  /// The model as XGBoost's JSON (XGBoosterSaveModelToBuffer): parse_xgboost_json reads it.
   std::string save_json() const;
-  /// Rounds `begin` to `end` (exclusive) as their own model's JSON (XGBoosterSlice).
+  /// The model as XGBoost's UBJSON, which XGBoost writes far faster than JSON (no decimal
+  /// printing of floats): parse_xgboost_ubjson reads it.
+  std::string save_ubjson() const;
+  /// Rounds `begin` to `end` (exclusive) as their own model (XGBoosterSlice), JSON or UBJSON.
   std::string slice_json(int begin, int end) const;
+  std::string slice_ubjson(int begin, int end) const;
+  /// Rounds boosted so far (XGBoosterBoostedRounds).
   int boosted_rounds() const;
+  /// The BoosterHandle, for calls this class does not wrap.
   void* handle() const { return handle_; }
 
  private:

@@ -24,8 +24,8 @@ LightGBMObjective lightgbm_objective(std::string_view value) {
     }
   }
   const std::string& n = o.name;
-  if (n == "binary" || n == "cross_entropy" || n == "xentropy" || n == "multiclassova" || n == "multiclass_ova" ||
-      n == "ova" || n == "ovr")
+  if (n == "binary" || n == "cross_entropy" || n == "xentropy" || n == "multiclassova" ||
+      n == "multiclass_ova" || n == "ova" || n == "ovr")
     o.link = TreeLink::kSigmoid;
   else if (n == "multiclass" || n == "softmax")
     o.link = TreeLink::kSoftmax;
@@ -38,7 +38,8 @@ LightGBMObjective lightgbm_objective(std::string_view value) {
 }
 
 TreeLink catboost_link(const std::string& loss) {
-  if (loss == "Logloss" || loss == "CrossEntropy" || loss == "MultiClassOneVsAll") return TreeLink::kSigmoid;
+  if (loss == "Logloss" || loss == "CrossEntropy" || loss == "MultiClassOneVsAll")
+    return TreeLink::kSigmoid;
   if (loss == "MultiClass") return TreeLink::kSoftmax;
   if (loss == "Poisson" || loss == "Tweedie") return TreeLink::kExp;
   return TreeLink::kIdentity;

@@ -10,9 +10,9 @@
 namespace gradscope::trees_internal {
 
 struct LightGBMObjective {
-  std::string name;   ///< the first word ("binary")
+  std::string name;  ///< the first word ("binary")
   TreeLink link = TreeLink::kIdentity;
-  double sigmoid = 1; ///< "sigmoid:<x>"
+  double sigmoid = 1;  ///< "sigmoid:<x>"
 };
 
 /// LightGBM's "objective=binary sigmoid:1" value (ObjectiveFunction::ConvertOutput of each
