@@ -10,6 +10,10 @@
 #include "gradscope/core/error.h"
 #include "internal/kernels.h"
 
+#if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace gradscope {
 namespace {
 
@@ -100,8 +104,10 @@ void run_range(const TensorView& view, int64_t begin, int64_t end,
 
 bool avx2_available() {
 #if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
+  // F16C from CPUID leaf 1 itself: clang before 16 rejects __builtin_cpu_supports("f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c");
+                                __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
   return available;
 #else
   return false;
