@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps data configure build demo test bench validate-embedding clean
+.PHONY: all deps data configure build demo test fuzz bench validate-embedding clean
 
 all: build
 
@@ -27,6 +27,20 @@ demo: data build
 
 test: data build
 	@cd $(BUILD) && GRADSCOPE_DATA_DIR=$(CURDIR)/data ctest --output-on-failure -j $(JOBS)
+
+# Each fuzz target (tests/fuzz/targets.txt) for FUZZ_SECONDS, its corpus kept between runs in
+# $(BUILD)/fuzz/corpus/<target>; crashing inputs land in $(BUILD)/fuzz/crashes/<target>.
+# FUZZ_SEED=0: a new random seed each run (libFuzzer prints it). make test runs them briefly.
+FUZZ_SECONDS ?= 600
+FUZZ_SEED ?= 0
+FUZZ_TARGETS ?= $(shell grep -E '^[a-z0-9_]+$$' tests/fuzz/targets.txt)
+
+fuzz: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_fuzz
+	@$(BUILD)/fuzz/fuzz_seeds $(BUILD)/fuzz/seeds
+	@status=0; for t in $(FUZZ_TARGETS); do \
+	  bash tests/fuzz/run_fuzzer.sh $(BUILD)/fuzz $$t $(FUZZ_SECONDS) $(FUZZ_SEED) $(BUILD)/fuzz/corpus/$$t || status=1; \
+	done; exit $$status
 
 # Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
 BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
