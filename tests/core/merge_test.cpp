@@ -77,19 +77,21 @@ TEST(Merge, IsAssociativeAndCommutative) {
 // saturates at the int64 limits instead of overflowing, which is undefined behaviour (the
 // run_db fuzz target found it: ReportBuilder merges every step of a node).
 TEST(Merge, CountsSaturateAtTheLimitsInsteadOfOverflowing) {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   const auto all = [](int64_t v) {
     Stats s;
     s.count = s.finite = s.nan = s.pos_inf = s.neg_inf = s.zero = s.saturated = v;
     return s;
   };
   const auto counts = [](const Stats& s) {
-    return std::vector<int64_t>{s.count, s.finite, s.nan, s.pos_inf, s.neg_inf, s.zero, s.saturated};
+    return std::vector<int64_t>{s.count,   s.finite, s.nan,      s.pos_inf,
+                                s.neg_inf, s.zero,   s.saturated};
   };
   EXPECT_EQ(counts(merge(all(kMax), all(256))), std::vector<int64_t>(7, kMax));
   EXPECT_EQ(counts(merge(all(256), all(kMax - 1))), std::vector<int64_t>(7, kMax));
   EXPECT_EQ(counts(merge(all(kMin), all(-1))), std::vector<int64_t>(7, kMin));
-  EXPECT_EQ(counts(merge(all(kMax), all(kMin))), std::vector<int64_t>(7, -1));  // no overflow: exact
+  EXPECT_EQ(counts(merge(all(kMax), all(kMin))), std::vector<int64_t>(7, -1));  // exact
   EXPECT_EQ(counts(merge(all(3), all(4))), std::vector<int64_t>(7, 7));
   EXPECT_EQ(all(kMax).inf(), kMax);
   EXPECT_EQ(all(kMin).inf(), kMin);

@@ -27,7 +27,8 @@ const gradscope::fuzz::ScratchDir& scratch() {
 const gradscope::cli::LoadedRun& saved_run() {
   static const gradscope::cli::LoadedRun run = [] {
     gradscope::fuzz::write_sample_run(scratch().path(), {});
-    return gradscope::cli::load_run(scratch().path(), false, {}, /*series=*/true);  // as `gradscope html`
+    return gradscope::cli::load_run(scratch().path(), false, {},
+                                    /*series=*/true);  // as `gradscope html`
   }();
   return run;
 }
@@ -48,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
     const EmbeddingRunSummary* e = embedding ? &*embedding : nullptr;
     if (e) g_rendered = g_rendered + render_embedding_findings(*e).size();
-    g_rendered = g_rendered + embedding_verdict(e).size() + render_run_json(run.meta, run.report, run.flow, e).size();
+    g_rendered = g_rendered + embedding_verdict(e).size() +
+                 render_run_json(run.meta, run.report, run.flow, e).size();
     g_rendered = g_rendered + static_cast<std::size_t>(run_unhealthy(run.report, run.flow, e));
     g_rendered = g_rendered + fuzz::render_html_page(run, e).size();
   } catch (const Error&) {

@@ -74,7 +74,8 @@ std::string saved(const fs::path& work, const EmbeddingRunSummary& s) {
 void write_embedding_seeds(const fs::path& out, const fs::path& work) {
   const fs::path dir = out / "embedding_json";
   const fs::path scratch = work / "embedding";
-  write_seed(dir, "user_and_item", saved(scratch, summary({{"user", 40, 8, 30}, {"item", 64, 8, 30}})));
+  write_seed(dir, "user_and_item",
+             saved(scratch, summary({{"user", 40, 8, 30}, {"item", 64, 8, 30}})));
   write_seed(dir, "hostile_layer_names",
              saved(scratch, summary({{"</script><b onmouseover=alert(1)>\"u\"", 12, 4, 8},
                                      {"line\xE2\x80\xA8sep \xE5\xB1\x82 & 'q'", 10, 2, 8},
@@ -105,7 +106,8 @@ void write_embedding_seeds(const fs::path& out, const fs::path& work) {
   write_seed(dir, "version_negative", with("/gradscope_embedding_run/version", "-1"));
   write_seed(dir, "table_empty_object", with(table, "{}"));
   write_seed(dir, "tables_is_object", with("/gradscope_embedding_run/tables", "{\"report\": 1}"));
-  write_seed(dir, "tables_repeated", with("/gradscope_embedding_run/tables/1", real[Json::json_pointer(table)].dump()));
+  write_seed(dir, "tables_repeated",
+             with("/gradscope_embedding_run/tables/1", real[Json::json_pointer(table)].dump()));
   const std::string text = real.dump(2);
   write_seed(dir, "cut_in_half", text.substr(0, text.size() / 2));
   write_seed(dir, "trailing_garbage", text + "}]garbage");
@@ -113,20 +115,29 @@ void write_embedding_seeds(const fs::path& out, const fs::path& work) {
   write_seed(dir, "invalid_utf8_layer", with(table + "/report/layer", "\"\xff\xfe\""));
   write_seed(dir, "nul_in_layer", with(table + "/report/layer", "\"a\\u0000b\""));
   // Values no writer produces, in an otherwise real file.
-  write_seed(dir, "histogram_sizes_disagree", with(table + "/profile/exposure/counts", "[1, 2, 3, 4, 5, 6, 7]"));
-  write_seed(dir, "histogram_edges_descending", with(table + "/profile/velocity/edges", "[10, 1, 0.1]"));
-  write_seed(dir, "histogram_edges_null", with(table + "/profile/oscillation/edges", "[null, null]"));
-  write_seed(dir, "count_most_negative", with(table + "/profile/exposure/below", "-9223372036854775808"));
-  write_seed(dir, "rows_largest", with(table + "/report/embedding_stats/num_embeddings", "9223372036854775807"));
+  write_seed(dir, "histogram_sizes_disagree",
+             with(table + "/profile/exposure/counts", "[1, 2, 3, 4, 5, 6, 7]"));
+  write_seed(dir, "histogram_edges_descending",
+             with(table + "/profile/velocity/edges", "[10, 1, 0.1]"));
+  write_seed(dir, "histogram_edges_null",
+             with(table + "/profile/oscillation/edges", "[null, null]"));
+  write_seed(dir, "count_most_negative",
+             with(table + "/profile/exposure/below", "-9223372036854775808"));
+  write_seed(dir, "rows_largest",
+             with(table + "/report/embedding_stats/num_embeddings", "9223372036854775807"));
   write_seed(dir, "dim_negative", with(table + "/report/embedding_stats/dim", "-4"));
-  write_seed(dir, "number_beyond_double", with(table + "/report/embedding_stats/popularity_gini", "1e999"));
-  write_seed(dir, "number_as_text", with(table + "/report/embedding_stats/median_velocity", "\"fast\""));
+  write_seed(dir, "number_beyond_double",
+             with(table + "/report/embedding_stats/popularity_gini", "1e999"));
+  write_seed(dir, "number_as_text",
+             with(table + "/report/embedding_stats/median_velocity", "\"fast\""));
   write_seed(dir, "lorenz_points_short", with(table + "/profile/lorenz", "[[0], [1, 2, 3], []]"));
-  write_seed(dir, "rows_not_integers", with(table + "/report/embedding_stats/lowest_saliency_rows", "[1.5, -2, 1e30]"));
+  write_seed(dir, "rows_not_integers",
+             with(table + "/report/embedding_stats/lowest_saliency_rows", "[1.5, -2, 1e30]"));
   write_seed(dir, "evidence_not_numbers",
-             with(table + "/report/diagnostics", "[{\"type\": \"X\", \"premise\": \"\", \"implies\": \"\", "
-                                                 "\"action\": \"\", \"expected_effect\": \"\", \"confidence\": 2, "
-                                                 "\"evidence\": {\"a\": [1], \"example_rows\": \"x\"}}]"));
+             with(table + "/report/diagnostics",
+                  "[{\"type\": \"X\", \"premise\": \"\", \"implies\": \"\", "
+                  "\"action\": \"\", \"expected_effect\": \"\", \"confidence\": 2, "
+                  "\"evidence\": {\"a\": [1], \"example_rows\": \"x\"}}]"));
 }
 
 }  // namespace gradscope::fuzz

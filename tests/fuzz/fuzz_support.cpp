@@ -44,7 +44,8 @@ std::string ScratchDir::file(const std::string& name) const { return path_ + "/"
 
 void ScratchDir::clear() const {
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(path_, ec)) std::filesystem::remove_all(entry.path(), ec);
+  for (const auto& entry : std::filesystem::directory_iterator(path_, ec))
+    std::filesystem::remove_all(entry.path(), ec);
   if (ec) die("cannot empty '" + path_ + "': " + ec.message());
 }
 

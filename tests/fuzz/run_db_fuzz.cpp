@@ -33,7 +33,8 @@ void sink(const std::string& text) { g_rendered = g_rendered + text.size(); }
 void lay_out(const ScratchDir& dir, const gradscope::fuzz::RunFiles& files) {
   dir.clear();
   dir.write("run.db", reinterpret_cast<const uint8_t*>(files.db.data()), files.db.size());
-  if (!files.wal.empty()) dir.write("run.db-wal", reinterpret_cast<const uint8_t*>(files.wal.data()), files.wal.size());
+  if (!files.wal.empty())
+    dir.write("run.db-wal", reinterpret_cast<const uint8_t*>(files.wal.data()), files.wal.size());
 }
 
 // gradscope report [--json|--csv], export --format json|csv, animate, html. False when the
@@ -43,7 +44,8 @@ bool load_and_render(const ScratchDir& dir, bool partial, bool render) {
   try {
     const cli::LoadedRun run = cli::load_run(dir.path(), partial, {}, /*series=*/true);
     if (!render) return true;
-    sink(render_run_header(run.meta, run.path) + render_table(run.report) + render_flow_summary(run.flow));
+    sink(render_run_header(run.meta, run.path) + render_table(run.report) +
+         render_flow_summary(run.flow));
     sink(render_verdict(run.report));
     sink(render_run_json(run.meta, run.report, run.flow));
     sink(render_json(run.report));

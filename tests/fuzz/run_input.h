@@ -17,7 +17,8 @@ struct RunFiles {
 inline RunFiles split_run_input(const uint8_t* data, std::size_t size) {
   const std::string_view all(reinterpret_cast<const char*>(data), size);
   if (size < 4) return {all, {}};
-  const uint32_t n = uint32_t{data[0]} | uint32_t{data[1]} << 8 | uint32_t{data[2]} << 16 | uint32_t{data[3]} << 24;
+  const uint32_t n = uint32_t{data[0]} | uint32_t{data[1]} << 8 | uint32_t{data[2]} << 16 |
+                     uint32_t{data[3]} << 24;
   const std::string_view rest = all.substr(4);
   if (n > rest.size()) return {rest, {}};
   return {rest.substr(0, n), rest.substr(n)};
@@ -26,8 +27,8 @@ inline RunFiles split_run_input(const uint8_t* data, std::size_t size) {
 /// The input split_run_input() reads back as (db, wal).
 inline std::string join_run_input(std::string_view db, std::string_view wal) {
   const auto n = static_cast<uint32_t>(db.size());
-  std::string out{static_cast<char>(n & 0xff), static_cast<char>(n >> 8 & 0xff), static_cast<char>(n >> 16 & 0xff),
-                  static_cast<char>(n >> 24 & 0xff)};
+  std::string out{static_cast<char>(n & 0xff), static_cast<char>(n >> 8 & 0xff),
+                  static_cast<char>(n >> 16 & 0xff), static_cast<char>(n >> 24 & 0xff)};
   return out.append(db).append(wal);
 }
 

@@ -61,13 +61,15 @@ std::string edited(const fs::path& db, const fs::path& work, const std::string& 
 }
 
 // A copy of `db` whose step `step` holds `blob` with n_records `count` and a valid checksum.
-std::string with_step(const fs::path& db, const fs::path& work, int64_t step, int64_t count, const std::string& blob) {
+std::string with_step(const fs::path& db, const fs::path& work, int64_t step, int64_t count,
+                      const std::string& blob) {
   const fs::path copy = work / "edited.db";
   fs::remove(copy);
   fs::copy_file(db, copy);
   {
     internal::Database d(copy.string(), false);
-    internal::Statement s = d.prepare("INSERT OR REPLACE INTO steps(step, n_records, checksum, records) VALUES(?, ?, ?, ?)");
+    internal::Statement s = d.prepare(
+        "INSERT OR REPLACE INTO steps(step, n_records, checksum, records) VALUES(?, ?, ?, ?)");
     s.bind(1, step);
     s.bind(2, count);
     s.bind(3, internal::checksum64(blob));
@@ -154,10 +156,13 @@ void write_run_seeds(const fs::path& out, const fs::path& work) {
   killed.steps = 40;
   killed.commit_every = 3;
   write_killed_run(work / "killed", killed, 5);
-  const std::string killed_db = read_bytes(db_of("killed")), wal = read_bytes(work / "killed" / "run.db-wal");
+  const std::string killed_db = read_bytes(db_of("killed")),
+                    wal = read_bytes(work / "killed" / "run.db-wal");
   write_seed(runs, "killed_after_5_commits", join_run_input(killed_db, wal));
-  write_seed(runs, "killed_wal_frame_flipped", join_run_input(killed_db, flipped(wal, wal.size() / 2)));
-  write_seed(runs, "killed_wal_cut_mid_frame", join_run_input(killed_db, wal.substr(0, wal.size() - 1000)));
+  write_seed(runs, "killed_wal_frame_flipped",
+             join_run_input(killed_db, flipped(wal, wal.size() / 2)));
+  write_seed(runs, "killed_wal_cut_mid_frame",
+             join_run_input(killed_db, wal.substr(0, wal.size() - 1000)));
   write_seed(runs, "killed_wal_header_only", join_run_input(killed_db, wal.substr(0, 32)));
   write_seed(runs, "killed_without_wal", join_run_input(killed_db, {}));
   write_seed(wals, "killed_after_5_commits", wal);
@@ -185,9 +190,12 @@ void write_run_seeds(const fs::path& out, const fs::path& work) {
   seed_sql("no_schema_version", "PRAGMA user_version=0");
   seed_sql("no_meta_table", "DROP TABLE meta");
   seed_sql("no_nodes_table", "DROP TABLE nodes");
-  seed_sql("bad_thresholds_json", "UPDATE meta SET value='{\"grad_lo\": \"x\", \"grad_hi\": 1e999' WHERE key='thresholds'");
+  seed_sql(
+      "bad_thresholds_json",
+      "UPDATE meta SET value='{\"grad_lo\": \"x\", \"grad_hi\": 1e999' WHERE key='thresholds'");
   seed_sql("thresholds_out_of_range",
-           "UPDATE meta SET value='{\"grad_lo\": -1, \"grad_hi\": 0, \"stagnant_steps\": 1e300, \"dead_frac\": 2}' "
+           "UPDATE meta SET value='{\"grad_lo\": -1, \"grad_hi\": 0, \"stagnant_steps\": 1e300, "
+           "\"dead_frac\": 2}' "
            "WHERE key='thresholds'");
   seed_sql("bad_numbers_in_meta",
            "UPDATE meta SET value='12abc' WHERE key='queue_waits';"
@@ -203,16 +211,24 @@ void write_run_seeds(const fs::path& out, const fs::path& work) {
   // Step rows whose checksum is right but whose content is not.
   const Stats ok = sample_step(plain, 0).front().stats;
   const std::string one = record_blob(0, 0, ok);
-  write_seed(runs, "blob_cut_in_half", join_run_input(with_step(base, work, 4, 3, one.substr(0, one.size() / 2)), {}));
-  write_seed(runs, "count_above_blob", join_run_input(with_step(base, work, 4, int64_t{1} << 40, one), {}));
+  write_seed(runs, "blob_cut_in_half",
+             join_run_input(with_step(base, work, 4, 3, one.substr(0, one.size() / 2)), {}));
+  write_seed(runs, "count_above_blob",
+             join_run_input(with_step(base, work, 4, int64_t{1} << 40, one), {}));
   write_seed(runs, "count_negative", join_run_input(with_step(base, work, 4, -1, one), {}));
-  write_seed(runs, "unknown_node", join_run_input(with_step(base, work, 4, 1, record_blob(1000, 0, ok)), {}));
-  write_seed(runs, "unknown_site", join_run_input(with_step(base, work, 4, 1, record_blob(0, 200, ok)), {}));
-  write_seed(runs, "impossible_stats", join_run_input(with_step(base, work, 4, 1, record_blob(1, 1, impossible_stats())), {}));
-  write_seed(runs, "huge_stats", join_run_input(with_step(base, work, 4, 1, record_blob(2, 3, huge_stats())), {}));
+  write_seed(runs, "unknown_node",
+             join_run_input(with_step(base, work, 4, 1, record_blob(1000, 0, ok)), {}));
+  write_seed(runs, "unknown_site",
+             join_run_input(with_step(base, work, 4, 1, record_blob(0, 200, ok)), {}));
+  write_seed(
+      runs, "impossible_stats",
+      join_run_input(with_step(base, work, 4, 1, record_blob(1, 1, impossible_stats())), {}));
+  write_seed(runs, "huge_stats",
+             join_run_input(with_step(base, work, 4, 1, record_blob(2, 3, huge_stats())), {}));
   write_seed(runs, "step_negative", join_run_input(with_step(base, work, -5, 1, one), {}));
-  write_seed(runs, "step_largest",
-             join_run_input(with_step(base, work, std::numeric_limits<int64_t>::max(), 1, one), {}));
+  write_seed(
+      runs, "step_largest",
+      join_run_input(with_step(base, work, std::numeric_limits<int64_t>::max(), 1, one), {}));
   write_seed(runs, "step_empty_blob", join_run_input(with_step(base, work, 20, 0, ""), {}));
 }
 

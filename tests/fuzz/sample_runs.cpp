@@ -30,7 +30,8 @@ const NodeShape kNodes[] = {
 
 // A deterministic pseudo-random stream in [-1, 1], one per (step, node, site).
 std::vector<float> values(int64_t step, int node, Site site, double scale, double zero_frac) {
-  uint64_t x = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(step) * 1000003u + node * 101u + static_cast<unsigned>(site));
+  uint64_t x = 0x9E3779B97F4A7C15ull ^
+               (static_cast<uint64_t>(step) * 1000003u + node * 101u + static_cast<unsigned>(site));
   std::vector<float> out(64);
   for (std::size_t i = 0; i < out.size(); ++i) {
     x ^= x << 13;
@@ -57,18 +58,27 @@ std::vector<Record> sample_step(const SampleRun& run, int64_t step) {
   for (int n = 0; n < static_cast<int>(std::size(kNodes)); ++n) {
     const NodeShape& s = kNodes[n];
     std::vector<Site> sites;
-    if (s.frozen) sites = {Site::kFrozenParam, Site::kActivation};
-    else if (s.embedding) sites = {Site::kEmbeddingRows, Site::kParam, Site::kUpdate, Site::kActivation};
-    else sites = {Site::kPreActivation, Site::kActivation, Site::kOutputGrad, Site::kParamGrad, Site::kParam, Site::kUpdate};
+    if (s.frozen)
+      sites = {Site::kFrozenParam, Site::kActivation};
+    else if (s.embedding)
+      sites = {Site::kEmbeddingRows, Site::kParam, Site::kUpdate, Site::kActivation};
+    else
+      sites = {Site::kPreActivation, Site::kActivation, Site::kOutputGrad,
+               Site::kParamGrad,     Site::kParam,      Site::kUpdate};
     for (Site site : sites) {
-      const bool grad = site == Site::kOutputGrad || site == Site::kParamGrad || site == Site::kEmbeddingRows;
-      const double scale = grad ? s.grad_scale : site == Site::kUpdate ? s.grad_scale * 1e-3 : s.activation_scale;
-      std::vector<float> v = values(step, n, site, scale, site == Site::kActivation ? s.zero_frac : 0.0);
+      const bool grad =
+          site == Site::kOutputGrad || site == Site::kParamGrad || site == Site::kEmbeddingRows;
+      const double scale = grad                    ? s.grad_scale
+                           : site == Site::kUpdate ? s.grad_scale * 1e-3
+                                                   : s.activation_scale;
+      std::vector<float> v =
+          values(step, n, site, scale, site == Site::kActivation ? s.zero_frac : 0.0);
       if (run.nonfinite && grad && step >= run.steps / 2) {
         if (n == 0) v[3] = std::numeric_limits<float>::quiet_NaN();
         if (n == 3) v[5] = -std::numeric_limits<float>::infinity();
       }
-      const auto view = TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())});
+      const auto view =
+          TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())});
       out.push_back(Record{step, node_name(run, n), site, compute(view, options)});
     }
   }
