@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps data configure build demo test fuzz bench validate-embedding clean
+.PHONY: all deps data configure build demo test test-sanitize fuzz bench validate-embedding clean
 
 all: build
 
@@ -27,6 +27,17 @@ demo: data build
 
 test: data build
 	@cd $(BUILD) && GRADSCOPE_DATA_DIR=$(CURDIR)/data ctest --output-on-failure -j $(JOBS)
+
+# The whole test suite under ASan + UBSan (leak checks on), in its own build folder; about
+# half an hour on two cores (docs/reliability.md says what it covers and what it does not).
+SANITIZE_BUILD ?= $(BUILD)/sanitize
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+
+test-sanitize: data
+	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADSCOPE_SANITIZE=ON \
+	  -DGRADSCOPE_SANITIZE_TESTS=OFF -DGRADSCOPE_FUZZ=OFF -DGRADSCOPE_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	@$(SANITIZER_ENV) cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	@cd $(SANITIZE_BUILD) && $(SANITIZER_ENV) GRADSCOPE_DATA_DIR=$(CURDIR)/data ctest --output-on-failure -j $(JOBS)
 
 # Each fuzz target (tests/fuzz/targets.txt) for FUZZ_SECONDS, its corpus kept between runs in
 # $(BUILD)/fuzz/corpus/<target>; crashing inputs land in $(BUILD)/fuzz/crashes/<target>.

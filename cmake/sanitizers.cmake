@@ -11,8 +11,25 @@ set(GRADSCOPE_SANITIZER_LINK_FLAGS -fsanitize=address,undefined)
 if(GRADSCOPE_SANITIZE OR GRADSCOPE_FUZZ_BUILD)
   add_compile_options(${GRADSCOPE_SANITIZER_FLAGS})
   add_link_options(${GRADSCOPE_SANITIZER_LINK_FLAGS})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # GCC's manual: sanitizers raise the rate of false -Wmaybe-uninitialized warnings (here in
+    # LibTorch's and libstdc++'s headers).
+    add_compile_options(-Wno-maybe-uninitialized)
+  endif()
 endif()
 if(GRADSCOPE_FUZZ_BUILD)
   add_compile_options(-fsanitize=fuzzer-no-link)  # coverage for libFuzzer; fuzz targets link -fsanitize=fuzzer
 endif()
 
+# A sanitized static library needs the sanitizer runtime wherever it is linked, in a consumer
+# of the installed package too (tests/install builds one): its link options travel with it.
+function(gradscope_export_sanitizer_runtime)
+  if(NOT GRADSCOPE_SANITIZE)
+    return()
+  endif()
+  foreach(target IN ITEMS gradscope_core gradscope_io gradscope_torch)
+    if(TARGET ${target})
+      target_link_options(${target} INTERFACE ${GRADSCOPE_SANITIZER_LINK_FLAGS})
+    endif()
+  endforeach()
+endfunction()
