@@ -1,7 +1,7 @@
 // The HTML report page of a loaded run, rendered as `gradscope html` renders it (build_charts,
-// then render_html over the same inputs as cli::write_html_report) with stand-in chart
-// libraries: the 1.5 MB of vega the binary inlines is the same for every run, and copying it
-// into each page was most of an input's time. Nothing is written to disk.
+// then render_html over cli::html_report_input, as cli::write_html_report does) with stand-in
+// chart libraries: the 1.5 MB of vega the binary inlines is the same for every run, and
+// copying it into each page was most of an input's time. Nothing is written to disk.
 #pragma once
 
 #include <string>
