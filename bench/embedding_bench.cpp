@@ -1,7 +1,8 @@
 // make bench-embedding: training steps of sparse embedding tables (64 wide, batch 1024, SGD)
 // with EmbeddingTrackers on every step.
 //   R = tracking cost per step at 10M rows / at 10k rows (the tracker's own calls, timed around
-//       observe, before_step and after_step; same batch size, so the target is ~1);
+//       observe, before_step and after_step; same batch size, so the target is ~1), the two
+//       tables stepping in interleaved blocks;
 //   O = step time with tracking / without, at 1M rows: two identical tables from the same
 //       seed, the tracked and the untracked one stepping in interleaved blocks;
 //   M = the same for a two-tower recommender: a user and an item table of 1M rows, each under
@@ -12,7 +13,8 @@
 // same number of tracked steps; median over blocks). Last line: JSON.
 //
 // `bench_embedding tracking ROWS STEPS` runs only the tracking cost at ROWS rows, for a
-// profiler (perf record, valgrind --tool=callgrind); `bench_embedding two-tower` only M.
+// profiler (perf record, valgrind --tool=callgrind); `bench_embedding ratio` only R,
+// `bench_embedding two-tower` only M.
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -26,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "gradscope/torch/embedding.h"
@@ -45,10 +48,12 @@ double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-double median(std::vector<double> v) {
+double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
+  return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
+
+double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
 nn::Embedding sparse_table(int64_t rows) {
   return nn::Embedding(nn::EmbeddingOptions(rows, kDim).sparse(true));
@@ -95,6 +100,14 @@ struct Table {
   }
 };
 
+void print_tracking(int64_t rows, const Table& t) {
+  std::printf("rows %9lld: tracking %.1f us/step (median of %zu; quartiles %.1f-%.1f), step %.1f "
+              "us\n",
+              static_cast<long long>(rows), median(t.track_s) * 1e6, t.track_s.size(),
+              quantile(t.track_s, 0.25) * 1e6, quantile(t.track_s, 0.75) * 1e6,
+              median(t.step_s) * 1e6);
+}
+
 // Tracking cost per step on a table of `rows` rows.
 double tracking_cost(int64_t rows, int steps) {
   Table t(rows, true);
@@ -102,10 +115,31 @@ double tracking_cost(int64_t rows, int steps) {
   for (int s = 0; s < steps; ++s)
     t.step(at::randint(0, rows, {kBatch}, at::kLong), at::randn({kBatch, kDim}));
   t.track_s.erase(t.track_s.begin(), t.track_s.begin() + steps / 5);  // warm-up
-  const double m = median(t.track_s);
-  std::printf("rows %9lld: tracking %.1f us/step (median of %zu), step %.1f us\n",
-              static_cast<long long>(rows), m * 1e6, t.track_s.size(), median(t.step_s) * 1e6);
-  return m;
+  print_tracking(rows, t);
+  return median(t.track_s);
+}
+
+// R: a 10k-row and a 10M-row table step in interleaved blocks of 20 (400 steps each), so that
+// load from other processes and drift fall on both alike.
+double tracking_ratio() {
+  constexpr int kBlocks = 20, kSteps = 20;
+  constexpr int64_t kSmall = 10000, kLarge = 10000000;
+  Table small(kSmall, true), large(kLarge, true);
+  for (int block = 0; block < kBlocks; ++block) {
+    for (Table* t : {&small, &large}) {
+      const int64_t rows = t == &small ? kSmall : kLarge;
+      at::manual_seed(2 * block + (t == &large));
+      for (int s = 0; s < kSteps; ++s)
+        t->step(at::randint(0, rows, {kBatch}, at::kLong), at::randn({kBatch, kDim}));
+    }
+  }
+  for (Table* t : {&small, &large}) {  // warm-up: the first 2 blocks
+    t->track_s.erase(t->track_s.begin(), t->track_s.begin() + 2 * kSteps);
+    t->step_s.erase(t->step_s.begin(), t->step_s.begin() + 2 * kSteps);
+  }
+  print_tracking(kSmall, small);
+  print_tracking(kLarge, large);
+  return median(large.track_s) / median(small.track_s);
 }
 
 // Step time tracked every `every`-th step over untracked, on 1M rows. A median of single steps
@@ -226,19 +260,13 @@ int main(int argc, char** argv) {
     (void)two_tower_overhead();
     return 0;
   }
-  if (argc != 1) {
-    std::fprintf(stderr, "usage: bench_embedding [tracking ROWS STEPS | two-tower]\n");
+  if (argc > 2 || (argc == 2 && std::strcmp(argv[1], "ratio") != 0)) {
+    std::fprintf(stderr, "usage: bench_embedding [ratio | two-tower | tracking ROWS STEPS]\n");
     return 2;
   }
-  const int steps = 400;
-  // R: 10k and 10M alternate twice so drift hits both sides.
-  std::vector<double> small, large;
-  for (int rep = 0; rep < 2; ++rep) {
-    small.push_back(tracking_cost(10000, steps));
-    large.push_back(tracking_cost(10000000, steps));
-  }
-  const double R = median(large) / median(small);
-  (void)tracking_cost(1000000, steps);
+  const double R = tracking_ratio();
+  if (argc == 2 && std::strcmp(argv[1], "ratio") == 0) return 0;
+  (void)tracking_cost(1000000, 400);
 
   // O: tracked and untracked 1M-row tables, interleaved blocks of 20 steps.
   Table a(1000000, false), b(1000000, true);
