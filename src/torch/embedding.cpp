@@ -164,7 +164,33 @@ const std::vector<std::pair<int64_t, double>>& EmbeddingTracker::gradient_norms(
 const std::vector<int64_t>& EmbeddingTracker::touched_rows() const {
   return state_->touched.rows();
 }
-std::vector<std::string> EmbeddingTracker::warnings() const { return state_->warnings; }
+std::vector<std::string> EmbeddingTracker::warnings() const {
+  const State& s = *state_;
+  std::vector<std::string> w = s.warnings;
+  // Verdicts report() cannot reach with the tracker's own options, said here so that their
+  // absence is not read as a clean bill of health.
+  const int64_t tracked = (s.step + s.options.track_every - 1) / s.options.track_every;
+  const int64_t needed = 2 * static_cast<int64_t>(s.options.thresholds.zombie_window) + 1;
+  if (s.options.zombie_rule == ZombieRule::kWindowed && tracked > 0 && tracked < needed)
+    w.push_back(s.who() + "zombie_window " + std::to_string(s.options.thresholds.zombie_window) +
+                " needs " + std::to_string(needed) + " real updates of a row and " +
+                std::to_string(tracked) +
+                " steps were tracked: no row can be judged, ZOMBIE_ROWS is not judged yet");
+  if (s.options.negative_sampler.kind == NegativeSampler::Kind::kPopularity) {
+    uint64_t negatives = 0;
+    bool positives = false;
+    for (int64_t r = 0; r < s.rows.rows(); ++r) {
+      negatives += s.rows.negatives(r);
+      positives = positives || s.rows.lookups(r) > s.rows.negatives(r);
+    }
+    if (negatives > 0 && !positives)
+      w.push_back(s.who() + std::to_string(negatives) +
+                  " negatives marked and no other lookups: the popularity sampler declared has "
+                  "no popularity to follow, so NEGATIVE_SAMPLER_SKEW is not judged (against a "
+                  "uniform sampler it would be)");
+  }
+  return w;
+}
 
 EmbeddingReport EmbeddingTracker::report() const {
   EmbeddingRuleOptions rules;

@@ -136,6 +136,10 @@ class EmbeddingTracker {
   /// uses options' thresholds, zombie_rule and negative_sampler.
   EmbeddingReport report(const EmbeddingRuleOptions& rules) const;
   EmbeddingReport report() const;
+  /// What the tracker could not measure (an undefined gradient at a tracked step) and which
+  /// verdicts its options make unreachable so far: a zombie_window needing more real updates
+  /// than the steps tracked, negatives on a table with no other lookups for a popularity
+  /// sampler. O(rows) when a popularity sampler is declared.
   std::vector<std::string> warnings() const;
 
   struct State;
