@@ -1,10 +1,12 @@
-// EmbeddingTracker's tracked step: two passes over the touched rows, one before the optimizer
-// step (counts, gradient, snapshot of the row) and one after it (the real update).
+// EmbeddingTracker's tracked step: before the optimizer step, a pass of counts and one of
+// gradients and snapshots over the touched rows; after it, one pass of the real updates.
 //
-// Each pass visits a touched row once and reads its record, its weight row and its gradient
-// row where they lie (float32 rows with unit stride: no gather, no copy, no coalesce), with the
-// rows kAhead positions on prefetched: on a table larger than the caches the cost of a step is
-// its cache and TLB misses, so each row's memory is fetched once per pass and early.
+// Rows are read where they lie (float32 rows with unit stride: no gather, no copy, no
+// coalesce), with the rows kAhead positions on prefetched. On a table larger than the caches
+// a step costs its cache and TLB misses. The counts pass comes first and alone because its
+// plain loads let the CPU walk the page tables of several rows at once, where a software
+// prefetch that misses the TLB waits for its walk (docs/benchmarks.md: with the counts folded
+// into the gradient pass, 10M-row tracking spent its time in the prefetches and cost 1.5-1.8x).
 #include <ATen/Functions.h>
 #include <ATen/core/grad_mode.h>
 
@@ -91,7 +93,7 @@ void EmbeddingTracker::before_step() {
     for (int64_t k = 0; k < T; ++k) s.grad_rows[k] = g + (keep.defined() ? k : t[k]) * stride;
   }
 
-  // The fused pass: counts, gradient and the row before the step, one touched row at a time.
+  // Counts, then gradient and the row before the step, one touched row at a time.
   const float* w = direct_rows(s.weight);
   const int64_t w_stride = w ? s.weight.stride(0) : dim;
   at::Tensor w_copy;
@@ -99,6 +101,10 @@ void EmbeddingTracker::before_step() {
   s.before.resize(static_cast<std::size_t>(T * dim));
   s.before_norm.resize(static_cast<std::size_t>(T));
   const bool has_grad = !s.grad_rows.empty();
+  for (int64_t k = 0; k < T; ++k) {  // counts: also brings each record's page into the TLB
+    s.rows.expose(t[k], s.step);
+    s.rows.count_lookups(t[k], s.touched.lookups()[k], s.touched.negatives()[k]);
+  }
   double norm2 = 0.0;
   for (int64_t k = 0; k < T; ++k) {
     if (k + kAhead < T) {
@@ -108,8 +114,6 @@ void EmbeddingTracker::before_step() {
       if (has_grad) prefetch_row(s.grad_rows[k + kAhead], dim);
     }
     const int64_t r = t[k];
-    s.rows.expose(r, s.step);
-    s.rows.count_lookups(r, s.touched.lookups()[k], s.touched.negatives()[k]);
     if (has_grad) {
       norm2 += squared_norm(s.grad_rows[k], dim);
       s.rows.record_gradient(r, s.grad_rows[k]);
