@@ -86,7 +86,8 @@ void sparse_gradient_rows(TouchedRows& touched, const int64_t* indices, int64_t 
                           const float* zero, std::vector<const float*>& out) {
   const std::size_t T = touched.rows().size();
   out.assign(T, zero);
-  if (sums.size() < T * static_cast<std::size_t>(dim)) sums.resize(T * static_cast<std::size_t>(dim));
+  const std::size_t need = T * static_cast<std::size_t>(dim);
+  if (sums.size() < need) sums.resize(need);
   for (int64_t i = 0; i < nnz; ++i) {
     const int64_t k = touched.find(indices[i]);
     if (k < 0) continue;  // a row looked up without observe(): not tracked

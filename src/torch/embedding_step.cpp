@@ -1,12 +1,10 @@
-// EmbeddingTracker's tracked step: before the optimizer step, a pass of counts and one of
-// gradients and snapshots over the touched rows; after it, one pass of the real updates.
+// EmbeddingTracker's tracked step: before the optimizer step, the touched rows' counts,
+// snapshots and gradients; after it, their real updates.
 //
 // Rows are read where they lie (float32 rows with unit stride: no gather, no copy, no
-// coalesce), with the rows kAhead positions on prefetched. On a table larger than the caches
-// a step costs its cache and TLB misses. The counts pass comes first and alone because its
-// plain loads let the CPU walk the page tables of several rows at once, where a software
-// prefetch that misses the TLB waits for its walk (docs/benchmarks.md: with the counts folded
-// into the gradient pass, 10M-row tracking spent its time in the prefetches and cost 1.5-1.8x).
+// coalesce), and buffers persist between steps. On a table larger than the caches a step
+// costs its cache and TLB misses, which docs/benchmarks.md measures pass by pass: the order
+// of the passes below is what those measurements kept.
 #include <ATen/Functions.h>
 #include <ATen/core/grad_mode.h>
 
@@ -93,7 +91,6 @@ void EmbeddingTracker::before_step() {
     for (int64_t k = 0; k < T; ++k) s.grad_rows[k] = g + (keep.defined() ? k : t[k]) * stride;
   }
 
-  // Counts, then gradient and the row before the step, one touched row at a time.
   const float* w = direct_rows(s.weight);
   const int64_t w_stride = w ? s.weight.stride(0) : dim;
   at::Tensor w_copy;
@@ -101,26 +98,35 @@ void EmbeddingTracker::before_step() {
   s.before.resize(static_cast<std::size_t>(T * dim));
   s.before_norm.resize(static_cast<std::size_t>(T));
   const bool has_grad = !s.grad_rows.empty();
-  for (int64_t k = 0; k < T; ++k) {  // counts: also brings each record's page into the TLB
-    s.rows.expose(t[k], s.step);
-    s.rows.count_lookups(t[k], s.touched.lookups()[k], s.touched.negatives()[k]);
+  // The model's work since the lookup has pushed these rows' pages out of the TLB, and a
+  // software prefetch that misses the TLB waits for its page walk. So first one plain load per
+  // record and per weight row, in a loop short enough that the CPU runs many iterations ahead
+  // and walks several rows' page tables at once; then counts and snapshots with plain loads.
+  {
+    float sink = 0;
+    for (int64_t k = 0; k < T; ++k)
+      sink += static_cast<float>(s.rows.exposure(t[k])) +
+              w[(w_copy.defined() ? k : t[k]) * w_stride];
+    volatile float keep = sink;  // the values are not needed, only the loads
+    (void)keep;
   }
-  double norm2 = 0.0;
   for (int64_t k = 0; k < T; ++k) {
-    if (k + kAhead < T) {
-      const int64_t next = t[k + kAhead];
-      s.rows.prefetch(next, EmbeddingRows::Part::kGradient);
-      prefetch_row(w + (w_copy.defined() ? k + kAhead : next) * w_stride, dim);
-      if (has_grad) prefetch_row(s.grad_rows[k + kAhead], dim);
-    }
     const int64_t r = t[k];
-    if (has_grad) {
-      norm2 += squared_norm(s.grad_rows[k], dim);
-      s.rows.record_gradient(r, s.grad_rows[k]);
-    }
+    s.rows.expose(r, s.step);
+    s.rows.count_lookups(r, s.touched.lookups()[k], s.touched.negatives()[k]);
     const float* row = w + (w_copy.defined() ? k : r) * w_stride;
     std::memcpy(s.before.data() + k * dim, row, static_cast<std::size_t>(dim) * sizeof(float));
     s.before_norm[k] = std::sqrt(squared_norm(row, dim));
+  }
+  // Then the gradients, the records' gradient lines prefetched (their pages now in the TLB).
+  double norm2 = 0.0;
+  for (int64_t k = 0; has_grad && k < T; ++k) {
+    if (k + kAhead < T) {
+      s.rows.prefetch(t[k + kAhead], EmbeddingRows::Part::kGradient);
+      prefetch_row(s.grad_rows[k + kAhead], dim);
+    }
+    norm2 += squared_norm(s.grad_rows[k], dim);
+    s.rows.record_gradient(t[k], s.grad_rows[k]);
   }
   s.grad_norms.emplace_back(s.step, has_grad ? std::sqrt(norm2)
                                              : std::numeric_limits<double>::quiet_NaN());
