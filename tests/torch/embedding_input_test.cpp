@@ -231,7 +231,8 @@ TEST(EmbeddingTrackerBadInput, AZombieWindowLongerThanTheRunIsSaidNotJudged) {
   Embedding other = table();
   EmbeddingTracker sparse_tracking(other, "other", every4);
   step_flips(sparse_tracking, other, 40);
-  EXPECT_THAT(sparse_tracking.warnings(), ::testing::ElementsAre(HasSubstr("10 steps were tracked")));
+  EXPECT_THAT(sparse_tracking.warnings(),
+              ::testing::ElementsAre(HasSubstr("10 steps were tracked")));
 }
 
 // A table of dim 1: cosines between updates are +-1 and the chance level of a window's mean

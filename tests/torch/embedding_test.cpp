@@ -379,7 +379,8 @@ TEST(EmbeddingTrackerLookups, LargeBatchesOfLargeRowIdsCountExactly) {
     // Popular rows repeat, the rest spread over every byte of the row ids.
     at::Tensor pos = at::cat({at::randint(0, 40, {700}, at::kLong),
                               at::randint(0, kTableRows, {700}, at::kLong),
-                              at::full({3}, 3, at::kLong), at::full({2}, kTableRows - 1, at::kLong)});
+                              at::full({3}, 3, at::kLong),
+                              at::full({2}, kTableRows - 1, at::kLong)});
     at::Tensor neg = at::randint(0, 300, {95}, at::kLong);
     opt.zero_grad();
     (tracker.forward(pos).sum() + tracker.forward(neg, Role::kNegative).sum()).backward();
