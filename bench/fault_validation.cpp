@@ -28,11 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "draw_counts.h"
 #include "gradscope/core/embedding_report.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
-#include "update_cosines.h"
+#include "mf_truth.h"
 
 namespace {
 
@@ -40,8 +39,7 @@ using gradscope::scenarios::Interactions;
 using gradscope::scenarios::MfOptions;
 namespace sc = gradscope::scenarios;
 
-constexpr double kOscillatingCosine = -0.3, kSkewTv = 0.25, kBiasGini = 0.8;
-constexpr int64_t kMinCosines = 10;
+constexpr double kSkewTv = 0.25, kBiasGini = 0.8;
 
 struct Fault {
   const char* name;
@@ -110,31 +108,6 @@ bool fired(const gradscope::EmbeddingReport& r, const std::string& type) {
   return false;
 }
 
-// Every row the rule flags: the report again, with every flagged row listed as an example.
-std::vector<int64_t> flagged_rows(const gradscope::EmbeddingRows& rows, const gradscope::EmbeddingReport& r,
-                                  const std::string& type) {
-  gradscope::EmbeddingRuleOptions o;
-  o.max_examples = static_cast<int>(rows.rows());
-  const gradscope::EmbeddingReport all = gradscope::diagnose_embedding(r.layer, rows, r.stats.tracked_steps, o);
-  for (const auto& d : all.diagnostics)
-    if (d.type == type) return d.example_rows;
-  return {};
-}
-
-std::set<int64_t> oscillating(const sc::UpdateCosines& c) {
-  std::set<int64_t> out;
-  for (int64_t r = 0; r < c.rows(); ++r)
-    if (static_cast<int64_t>(c.cosines(r).size()) >= kMinCosines && c.mean_cosine(r) <= kOscillatingCosine) out.insert(r);
-  return out;
-}
-
-std::set<int64_t> dead(const sc::UpdateCosines& c, const std::vector<int64_t>& never_drawn) {
-  std::set<int64_t> out(never_drawn.begin(), never_drawn.end());
-  for (int64_t r = 0; r < c.rows(); ++r)
-    if (c.updates(r) == 0) out.insert(r);
-  return out;
-}
-
 std::string range(const std::vector<double>& v, const char* fmt = "%.3f") {
   if (v.empty()) return "-";
   char lo[32], hi[32];
@@ -177,27 +150,22 @@ int main(int argc, char** argv) {
       o.faults = fault.faults;
       o.sgd = fault.sgd;
       if (fault.lr > 0) o.lr = fault.lr;
-      sc::UpdateCosines truth[2] = {sc::UpdateCosines(d.users, o.dim), sc::UpdateCosines(d.items, o.dim)};
-      sc::DrawCounts draws(d.users, d.items);
-      o.on_update = [&](const sc::MfStep& step) {
-        draws.add(step.batch);
-        truth[0].add(step.user_rows, step.user_before, step.user_after);
-        truth[1].add(step.item_rows, step.item_before, step.item_after);
-      };
+      sc::MfTruth truth(d, o.dim);
+      o.on_update = [&](const sc::MfStep& step) { truth.add(step); };
       const sc::MfRun run = sc::train_matrix_factorization(d, o);
 
-      const std::set<int64_t> osc[2] = {oscillating(truth[0]), oscillating(truth[1])};
-      const std::vector<int64_t> never = draws.never_drawn_items();
-      const std::set<int64_t> dead_rows[2] = {dead(truth[0], {}), dead(truth[1], never)};
-      const double tv = draws.negative_tv_to_uniform();
-      const double gini[2] = {draws.user_lookup_gini(), draws.item_lookup_gini()};
+      const std::set<int64_t> osc[2] = {truth.oscillating(0), truth.oscillating(1)};
+      const std::vector<int64_t> never = truth.draws().never_drawn_items();
+      const std::set<int64_t> dead_rows[2] = {truth.dead(0), truth.dead(1)};
+      const double tv = truth.draws().negative_tv_to_uniform();
+      const double gini[2] = {truth.draws().user_lookup_gini(), truth.draws().item_lookup_gini()};
       int64_t planted_osc = 0;
       std::vector<double> cos_planted, cos_other;
       for (int64_t r = 0; r < d.items; ++r) {
         const bool planted = fault.faults.oscillate_factor > 0 && r % fault.faults.oscillate_every == 0;
         planted_osc += planted && osc[1].count(r);
-        const double m = truth[1].mean_cosine(r);
-        if (static_cast<int64_t>(truth[1].cosines(r).size()) >= kMinCosines) (planted ? cos_planted : cos_other).push_back(m);
+        const double m = truth.cosines(1).mean_cosine(r);
+        if (static_cast<int64_t>(truth.cosines(1).cosines(r).size()) >= sc::kMinCosines) (planted ? cos_planted : cos_other).push_back(m);
       }
       std::printf("| %s | %d | %.4f | %.4f | %.3f | %.3f | %.3f | %zu | %lld / %lld | %.3f | %.3f | %.0f |\n",
                   fault.name, s, run.hr, run.ndcg, tv, gini[1], gini[0], never.size(), (long long)planted_osc,
@@ -214,9 +182,10 @@ int main(int argc, char** argv) {
         if (finding == "DEAD_ROWS") truth_holds = !dead_rows[c.table].empty();
         tally[fault.name][key].add(truth_holds, fired(rep, finding));
         if (finding == "ZOMBIE_ROWS")
-          row_tally[fault.name][key].add(osc[c.table], flagged_rows(run.rows[c.table], rep, finding), &truth[c.table]);
+          row_tally[fault.name][key].add(osc[c.table], sc::flagged_rows(run.rows[c.table], rep, finding),
+                                         &truth.cosines(c.table));
         if (finding == "DEAD_ROWS")
-          row_tally[fault.name][key].add(dead_rows[c.table], flagged_rows(run.rows[c.table], rep, finding), nullptr);
+          row_tally[fault.name][key].add(dead_rows[c.table], sc::flagged_rows(run.rows[c.table], rep, finding), nullptr);
       }
     }
   }
