@@ -193,8 +193,7 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
       std::cout << "   evidence, " << r.report.tables[t].layer << ": " << line << "\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s HR@%lld %.3f  ", name.c_str(), static_cast<long long>(mf.top_k), r.hr);
-  const std::string findings = embedding_verdict(&summary);
-  return line + render_verdict(report) + (findings.empty() ? "; embedding: no findings" : findings);
+  return line + render_run_verdict(report, saved.flow, &summary);
 }
 
 int run_demo(DemoOptions opt) {

@@ -28,8 +28,11 @@ int run_report(const ReportOptions& opt) {
   } else if (opt.csv) {
     std::cout << render_csv(run.report);
   } else {
-    std::cout << render_run_header(run.meta, run.path) << render_table(run.report) << render_flow_summary(run.flow);
+    // The node table's own verdict would speak for the nodes only: the run's comes last.
+    std::cout << render_run_header(run.meta, run.path) << render_table(run.report, false)
+              << render_flow_summary(run.flow);
     if (embedding) std::cout << render_embedding_findings(*embedding);
+    std::cout << "\n" << render_run_verdict(run.report, run.flow, embedding) << "\n";
   }
   return run_unhealthy(run.report, run.flow, embedding) ? kExitUnhealthy : kExitOk;
 }

@@ -115,6 +115,20 @@ double student_t_cdf(double t, double df) {
   return t >= 0 ? 1.0 - tail : tail;
 }
 
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+double binomial_mean_absolute_deviation(int64_t n, double p) {
+  if (n < 0 || !(p >= 0.0 && p <= 1.0)) throw Error("binomial deviation: need n >= 0 and p in [0, 1]");
+  if (n == 0 || p == 0.0 || p == 1.0) return 0.0;
+  const double nd = static_cast<double>(n);
+  const double k = std::floor(nd * p) + 1.0;
+  if (k > nd) return 0.0;
+  // In logs: C(n, k) overflows a double long before n reaches a training run's lookups.
+  const double log_term = std::log(2.0 * k) + std::lgamma(nd + 1.0) - std::lgamma(k + 1.0) - std::lgamma(nd - k + 1.0) +
+                          k * std::log(p) + (nd - k + 1.0) * std::log1p(-p);
+  return std::exp(log_term);
+}
+
 TTest paired_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) throw Error("paired t-test: samples differ in size");
   if (a.size() < 2) throw Error("paired t-test: needs at least 2 pairs");

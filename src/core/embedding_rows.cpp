@@ -36,8 +36,10 @@ EmbeddingRows::EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions opt
   check_rate(options.velocity_ema, "velocity_ema");
   check_rate(options.oscillation_ema, "oscillation_ema");
   check_rate(options.gradient_ema, "gradient_ema");
+  if (options.zombie_window < 1 || options.zombie_window > 65535)
+    throw Error("embedding rows: zombie_window must be in [1, 65535]");
   const auto n = static_cast<std::size_t>(rows);
-  static_assert(sizeof(Scalars) == 28, "bytes_per_row counts 28 bytes of scalars");
+  static_assert(sizeof(Scalars) == 80, "bytes_per_row counts 80 bytes of scalars");
   scalars_.assign(n, Scalars{});
   grad_mean_.assign(n * static_cast<std::size_t>(dim), 0.f);
   prev_update_.assign(n * static_cast<std::size_t>(dim), 0);
@@ -50,6 +52,23 @@ void EmbeddingRows::expose(int64_t row, int64_t step) {
   if (x.last_seen == static_cast<int32_t>(step) && x.exposure > 0) return;
   ++x.exposure;
   x.last_seen = static_cast<int32_t>(step);
+}
+
+void EmbeddingRows::count_lookups(int64_t row, uint32_t lookups, uint32_t negatives) {
+  constexpr uint32_t kMax = std::numeric_limits<uint32_t>::max();
+  Scalars& x = scalars_[row];
+  x.lookups = x.lookups > kMax - lookups ? kMax : x.lookups + lookups;
+  x.negatives = x.negatives > kMax - negatives ? kMax : x.negatives + negatives;
+}
+
+double EmbeddingRows::mean_cosine(int64_t row) const {
+  const Scalars& x = scalars_[row];
+  return x.cosines ? x.cosine_sum / x.cosines : std::numeric_limits<double>::quiet_NaN();
+}
+
+ZombieWindows EmbeddingRows::windows(int64_t row) const {
+  const Scalars& x = scalars_[row];
+  return {x.windows, x.last_cosine, x.last_norm, x.prior_cosine, x.prior_norm};
 }
 
 void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {
@@ -100,6 +119,21 @@ void EmbeddingRows::record_update(int64_t row, const float* delta, double row_no
       const double cosine = dot / (std::sqrt(pp) * norm);
       const double ro = options_.oscillation_ema;
       x.oscillation = static_cast<float>(ro * x.oscillation + (1.0 - ro) * cosine);
+      if (x.cosines < std::numeric_limits<uint32_t>::max()) {
+        x.cosine_sum += cosine;
+        ++x.cosines;
+      }
+      x.window_cosine += static_cast<float>(cosine);
+      x.window_norm += static_cast<float>(norm);
+      if (++x.window_n == options_.zombie_window) {  // a window complete: shift it in
+        x.prior_cosine = x.last_cosine;
+        x.prior_norm = x.last_norm;
+        x.last_cosine = x.window_cosine / x.window_n;
+        x.last_norm = x.window_norm / x.window_n;
+        x.window_cosine = x.window_norm = 0;
+        x.window_n = 0;
+        if (x.windows < 2) ++x.windows;
+      }
     }
   }
   for (int64_t j = 0; j < dim_; ++j) prev[j] = float_to_bfloat16(delta[j]);

@@ -35,6 +35,9 @@ void Thresholds::validate() const {
   require_fraction("channel_frac", channel_frac);
   require_fraction("ignored_channel_ratio", ignored_channel_ratio);
   require_fraction("leakage_cka", leakage_cka);
+  require(zombie_window >= 1 && zombie_window <= 65535, "zombie_window", zombie_window, "must be in [1, 65535]");
+  require_nonnegative("zombie_z", zombie_z);
+  require_fraction("zombie_damping", zombie_damping);
   require_nonnegative("zombie_min_exposure", zombie_min_exposure);
   require(zombie_oscillation >= -1 && zombie_oscillation <= 1, "zombie_oscillation",
           zombie_oscillation, "must be in [-1, 1]");

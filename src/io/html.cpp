@@ -134,9 +134,9 @@ std::string recommendations(const Report& report, const FlowSummary& flow, const
   for (std::size_t i = 0; embedding_findings && i < embedding->tables.size(); ++i)
     for (const EmbeddingDiagnostic& d : embedding->tables[i].report.diagnostics)
       items += fmt::format(
-          "<li><b class=\"mono\">{}</b> <span class=\"flag failing\">{}</span><ul><li>{}; action: {}"
+          "<li><b class=\"mono\">{}</b> <span class=\"flag failing\">{}</span><ul><li>{} What to do: {}"
           "<div class=\"evidence\">{}</div></li></ul></li>\n",
-          esc(embedding->tables[i].report.layer), esc(d.type), esc(d.implies), esc(d.action), esc(d.premise));
+          esc(embedding->tables[i].report.layer), esc(d.type), esc(d.implies), esc(what_to_do(d)), esc(d.premise));
   std::string out;
   if (flagged.empty())
     out += embedding_findings ? "<p>No node is flagged by the gradient rules; the embedding tables have findings.</p>\n"
@@ -170,10 +170,12 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
         {"rows", std::to_string(s.num_embeddings)},   {"dim", std::to_string(s.dim)},
         {"tracked steps", std::to_string(s.tracked_steps)},
         {"active coverage", fixed(s.active_coverage_pct, "{:.1f}%")},
-        {"popularity Gini", fixed(s.popularity_gini, "{:.3f}")},
+        {"lookup Gini", s.lookups ? fixed(s.lookup_gini, "{:.3f}") : std::string("-")},
+        {"per-step Gini", fixed(s.popularity_gini, "{:.3f}")},
         {"exposure entropy", fixed(s.exposure_entropy, "{:.3f}")},
         {"never exposed", std::to_string(s.never_exposed_rows)},
-        {"zombie rows", std::to_string(s.zombie_rows)},
+        {"zombie rows", std::to_string(s.zombie_rows) + " of " + std::to_string(s.zombie_rows_judged) + " judged"},
+        {"negatives' TV (chance)", fixed(s.sampler_tv, "{:.3f}") + " (" + fixed(s.sampler_tv_chance, "{:.3f}") + ")"},
         {"effective rank", s.effective_rank < 0 ? std::string("-") : fixed(s.effective_rank, "{:.1f}")}};
     for (const auto& [k, v] : cells) out += "<th>" + std::string(k) + "</th>";
     out += "</tr><tr>";
@@ -182,8 +184,8 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
     if (r.diagnostics.empty()) out += "<p>No embedding findings.</p>\n";
     else out += "<ul class=\"advice\">\n";
     for (const EmbeddingDiagnostic& d : r.diagnostics)
-      out += fmt::format("<li><b>{}</b> (confidence {}): {}<div class=\"evidence\">{}; action: {}</div></li>\n",
-                         esc(d.type), fixed(d.confidence, "{:.2f}"), esc(d.premise), esc(d.implies), esc(d.action));
+      out += fmt::format("<li><b>{}</b> (confidence {}): {}<div class=\"evidence\">{} What to do: {}</div></li>\n",
+                         esc(d.type), fixed(d.confidence, "{:.2f}"), esc(d.premise), esc(d.implies), esc(what_to_do(d)));
     if (!r.diagnostics.empty()) out += "</ul>\n";
     out += "<div class=\"grid\">\n";
     const std::string prefix = "embedding-" + std::to_string(i) + "-";
@@ -276,7 +278,6 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
   const RunMetadata& meta = *in.meta;
   const Report& report = *in.report;
   const FlowSummary& flow = *in.flow;
-  const std::string embedding_findings = embedding_verdict(in.embedding);
   const bool unhealthy = run_unhealthy(report, flow, in.embedding);
   const std::string nonce = make_nonce();
   const std::string name = meta.name.empty() ? in.run_path : meta.name;
@@ -290,7 +291,8 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
   page += "<title>gradscope: " + esc(name) + "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
 
   page += "<header>\n<h1>gradscope report: <span class=\"mono\">" + esc(name) + "</span></h1>\n";
-  page += fmt::format("<p class=\"verdict {}\">{}</p>\n", unhealthy ? "bad" : "ok", esc(render_verdict(report) + embedding_findings));
+  page += fmt::format("<p class=\"verdict {}\">{}</p>\n", unhealthy ? "bad" : "ok",
+                      esc(render_run_verdict(report, flow, in.embedding)));
   page += "<dl class=\"meta\">\n";
   const std::pair<const char*, std::string> meta_rows[] = {
       {"run", in.run_path},

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "gradscope/core/error.h"
 
@@ -26,6 +27,8 @@ constexpr DoubleField kDoubleFields[] = {
     {"leakage_cka", &Thresholds::leakage_cka},
     {"channel_frac", &Thresholds::channel_frac},
     {"ignored_channel_ratio", &Thresholds::ignored_channel_ratio},
+    {"zombie_z", &Thresholds::zombie_z},
+    {"zombie_damping", &Thresholds::zombie_damping},
     {"zombie_min_exposure", &Thresholds::zombie_min_exposure},
     {"zombie_oscillation", &Thresholds::zombie_oscillation},
     {"zombie_velocity_ratio", &Thresholds::zombie_velocity_ratio},
@@ -58,6 +61,7 @@ std::string thresholds_to_json(const Thresholds& t) {
   nlohmann::json j = nlohmann::json::object();
   for (const DoubleField& f : kDoubleFields) j[f.name] = t.*(f.member);
   j["stagnant_steps"] = t.stagnant_steps;
+  j["zombie_window"] = t.zombie_window;
   return j.dump();
 }
 
@@ -72,12 +76,15 @@ Thresholds thresholds_from_json(const std::string& json) {
     if (!it->is_number()) throw Error(std::string("threshold '") + f.name + "' is not a number");
     t.*(f.member) = it->get<double>();
   }
-  if (auto it = j.find("stagnant_steps"); it != j.end()) {
+  for (const auto& [key, member] : {std::pair<const char*, int Thresholds::*>{"stagnant_steps", &Thresholds::stagnant_steps},
+                                     {"zombie_window", &Thresholds::zombie_window}}) {
+    auto it = j.find(key);
+    if (it == j.end()) continue;
     const bool fits = it->is_number_unsigned()
                           ? it->get<uint64_t>() <= uint64_t{INT_MAX}
                           : it->is_number_integer() && it->get<int64_t>() >= INT_MIN && it->get<int64_t>() <= INT_MAX;
-    if (!fits) throw Error("threshold 'stagnant_steps' is not an integer of int's range");
-    t.stagnant_steps = static_cast<int>(it->get<int64_t>());
+    if (!fits) throw Error(std::string("threshold '") + key + "' is not an integer of int's range");
+    t.*member = static_cast<int>(it->get<int64_t>());
   }
   t.validate();
   return t;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/io/json.h"
+#include "gradscope/io/table.h"
 #include "gradscope/io/safe_text.h"
 #include "internal/embedding_codec.h"
 
@@ -81,12 +82,16 @@ std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
     const EmbeddingStats& s = t.report.stats;
     const std::size_t n = t.report.diagnostics.size();
     // Read back from embedding.json: any of its text may be hostile.
-    out += fmt::format("  {} ({} rows, {:.1f}% exposed, popularity Gini {:.3f}): ", terminal_text(t.report.layer),
-                       s.num_embeddings, s.active_coverage_pct, s.popularity_gini);
+    // Lookups are counted by the tracker since per-lookup exposure; older files have none.
+    const std::string gini = s.lookups == 0
+                                 ? fmt::format("popularity Gini {:.3f}", s.popularity_gini)
+                                 : fmt::format("lookup Gini {:.3f}, per step {:.3f}", s.lookup_gini, s.popularity_gini);
+    out += fmt::format("  {} ({} rows, {:.1f}% exposed, {}): ", terminal_text(t.report.layer), s.num_embeddings,
+                       s.active_coverage_pct, gini);
     out += n == 0 ? std::string("no findings\n") : fmt::format("{} finding{}\n", n, n == 1 ? "" : "s");
     for (const EmbeddingDiagnostic& d : t.report.diagnostics)
-      out += fmt::format("    {}: {}\n      action: {}\n", terminal_text(d.type), terminal_text(d.premise),
-                         terminal_text(d.action));
+      out += fmt::format("    {} (confidence {:.2f}): {}\n      what to do: {}\n", terminal_text(d.type),
+                         d.confidence, terminal_text(d.premise), terminal_text(what_to_do(d)));
   }
   return out;
 }
@@ -102,6 +107,22 @@ std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
     out += (out.empty() ? "; embedding: " : ", ") + terminal_text(t.report.layer) + " [" + types + "]";
   }
   return out;
+}
+
+const std::string& what_to_do(const EmbeddingDiagnostic& d) { return d.advice.empty() ? d.action : d.advice; }
+
+std::string render_run_verdict(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding) {
+  const std::string tables = embedding_verdict(embedding);  // "; embedding: item [ZOMBIE_ROWS]"
+  const std::string nodes = render_verdict(report);          // "verdict: healthy (2 nodes, ...)"
+  if (!report.healthy()) return nodes + (embedding ? (tables.empty() ? "; embedding: no findings" : tables) : "");
+  const std::string healthy_nodes = nodes.substr(std::string("verdict: ").size());  // "healthy (...)"
+  const bool flow_bad = flow.health >= FlowHealth::kProblemsDetected;
+  if (!flow_bad && tables.empty())
+    return nodes + (embedding ? "; embedding: no findings" : "");
+  std::string line = "verdict: unhealthy: ";
+  if (flow_bad) line += "gradient flow " + std::string(flow_health_name(flow.health));
+  if (!tables.empty()) line += (flow_bad ? "; " : "") + tables.substr(2);  // "embedding: item [...]"
+  return line + "; nodes " + healthy_nodes;
 }
 
 bool run_unhealthy(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding) {

@@ -45,7 +45,7 @@ std::string describe_evidence(const Evidence& e) {
   return out;
 }
 
-std::string render_table(const Report& report) {
+std::string render_table(const Report& report, bool with_verdict) {
   constexpr std::size_t kColumns = 10;
   const std::array<const char*, kColumns> header = {
       "node",         "steps",   "act|mean|",  "act std", "|out grad|",
@@ -89,7 +89,7 @@ std::string render_table(const Report& report) {
   if (o.found())
     out += fmt::format("\nnon-finite values first appeared at step {} in {} ({}, {})\n", o.step,
                        terminal_text(o.node), o.phase, site_name(o.site));
-  out += "\n" + render_verdict(report) + "\n";
+  if (with_verdict) out += "\n" + render_verdict(report) + "\n";
   return out;
 }
 

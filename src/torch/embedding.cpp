@@ -26,7 +26,8 @@ struct EmbeddingTracker::State {
   int64_t padding_idx = -1;
   EmbeddingRows rows;
   int64_t step = 0;
-  std::vector<int64_t> observed;  // indices seen this step (with duplicates)
+  std::vector<int64_t> observed;  // indices seen this step (with duplicates), all roles
+  std::vector<int64_t> negatives; // those of them observed as Role::kNegative
   std::vector<int64_t> touched;   // sorted unique
   at::Tensor touched_t, before;   // int64 [T], float32 [T, dim]
   bool in_step = false;
@@ -38,7 +39,8 @@ struct EmbeddingTracker::State {
       : layer(std::move(l)), options(std::move(o)), module(std::move(m)), weight(std::move(w)),
         rows(weight.size(0), weight.size(1),
              EmbeddingRowsOptions{options.thresholds.velocity_ema, options.thresholds.oscillation_ema,
-                                  options.gradient_ema, options.thresholds.update_ratio_lo}) {}
+                                  options.gradient_ema, options.thresholds.update_ratio_lo,
+                                  options.thresholds.zombie_window}) {}
 
   std::string who() const { return "embedding '" + layer + "': "; }
   void warn(const std::string& w) {
@@ -151,9 +153,9 @@ EmbeddingTracker::EmbeddingTracker(std::shared_ptr<::torch::nn::Module> module, 
 
 EmbeddingTracker::~EmbeddingTracker() = default;
 
-at::Tensor EmbeddingTracker::forward(const at::Tensor& indices) {
+at::Tensor EmbeddingTracker::forward(const at::Tensor& indices, Role role) {
   if (!state_->embedding) throw Error(state_->who() + "forward(indices) needs an Embedding");
-  observe(indices);
+  observe(indices, role);
   try {
     return state_->embedding->forward(indices);
   } catch (const c10::Error& e) {
@@ -172,14 +174,30 @@ at::Tensor EmbeddingTracker::forward(const at::Tensor& input, const at::Tensor& 
   }
 }
 
-void EmbeddingTracker::observe(const at::Tensor& indices) {
+void EmbeddingTracker::observe(const at::Tensor& indices, Role role) {
   State& s = *state_;
   if (s.step % s.options.track_every != 0) return;
   s.check_weight();
   const at::Tensor flat = s.checked_indices(indices);
   const int64_t* p = flat.data_ptr<int64_t>();
   s.observed.insert(s.observed.end(), p, p + flat.numel());
+  if (role == Role::kNegative) s.negatives.insert(s.negatives.end(), p, p + flat.numel());
 }
+
+namespace {
+
+// Calls fn(value, occurrences) for each run of equal values in a sorted vector.
+template <class Fn>
+void for_each_run(const std::vector<int64_t>& sorted, Fn fn) {
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i + 1;
+    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+    fn(sorted[i], static_cast<uint32_t>(std::min<std::size_t>(j - i, UINT32_MAX)));
+    i = j;
+  }
+}
+
+}  // namespace
 
 void EmbeddingTracker::before_step() {
   State& s = *state_;
@@ -197,6 +215,15 @@ void EmbeddingTracker::before_step() {
   t = std::move(s.observed);
   s.observed.clear();
   std::sort(t.begin(), t.end());
+  // Every occurrence is a lookup; the padding row is not a row the model learns.
+  for_each_run(t, [&](int64_t r, uint32_t n) {
+    if (r != s.padding_idx) s.rows.count_lookups(r, n, 0);
+  });
+  std::sort(s.negatives.begin(), s.negatives.end());
+  for_each_run(s.negatives, [&](int64_t r, uint32_t n) {
+    if (r != s.padding_idx) s.rows.count_lookups(r, 0, n);
+  });
+  s.negatives.clear();
   t.erase(std::unique(t.begin(), t.end()), t.end());
   if (s.padding_idx >= 0) t.erase(std::remove(t.begin(), t.end(), s.padding_idx), t.end());
   const auto T = static_cast<int64_t>(t.size());
@@ -249,7 +276,10 @@ void EmbeddingTracker::before_step() {
     for (int64_t k = 0; k < T; ++k) {
       const int64_t r = t[k];
       const double snr = s.rows.snr(r);
-      if (is_zombie(s.rows, r, median, s.options.thresholds)) {
+      const bool zombie = s.options.zombie_rule == ZombieRule::kWindowed
+                              ? is_windowed_zombie(s.rows, r, s.options.thresholds)
+                              : is_zombie(s.rows, r, median, s.options.thresholds);
+      if (zombie) {
         const double f = zombie_scale(snr, s.options.fix_min_scale, s.options.fix_max_scale);
         if (f != 1.0) idx[0].push_back(k), scale[0].push_back(f), snrs[0].push_back(snr);
       } else if (s.options.boost_undertrained && s.rows.gradients(r) >= 2 &&
@@ -312,6 +342,7 @@ void EmbeddingTracker::after_step() {
       s.options.on_step({Record{s.step, s.layer, Site::kUpdate, stats_of(delta, s.layer)}});
   }
   s.observed.clear();
+  s.negatives.clear();
   ++s.step;
 }
 
@@ -339,6 +370,8 @@ std::vector<std::string> EmbeddingTracker::warnings() const { return state_->war
 EmbeddingReport EmbeddingTracker::report() const {
   EmbeddingRuleOptions rules;
   rules.thresholds = state_->options.thresholds;
+  rules.zombie_rule = state_->options.zombie_rule;
+  rules.negative_sampler = state_->options.negative_sampler;
   return report(rules);
 }
 

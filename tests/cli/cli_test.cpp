@@ -429,14 +429,18 @@ TEST(CliRuns, ReportShowsSavedEmbeddingFindingsAndFailsOnThem) {
   zombie.type = "ZOMBIE_ROWS";
   zombie.premise = "8 of 30 exposed rows oscillate";
   zombie.action = "LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX";
+  zombie.advice = "Lower this table's learning rate.";
+  zombie.confidence = 0.75;
   table.report.diagnostics = {zombie};
   summary.tables = {table};
   gradscope::save_embedding_summary(r_dir, summary);
   Result r = run("report " + r_dir);
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.out, HasSubstr("embedding tables:\n  item (40 rows, 75.0% exposed, popularity Gini 0.288): 1 finding\n"
-                               "    ZOMBIE_ROWS: 8 of 30 exposed rows oscillate\n"
-                               "      action: LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX\n"));
+                               "    ZOMBIE_ROWS (confidence 0.75): 8 of 30 exposed rows oscillate\n"
+                               "      what to do: Lower this table's learning rate.\n"));
+  // One verdict for the run, last: the nodes are healthy, the item table is not.
+  EXPECT_THAT(r.out, HasSubstr("\nverdict: unhealthy: embedding: item [ZOMBIE_ROWS]; nodes healthy (3 nodes, 3 steps)\n"));
   r = run("report " + r_dir + " --json");
   EXPECT_EQ(r.code, 1);
   const auto doc = nlohmann::json::parse(r.out);

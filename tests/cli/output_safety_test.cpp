@@ -171,7 +171,7 @@ TEST(OutputSafety, ReportShowsHostileNamesAndMetadataEscaped) {
               HasSubstr("\n  item" + kUtf8Shown +
                         " (40 rows, 75.0% exposed, popularity Gini 0.288): 1 finding\n"
                         "    ZOMBIE" +
-                        kUtf8Shown + ": p" + kUtf8Shown + "\n      action: a" + kUtf8Shown + "\n"));
+                        kUtf8Shown + " (confidence 0.00): p" + kUtf8Shown + "\n      what to do: a" + kUtf8Shown + "\n"));
   EXPECT_THAT(res.out, HasSubstr("\ncafé/層 "));  // printable UTF-8 as it is
   expect_no_raw_controls(res.out);
   fs::remove_all(dir);

@@ -83,19 +83,28 @@ TEST(EmbeddingRows, BadOptionsThrow) {
   EXPECT_THROW(EmbeddingRows(4, 2, o), Error);
 }
 
-TEST(EmbeddingRules, PlantedZombiesAndDeadRows) {
-  // Rows 0-2 alternate (zombies), 3-9 move steadily, 10-11 never exposed, 12 exposed but static.
+// Rows 0-2 alternate (zombies), 3-9 move steadily, 10-11 never exposed, 12 exposed but static.
+EmbeddingRows planted_rows(int steps) {
   EmbeddingRows rows(13, 2);
   const float up[2] = {1, 0}, down[2] = {-1, 0}, steady[2] = {0, 0.5f}, none[2] = {0, 0};
-  for (int t = 0; t < 12; ++t) {
+  for (int t = 0; t < steps; ++t) {
     for (int r = 0; r < 10; ++r) {
       rows.expose(r, t);
+      rows.count_lookups(r, 1, 0);
       rows.record_update(r, r < 3 ? (t % 2 ? down : up) : steady, 1.0);
     }
     rows.expose(12, t);
+    rows.count_lookups(12, 1, 0);
     rows.record_update(12, none, 1.0);
   }
-  const EmbeddingReport rep = diagnose_embedding("items", rows, 12, EmbeddingRuleOptions{});
+  return rows;
+}
+
+TEST(EmbeddingRules, PlantedZombiesAndDeadRowsGradTracerRule) {
+  const EmbeddingRows rows = planted_rows(12);
+  EmbeddingRuleOptions o;
+  o.zombie_rule = ZombieRule::kGradTracer;
+  const EmbeddingReport rep = diagnose_embedding("items", rows, 12, o);
   EXPECT_EQ(rep.stats.zombie_rows, 3);
   EXPECT_EQ(rep.stats.never_exposed_rows, 2);
   EXPECT_EQ(rep.stats.never_updated_rows, 1);
@@ -111,16 +120,31 @@ TEST(EmbeddingRules, PlantedZombiesAndDeadRows) {
   EXPECT_EQ(rep.stats.lowest_saliency_rows.front(), 12);
 }
 
+TEST(EmbeddingRules, PlantedZombiesAndDeadRowsWindowedRule) {
+  // 12 updates are fewer than the two windows of 16 cosines the rule needs: no verdict yet.
+  EXPECT_EQ(diagnose_embedding("items", planted_rows(12), 12, EmbeddingRuleOptions{}).stats.zombie_rows_judged, 0);
+  const EmbeddingReport rep = diagnose_embedding("items", planted_rows(33), 33, EmbeddingRuleOptions{});
+  EXPECT_EQ(rep.stats.zombie_rows_judged, 10);  // 32 cosines each: two windows
+  EXPECT_EQ(rep.stats.zombie_rows, 3);
+  EXPECT_DOUBLE_EQ(rep.stats.zombie_mean_cosine, -1.0);
+  ASSERT_GE(rep.diagnostics.size(), 2u);
+  EXPECT_EQ(rep.diagnostics[0].type, "ZOMBIE_ROWS");
+  EXPECT_EQ(rep.diagnostics[0].example_rows, (std::vector<int64_t>{0, 1, 2}));
+  // Chance flags: 10 rows x Phi(-0.53 x sqrt(32))^2 = 10 x Phi(-3)^2 = 1.8e-5 -> 1 - 6e-6.
+  EXPECT_NEAR(rep.diagnostics[0].confidence, 1.0 - 10 * std::pow(0.0013498980316301, 2) / 3, 1e-9);
+  EXPECT_EQ(rep.diagnostics[1].type, "DEAD_ROWS");
+}
+
 TEST(EmbeddingRules, PopularityBiasConfidenceRamps) {
   EmbeddingRows rows(10, 1);
-  for (int t = 0; t < 200; ++t) rows.expose(0, t);
-  rows.expose(1, 0);
-  for (int r = 2; r < 10; ++r) rows.expose(r, 0);
+  for (int t = 0; t < 200; ++t) rows.expose(0, t), rows.count_lookups(0, 1, 0);
+  for (int r = 1; r < 10; ++r) rows.expose(r, 0), rows.count_lookups(r, 1, 0);
   const EmbeddingReport rep = diagnose_embedding("t", rows, 200, EmbeddingRuleOptions{});
   ASSERT_FALSE(rep.diagnostics.empty());
   const auto& d = rep.diagnostics.back();
   EXPECT_EQ(d.type, "POPULARITY_BIAS");
-  const double g = rep.stats.popularity_gini;  // > 0.85 (the 25%-stricter threshold)
+  const double g = rep.stats.lookup_gini;  // > 0.85 (the 25%-stricter threshold)
+  EXPECT_DOUBLE_EQ(g, rep.stats.popularity_gini);  // one lookup a step: both counts agree
   EXPECT_GT(g, 0.85);
   EXPECT_DOUBLE_EQ(d.confidence, 1.0);
 }

@@ -293,7 +293,7 @@ TEST(RunReport, EmbeddingFindingsAndVerdictShowSavedTextEscaped) {
   summary.tables = {table};
   EXPECT_EQ(render_embedding_findings(summary),
             "\nembedding tables:\n  item" + kShown + " (40 rows, 75.0% exposed, popularity Gini 0.288): 1 finding\n"
-            "    ZOMBIE" + kShown + ": p" + kShown + "\n      action: a" + kShown + "\n");
+            "    ZOMBIE" + kShown + " (confidence 0.00): p" + kShown + "\n      what to do: a" + kShown + "\n");
   EXPECT_EQ(embedding_verdict(&summary), "; embedding: item" + kShown + " [ZOMBIE" + kShown + "]");
 }
 

@@ -345,9 +345,16 @@ TEST(HtmlPage, EmbeddingFindingsReachTheVerdictAndWhatToDo) {
   HtmlReportInput in = f.input();
   in.embedding = &e;
   const std::string page = render_html(in, kLibs);
-  EXPECT_THAT(page, HasSubstr("<p class=\"verdict bad\">verdict: healthy (1 node, 4 steps); embedding: item [ZOMBIE_ROWS]</p>"));
+  // One verdict: the run is unhealthy, though no node is (it said "healthy" under a red badge).
+  EXPECT_THAT(page, HasSubstr("<p class=\"verdict bad\">verdict: unhealthy: embedding: item [ZOMBIE_ROWS]; nodes healthy "
+                              "(1 node, 4 steps)</p>"));
   EXPECT_THAT(page, HasSubstr("No node is flagged by the gradient rules; the embedding tables have findings."));
-  EXPECT_THAT(page, HasSubstr("these rows thrash; action: LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX"));
+  // An older embedding.json without advice: its action code stands in for it.
+  EXPECT_THAT(page, HasSubstr("these rows thrash What to do: LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX"));
+  d.advice = "Lower this table's learning rate.";
+  t.report.diagnostics = {d};
+  e.tables = {t};
+  EXPECT_THAT(render_html(in, kLibs), HasSubstr("these rows thrash What to do: Lower this table&#39;s learning rate."));
   EXPECT_THAT(page, HasSubstr("108 of 6170 exposed rows oscillate"));
 }
 

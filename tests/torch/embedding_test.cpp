@@ -325,3 +325,44 @@ TEST(EmbeddingTracker, RecordsReachARunAndReadBack) {
 
 }  // namespace
 }  // namespace gradscope::torch
+
+namespace gradscope::torch {
+namespace {
+
+TEST(EmbeddingTrackerLookups, CountsEveryOccurrenceAndNegativesApartFromExposure) {
+  at::manual_seed(3);
+  Embedding emb(EmbeddingOptions(20, 4).padding_idx(0));
+  EmbeddingTracker tracker(emb, "items");
+  ::torch::optim::SGD opt(emb->parameters(), ::torch::optim::SGDOptions(0.1));
+  const std::vector<std::vector<int64_t>> positives = {{1, 1, 1, 2, 0}, {2, 3, 3}, {1}};
+  const std::vector<std::vector<int64_t>> negatives = {{5, 5, 1}, {}, {7, 7, 7, 7}};
+  std::vector<uint32_t> lookups(20), negs(20), exposure(20);
+  for (std::size_t s = 0; s < positives.size(); ++s) {
+    opt.zero_grad();
+    const at::Tensor p = at::tensor(positives[s], at::kLong);
+    at::Tensor loss = tracker.forward(p).pow(2).sum();
+    if (!negatives[s].empty())
+      loss = loss + tracker.forward(at::tensor(negatives[s], at::kLong), Role::kNegative).pow(2).sum();
+    loss.backward();
+    tracker.step(opt);
+    std::set<int64_t> seen;
+    for (int64_t r : positives[s]) lookups[r] += r != 0, seen.insert(r);
+    for (int64_t r : negatives[s]) lookups[r] += 1, negs[r] += 1, seen.insert(r);
+    for (int64_t r : seen) exposure[r] += r != 0;
+  }
+  for (int64_t r = 0; r < 20; ++r) {
+    SCOPED_TRACE(r);
+    EXPECT_EQ(tracker.rows().lookups(r), lookups[r]);
+    EXPECT_EQ(tracker.rows().negatives(r), negs[r]);
+    EXPECT_EQ(tracker.rows().exposure(r), exposure[r]);
+  }
+  EXPECT_EQ(tracker.rows().lookups(1), 5u);  // three in one step, one as a negative, one more
+  EXPECT_EQ(tracker.rows().exposure(1), 2u);  // steps 0 and 2
+  EXPECT_EQ(tracker.rows().lookups(0), 0u);   // the padding row is not counted
+  const EmbeddingReport rep = tracker.report();
+  EXPECT_EQ(rep.stats.negative_lookups, 7);
+  EXPECT_EQ(rep.stats.lookups, 5 + 2 + 2 + 2 + 4);  // rows 1, 2, 3, 5 and 7
+}
+
+}  // namespace
+}  // namespace gradscope::torch

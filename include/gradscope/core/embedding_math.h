@@ -8,6 +8,7 @@
 //   gradscope::TTest t = gradscope::paired_t_test(a, b);  // t, df, two-sided p
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace gradscope {
@@ -41,5 +42,13 @@ TTest paired_t_test(const std::vector<double>& a, const std::vector<double>& b);
 
 /// P(T <= t) for Student's t with `df` degrees of freedom.
 double student_t_cdf(double t, double df);
+
+/// P(Z <= z) for a standard normal Z.
+double normal_cdf(double z);
+
+/// E|X - n p| for X ~ Binomial(n, p): 2 k C(n, k) p^k (1 - p)^(n - k + 1) with k = floor(n p)
+/// + 1 (de Moivre; Diaconis & Zabell 1991, "Closed form summation for classical
+/// distributions"). 0 for p = 0 or 1. Throws Error for n < 0 or p outside [0, 1].
+double binomial_mean_absolute_deviation(int64_t n, double p);
 
 }  // namespace gradscope

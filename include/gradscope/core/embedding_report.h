@@ -5,14 +5,17 @@
 //   for (const auto& d : r.diagnostics) std::cout << d.type << ": " << d.premise << "\n";
 //   std::cout << gradscope::render_embedding_json(r);     // gradscope/io/embedding_json.h
 //
-// Pure functions of EmbeddingRows (no LibTorch). Confidence, for every diagnostic: the share
-// of its evidence that survives thresholds made 25% stricter (rows for row diagnostics; for a
-// single number, 1 when it passes the stricter threshold, otherwise the fraction of the way
-// from the threshold to the stricter one). Counts of never-exposed / never-updated rows are
-// exact, so their confidence is 1.
+// Pure functions of EmbeddingRows (no LibTorch). Confidence (docs/embedding.md has each
+// formula): ZOMBIE_ROWS (windowed rule), 1 - (rows chance would flag) / (rows flagged), where
+// chance is independent update directions; for a single number (POPULARITY_BIAS,
+// NEGATIVE_SAMPLER_SKEW, REPRESENTATION_COLLAPSE), 1 when it passes a threshold made 25%
+// stricter, otherwise the fraction of the way from the threshold to the stricter one; for
+// GradTracer's zombie rule, the share of flagged rows that pass its thresholds made 25%
+// stricter. Counts of never-exposed / never-updated rows are exact, so their confidence is 1.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,11 +25,35 @@
 
 namespace gradscope {
 
+/// Which test decides that a row is a zombie.
+enum class ZombieRule {
+  kWindowed,    ///< oscillation significant and lasting over two windows (Thresholds::zombie_*)
+  kGradTracer,  ///< GradTracer's: the oscillation EMA at the last update, exposure, velocity
+};
+
+/// The negative sampler a training run declares, against which NEGATIVE_SAMPLER_SKEW measures
+/// the negatives it actually drew.
+struct NegativeSampler {
+  enum class Kind {
+    kUniform,     ///< every row equally likely
+    kPopularity,  ///< rows in proportion to (their non-negative lookups)^exponent
+  };
+  Kind kind = Kind::kUniform;
+  double exponent = 0.75;  ///< word2vec's unigram^0.75 (Mikolov et al. 2013)
+};
+
 /// Thresholds of the embedding rules; zombie ones and EMA rates come from `thresholds`.
 struct EmbeddingRuleOptions {
   Thresholds thresholds;
-  /// POPULARITY_BIAS when the Gini of exposure counts (exposed rows) > this (GradTracer: 0.8).
+  ZombieRule zombie_rule = ZombieRule::kWindowed;
+  /// POPULARITY_BIAS when the Gini of per-lookup counts (exposed rows) > this (GradTracer: 0.8).
   double popularity_gini = 0.8;
+  /// The sampler the negatives should follow (see EmbeddingTracker's Role::kNegative).
+  NegativeSampler negative_sampler;
+  /// NEGATIVE_SAMPLER_SKEW when the total-variation distance between the negatives drawn and
+  /// the declared sampler exceeds what a correct sampler with as many draws reaches by chance
+  /// by more than this: a quarter of the negatives drawn where the sampler would not put them.
+  double sampler_skew = 0.25;
   /// REPRESENTATION_COLLAPSE when effective rank / min(dim, sampled rows) < this.
   double collapse_ratio = 0.1;
   /// DEAD_ROWS when the fraction of never-exposed or never-updated rows > this.
@@ -42,11 +69,18 @@ struct EmbeddingStats {
   int64_t tracked_steps = 0;
   int64_t exposed_rows = 0;
   double active_coverage_pct = 0;  ///< exposed rows / rows x 100
-  double popularity_gini = 0;      ///< over exposure counts of exposed rows (NaN: none)
+  double popularity_gini = 0;      ///< over per-step exposure counts of exposed rows (NaN: none)
+  double lookup_gini = 0;          ///< over per-lookup counts of exposed rows (NaN: none)
+  int64_t lookups = 0;             ///< every occurrence in a tracked batch, all roles
+  int64_t negative_lookups = 0;    ///< of them, marked as sampled negatives
   double exposure_entropy = 0;     ///< normalised by log(exposed rows) (NaN: fewer than 2)
   int64_t never_exposed_rows = 0;
   int64_t never_updated_rows = 0;  ///< exposed, but never really changed by the optimizer
   int64_t zombie_rows = 0;
+  int64_t zombie_rows_judged = 0;  ///< rows with the updates the zombie rule needs
+  double zombie_mean_cosine = 0;   ///< whole-run mean consecutive-update cosine of zombie rows (NaN: none)
+  double sampler_tv = 0;           ///< TV distance of negatives from the declared sampler (NaN: not judged)
+  double sampler_tv_chance = 0;    ///< its expectation for a correct sampler with as many draws
   double median_velocity = 0;      ///< over exposed rows
   double saliency_median = 0;      ///< velocity / (exposure + 1), over exposed rows
   double effective_rank = -1;      ///< of sampled rows; -1 when not measured
@@ -57,8 +91,11 @@ struct EmbeddingStats {
 
 /// One finding: GradTracer's agent fields plus measured evidence.
 struct EmbeddingDiagnostic {
-  std::string type;  ///< ZOMBIE_ROWS, DEAD_ROWS, POPULARITY_BIAS, REPRESENTATION_COLLAPSE
-  std::string premise, implies, action, expected_effect;
+  /// ZOMBIE_ROWS, DEAD_ROWS, POPULARITY_BIAS, NEGATIVE_SAMPLER_SKEW, REPRESENTATION_COLLAPSE
+  std::string type;
+  /// `action` is a code for programs (LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX); `advice` says
+  /// the same to a person.
+  std::string premise, implies, action, advice, expected_effect;
   double confidence = 0;
   std::vector<std::pair<std::string, double>> evidence;  ///< named numbers, thresholds too
   std::vector<int64_t> example_rows;
@@ -74,6 +111,33 @@ struct EmbeddingReport {
 /// GradTracer's zombie rule for one row against the median velocity of exposed rows.
 bool is_zombie(const EmbeddingRows& rows, int64_t row, double median_velocity,
                const Thresholds& t, double strictness = 1.0);
+
+/// The mean window cosine below which the windowed rule calls a window oscillating:
+/// min(zombie_oscillation, -zombie_z / sqrt(dim x zombie_window)).
+double zombie_cosine_threshold(const Thresholds& t, int64_t dim);
+
+/// The windowed zombie rule for one row (Thresholds::zombie_window): two complete windows,
+/// both below zombie_cosine_threshold, the last one's updates not shrunk below
+/// zombie_damping x the one before.
+bool is_windowed_zombie(const EmbeddingRows& rows, int64_t row, const Thresholds& t);
+
+/// The windowed rule's z-score of a row: the weaker of its two windows' -mean x sqrt(dim x
+/// window), the number of standard deviations past chance (NaN before two windows).
+double zombie_z_score(const EmbeddingRows& rows, int64_t row, const Thresholds& t);
+
+/// How far the negatives drawn are from the declared sampler.
+struct SamplerSkew {
+  int64_t negatives = 0;  ///< negative lookups counted
+  double tv = std::numeric_limits<double>::quiet_NaN();  ///< total-variation distance
+  /// E[tv] for a correct sampler with as many draws: sum over rows of E|X_i - N p_i| / (2 N),
+  /// X_i ~ Binomial(N, p_i) (binomial_mean_absolute_deviation).
+  double tv_chance = std::numeric_limits<double>::quiet_NaN();
+  std::string not_judged;  ///< why tv is NaN ("no negatives marked", ...), empty when judged
+  std::vector<int64_t> most_over;  ///< rows drawn most above expectation, most first (up to 10)
+};
+
+/// Measures the negatives of `rows` against `sampler`. O(rows).
+SamplerSkew negative_sampler_skew(const EmbeddingRows& rows, const NegativeSampler& sampler);
 
 /// Median velocity over exposed rows (0 when none). O(rows).
 double median_exposed_velocity(const EmbeddingRows& rows);

@@ -2,15 +2,16 @@
 //
 //   gradscope::EmbeddingRows rows(num_embeddings, dim);     // zeroed state
 //   rows.expose(row, step);                                 // the row was in this batch
+//   rows.count_lookups(row, 3, 1);                          // 3 lookups, 1 as a negative
 //   rows.record_gradient(row, grad_ptr);                    // its gradient (dim floats)
 //   rows.record_update(row, delta_ptr, row_norm_before);    // after - before the optimizer
 //   double snr = rows.snr(row);                             // NaN until two gradients
+//   ZombieWindows w = rows.windows(row);                    // consecutive-update cosines
 //
 // Standard library only: the LibTorch tracker (gradscope/torch/embedding.h) gathers the
 // touched rows and feeds them here, so every update is O(dim) and never touches other rows.
-// Bytes per row: 28 + 6 x dim (exposure 4, last seen 4, velocity 4, oscillation 4, update
-// count 4, gradient count 4, gradient variance 4, gradient mean 4 x dim as float32, previous
-// update 2 x dim as bfloat16). dim 64: 412 bytes; 10M rows: 4.1 GB.
+// Bytes per row: 80 + 6 x dim (80 bytes of counters and running sums, gradient mean 4 x dim
+// as float32, previous update 2 x dim as bfloat16). dim 64: 464 bytes; 10M rows: 4.6 GB.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,18 @@ struct EmbeddingRowsOptions {
   double oscillation_ema = 0.8;  ///< o <- r o + (1 - r) cos(delta_t, delta_t-1) (GradTracer)
   double gradient_ema = 0.9;     ///< exponentially weighted mean/variance of the gradient
   double update_ratio_lo = 1e-6; ///< really updated: ||delta|| > this x ||row|| (Thresholds)
+  int zombie_window = 16;         ///< cosines per window of the zombie statistic (Thresholds)
+};
+
+/// A row's last two complete windows of zombie_window cosines between consecutive real
+/// updates: their mean cosine and mean update norm. Windows follow one another without
+/// overlap, so each window's mean is over cosines of its own updates.
+struct ZombieWindows {
+  int completed = 0;        ///< windows completed so far, at most 2 counted
+  double last_cosine = 0;   ///< mean cosine of the last complete window
+  double last_norm = 0;     ///< mean ||delta|| of the same updates
+  double prior_cosine = 0;  ///< the window before it
+  double prior_norm = 0;
 };
 
 /// Per-row state of one table. Rows are identified by their index in [0, rows).
@@ -33,7 +46,7 @@ class EmbeddingRows {
   EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions options = {});
 
   /// Bytes of state per row for a table of width `dim`.
-  static constexpr int64_t bytes_per_row(int64_t dim) { return 28 + 6 * dim; }
+  static constexpr int64_t bytes_per_row(int64_t dim) { return 80 + 6 * dim; }
 
   int64_t rows() const { return rows_; }
   int64_t dim() const { return dim_; }
@@ -41,6 +54,9 @@ class EmbeddingRows {
 
   /// Counts one exposure of `row` at `step` (once per step, however often the batch holds it).
   void expose(int64_t row, int64_t step);
+  /// Counts `lookups` occurrences of `row` in a batch, `negatives` of them drawn as sampled
+  /// negatives (every occurrence counts: per-lookup exposure). Saturates at 2^32 - 1.
+  void count_lookups(int64_t row, uint32_t lookups, uint32_t negatives);
   /// Folds one gradient (dim floats) into the row's exponentially weighted mean and
   /// variance (Finch 2009, "Incremental calculation of weighted mean and variance", eq. 143).
   void record_gradient(int64_t row, const float* gradient);
@@ -66,20 +82,34 @@ class EmbeddingRows {
   /// Steps in which the row really changed (see update_ratio_lo).
   uint32_t updates(int64_t row) const { return scalars_[row].updates; }
   uint32_t gradients(int64_t row) const { return scalars_[row].gradients; }
+  /// Occurrences in batches (all roles), and those drawn as negatives.
+  uint32_t lookups(int64_t row) const { return scalars_[row].lookups; }
+  uint32_t negatives(int64_t row) const { return scalars_[row].negatives; }
+  /// Cosines between consecutive real updates so far, and their mean (NaN when none).
+  uint32_t cosines(int64_t row) const { return scalars_[row].cosines; }
+  double mean_cosine(int64_t row) const;
+  ZombieWindows windows(int64_t row) const;
 
  private:
   void prefetch(int64_t row) const;
 
   int64_t rows_, dim_;
   EmbeddingRowsOptions options_;
-  // A row's scalars sit together (28 bytes), so a touched row costs three memory pages
-  // (scalars, gradient mean, previous update), not nine, on a table larger than the caches.
+  // A row's scalars sit together (80 bytes), so a touched row costs three memory pages
+  // (scalars, gradient mean, previous update), not a page per counter, on a table larger
+  // than the caches.
   struct Scalars {
+    double cosine_sum = 0;           // over the whole run (a float would drift past ~1e5 terms)
     uint32_t exposure = 0;
     int32_t last_seen = -1;
     float velocity = 0, oscillation = 0;
     uint32_t updates = 0, gradients = 0;
     float grad_var = 0;
+    uint32_t lookups = 0, negatives = 0;
+    uint32_t cosines = 0;
+    float window_cosine = 0, window_norm = 0;  // sums over the window being filled
+    uint16_t window_n = 0, windows = 0;
+    float last_cosine = 0, last_norm = 0, prior_cosine = 0, prior_norm = 0;  // window means
   };
   std::vector<Scalars> scalars_;
   std::vector<float> grad_mean_;     // rows x dim

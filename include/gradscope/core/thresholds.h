@@ -40,8 +40,20 @@ struct Thresholds {
   // median over the node's live channels.
   double ignored_channel_ratio = 1e-3;
   double leakage_cka = 0.95;
-  // Embedding rows (GradTracer): zombie when exposure > zombie_min_exposure, oscillation EMA
-  // < zombie_oscillation and velocity > zombie_velocity_ratio x median velocity.
+  // Embedding rows, the default (windowed) zombie rule: each row's real updates are taken in
+  // windows of zombie_window; a row is a zombie when, in each of its last two windows, the
+  // mean cosine between consecutive updates is below both zombie_oscillation (an effect: the
+  // updates point back, not merely at random) and -zombie_z / sqrt(dim x zombie_window) (the
+  // z-score that independent directions in dim dimensions, cosine mean 0 and sd 1/sqrt(dim),
+  // would reach by chance with probability 1.3e-3 per window), and its mean update norm did
+  // not shrink below zombie_damping x that of the window before (a damped oscillation
+  // converges). docs/embedding.md has the measurements behind the defaults.
+  int zombie_window = 16;
+  double zombie_z = 3.0;
+  double zombie_damping = 0.5;
+  // GradTracer's zombie rule (ZombieRule::kGradTracer, kept for comparison) and the auto-fix:
+  // exposure > zombie_min_exposure, oscillation EMA < zombie_oscillation and velocity >
+  // zombie_velocity_ratio x median velocity.
   double zombie_min_exposure = 5;
   double zombie_oscillation = -0.3;
   double zombie_velocity_ratio = 0.5;

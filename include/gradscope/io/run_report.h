@@ -29,13 +29,23 @@ std::string render_flow_summary(const FlowSummary& flow);
 std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow,
                             const EmbeddingRunSummary* embedding = nullptr);
 
-/// "embedding tables:" and per table "  item (6170 rows, 100.0% exposed, popularity Gini
-/// 0.248): 1 finding", each finding's type, premise and action beneath.
+/// "embedding tables:" and per table "  item (6170 rows, 100.0% exposed, lookup Gini 0.52,
+/// per step 0.25): 1 finding", each finding's type, premise and what to do beneath.
 std::string render_embedding_findings(const EmbeddingRunSummary& embedding);
 
 /// "; embedding: item [ZOMBIE_ROWS]" naming each table with findings (escaped by
 /// terminal_text); "" when none has one.
 std::string embedding_verdict(const EmbeddingRunSummary* embedding);
+
+/// The run's one verdict line, agreeing with run_unhealthy: "verdict: unhealthy: ..." naming
+/// the worst node, else the gradient flow, else the embedding tables with findings; or
+/// "verdict: healthy (N nodes, M steps)" and, with `embedding`, "; embedding: no findings".
+std::string render_run_verdict(const Report& report, const FlowSummary& flow,
+                               const EmbeddingRunSummary* embedding = nullptr);
+
+/// What a person should do about a finding: its advice, or its action code when an older
+/// embedding.json has no advice.
+const std::string& what_to_do(const EmbeddingDiagnostic& d);
 
 /// A run is unhealthy when a rule flags a node or the flow health is ProblemsDetected or
 /// worse (a few vanishing frames alone, MinorIssues, do not fail a CI job), or when an

@@ -13,7 +13,7 @@ namespace gradscope {
 /// Aligned table (node, steps, act|mean|, act std, |out grad|, |param grad|, |param|,
 /// grad/param, flags), the evidence lines and the verdict. Absent measures print "-"; node
 /// names are escaped by terminal_text (safe_text.h).
-std::string render_table(const Report& report);
+std::string render_table(const Report& report, bool with_verdict = true);
 
 /// One line: "verdict: healthy (...)" or "verdict: unhealthy: worst <node> [FLAGS] ...".
 std::string render_verdict(const Report& report);

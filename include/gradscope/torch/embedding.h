@@ -5,6 +5,7 @@
 //   for (...) {
 //     optimizer.zero_grad();
 //     at::Tensor e = tracker.forward(item_ids);   // or item_emb(ids); tracker.observe(ids)
+//     tracker.forward(negative_ids, gradscope::torch::Role::kNegative);  // sampled negatives
 //     loss_fn(e, ...).backward();
 //     tracker.step(optimizer);                    // = before_step(); optimizer.step(); after_step()
 //   }
@@ -13,13 +14,18 @@
 // Per tracked step, only the rows in the batch (touched rows) are read: their gradient after
 // backward, their values before and after the optimizer step (the real update), in
 // O(touched rows x dim). Updates to rows outside the batch (momentum on dense optimizers) are
-// not seen. State: gradscope::EmbeddingRows, 28 + 6 x dim bytes per row.
+// not seen. State: gradscope::EmbeddingRows, 80 + 6 x dim bytes per row.
+//
+// Lookups are counted two ways: exposure (once per step a row is in the batch) and lookups
+// (every occurrence); those observed with Role::kNegative also count as negatives, which
+// NEGATIVE_SAMPLER_SKEW compares with the sampler declared in options.negative_sampler.
 //
 // Auto-fix (options.auto_fix, off by default): after backward and before the optimizer step,
 // the gradient of each touched zombie row is multiplied by zombie_scale(SNR) =
 // clamp(snr / (1 + snr), fix_min_scale, fix_max_scale) — the minimum-mean-square-error gain
 // for a gradient that is signal plus noise; optionally touched under-trained rows are boosted.
-// Zombie here uses the median velocity of the step's touched rows (the table median is O(rows)).
+// Zombie here is options.zombie_rule; GradTracer's rule uses the median velocity of the
+// step's touched rows (the table median is O(rows)).
 // Every act goes to options.on_intervention (gradscope::AuditLog writes audit.jsonl).
 //
 // Input handling: indices outside [0, rows) throw Error naming the layer; an empty batch is a
@@ -48,10 +54,20 @@
 
 namespace gradscope::torch {
 
+/// Why the rows of a lookup were looked up.
+enum class Role {
+  kLookup,    ///< the model's own lookups (positives, queries, features)
+  kNegative,  ///< rows drawn by a negative sampler
+};
+
 /// What the tracker measures and how auto-fix acts.
 struct EmbeddingTrackerOptions {
   /// zombie_*, velocity_ema, oscillation_ema, update_ratio_lo are used.
   Thresholds thresholds;
+  /// The zombie test of report() and of auto-fix.
+  ZombieRule zombie_rule = ZombieRule::kWindowed;
+  /// The sampler the negatives (Role::kNegative) should follow, for report().
+  NegativeSampler negative_sampler;
   /// EMA rate of the per-row gradient mean and variance (for the SNR).
   double gradient_ema = 0.9;
   /// Track every N-th step (others cost one integer test in observe/step).
@@ -89,14 +105,15 @@ class EmbeddingTracker {
   EmbeddingTracker(const EmbeddingTracker&) = delete;
   EmbeddingTracker& operator=(const EmbeddingTracker&) = delete;
 
-  /// Embedding: runs the module on `indices` and observes them.
-  at::Tensor forward(const at::Tensor& indices);
+  /// Embedding: runs the module on `indices` and observes them in `role`.
+  at::Tensor forward(const at::Tensor& indices, Role role = Role::kLookup);
   /// EmbeddingBag: runs the module and observes `input`.
   at::Tensor forward(const at::Tensor& input, const at::Tensor& offsets,
                      const at::Tensor& per_sample_weights = {});
-  /// Notes that `indices` were looked up this step (call once per forward you ran yourself).
-  /// Throws Error for non-integer indices, one outside [0, rows) or a weight of another shape.
-  void observe(const at::Tensor& indices);
+  /// Notes that `indices` were looked up this step in `role` (call once per forward you ran
+  /// yourself). Throws Error for non-integer indices, one outside [0, rows) or a weight of
+  /// another shape.
+  void observe(const at::Tensor& indices, Role role = Role::kLookup);
 
   /// After backward: reads the touched rows' gradient, applies auto-fix, snapshots the rows.
   void before_step();
@@ -115,7 +132,8 @@ class EmbeddingTracker {
   const std::vector<std::pair<int64_t, double>>& gradient_norms() const;
   /// Rows touched at the last tracked step, ascending.
   const std::vector<int64_t>& touched_rows() const;
-  /// Diagnostics over every tracked step, with the effective rank of sampled rows.
+  /// Diagnostics over every tracked step, with the effective rank of sampled rows. report()
+  /// uses options' thresholds, zombie_rule and negative_sampler.
   EmbeddingReport report(const EmbeddingRuleOptions& rules) const;
   EmbeddingReport report() const;
   std::vector<std::string> warnings() const;

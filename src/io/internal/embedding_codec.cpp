@@ -1,6 +1,7 @@
 #include "internal/embedding_codec.h"
 
 #include <cmath>
+#include <limits>
 
 namespace gradscope::internal {
 
@@ -15,10 +16,17 @@ Json report_to_json(const EmbeddingReport& r) {
       {"exposed_rows", s.exposed_rows},
       {"active_coverage_pct", json_number(s.active_coverage_pct)},
       {"popularity_gini", json_number(s.popularity_gini)},
+      {"lookup_gini", json_number(s.lookup_gini)},
+      {"lookups", s.lookups},
+      {"negative_lookups", s.negative_lookups},
       {"exposure_entropy", json_number(s.exposure_entropy)},
       {"never_exposed_rows", s.never_exposed_rows},
       {"never_updated_rows", s.never_updated_rows},
       {"zombie_rows", s.zombie_rows},
+      {"zombie_rows_judged", s.zombie_rows_judged},
+      {"zombie_mean_cosine", json_number(s.zombie_mean_cosine)},
+      {"sampler_tv", json_number(s.sampler_tv)},
+      {"sampler_tv_chance", json_number(s.sampler_tv_chance)},
       {"median_velocity", json_number(s.median_velocity)},
       {"saliency_median", json_number(s.saliency_median)},
       {"lowest_saliency_rows", s.lowest_saliency_rows},
@@ -34,6 +42,7 @@ Json report_to_json(const EmbeddingReport& r) {
                      {"premise", d.premise},
                      {"implies", d.implies},
                      {"action", d.action},
+                     {"advice", d.advice},
                      {"expected_effect", d.expected_effect},
                      {"confidence", json_number(d.confidence)},
                      {"evidence", evidence}});
@@ -56,6 +65,15 @@ EmbeddingReport report_from_json(const Field& j) {
   st.never_exposed_rows = s.at("never_exposed_rows").count();
   st.never_updated_rows = s.at("never_updated_rows").count();
   st.zombie_rows = s.at("zombie_rows").count();
+  // Added with the windowed zombie rule and per-lookup counts; files written before lack them.
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  st.lookup_gini = s.has("lookup_gini") ? s.at("lookup_gini").number_in(0, 1) : kNaN;
+  st.lookups = s.has("lookups") ? s.at("lookups").count() : 0;
+  st.negative_lookups = s.has("negative_lookups") ? s.at("negative_lookups").count() : 0;
+  st.zombie_rows_judged = s.has("zombie_rows_judged") ? s.at("zombie_rows_judged").count() : 0;
+  st.zombie_mean_cosine = s.has("zombie_mean_cosine") ? s.at("zombie_mean_cosine").number_in(-1, 1) : kNaN;
+  st.sampler_tv = s.has("sampler_tv") ? s.at("sampler_tv").number_in(0, 1) : kNaN;
+  st.sampler_tv_chance = s.has("sampler_tv_chance") ? s.at("sampler_tv_chance").number_in(0, 1) : kNaN;
   st.median_velocity = s.at("median_velocity").number_from(0);
   st.saliency_median = s.at("saliency_median").number_from(0);
   st.lowest_saliency_rows = s.at("lowest_saliency_rows").counts();
@@ -71,6 +89,7 @@ EmbeddingReport report_from_json(const Field& j) {
     d.premise = jd.at("premise").string();
     d.implies = jd.at("implies").string();
     d.action = jd.at("action").string();
+    if (jd.has("advice")) d.advice = jd.at("advice").string();
     d.expected_effect = jd.at("expected_effect").string();
     d.confidence = jd.at("confidence").number_in(0, 1);
     // Named numbers (thresholds among them, so of any sign), in the order written.

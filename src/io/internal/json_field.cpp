@@ -71,6 +71,11 @@ Field Field::at(const std::string& key) const {
   return Field(*it, path);
 }
 
+bool Field::has(const std::string& key) const {
+  if (!value_.is_object()) fail("must be an object, got " + shown(value_));
+  return value_.find(key) != value_.end();
+}
+
 std::vector<std::pair<std::string, Field>> Field::members() const {
   if (!value_.is_object()) fail("must be an object, got " + shown(value_));
   std::vector<std::pair<std::string, Field>> out;

@@ -35,6 +35,8 @@ class Field {
 
   /// The member `key` of this object.
   Field at(const std::string& key) const;
+  /// Whether this object has the member `key` (fields added by later versions are optional).
+  bool has(const std::string& key) const;
   /// The members of this object, in the order written, with their keys.
   std::vector<std::pair<std::string, Field>> members() const;
   /// The number of elements of this array.
