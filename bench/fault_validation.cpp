@@ -85,14 +85,16 @@ struct Tally {
 
 struct RowTally {
   int64_t truth = 0, flagged = 0, hits = 0, misses = 0, false_alarms = 0;
-  std::vector<double> flagged_cosine;  // whole-run mean consecutive cosine of each flagged row
-  void add(const std::set<int64_t>& t, const std::vector<int64_t>& flagged_rows, const sc::UpdateCosines* cos) {
+  // Whole-run mean consecutive cosine of each flagged row: this program's, the tracker's.
+  std::vector<double> flagged_cosine, tracker_cosine;
+  void add(const std::set<int64_t>& t, const std::vector<int64_t>& flagged_rows, const sc::UpdateCosines* cos,
+           const gradscope::EmbeddingRows& rows) {
     truth += static_cast<int64_t>(t.size());
     flagged += static_cast<int64_t>(flagged_rows.size());
     for (int64_t r : flagged_rows) {
       if (t.count(r)) ++hits;
       else ++false_alarms;
-      if (cos) flagged_cosine.push_back(cos->mean_cosine(r));
+      if (cos) flagged_cosine.push_back(cos->mean_cosine(r)), tracker_cosine.push_back(rows.mean_cosine(r));
     }
     misses += static_cast<int64_t>(t.size()) - [&] {
       int64_t h = 0;
@@ -167,9 +169,11 @@ int main(int argc, char** argv) {
         const double m = truth.cosines(1).mean_cosine(r);
         if (static_cast<int64_t>(truth.cosines(1).cosines(r).size()) >= sc::kMinCosines) (planted ? cos_planted : cos_other).push_back(m);
       }
-      std::printf("| %s | %d | %.4f | %.4f | %.3f | %.3f | %.3f | %zu | %lld / %lld | %.3f | %.3f | %.0f |\n",
+      char planted_cos[16] = "-";
+      if (!cos_planted.empty()) std::snprintf(planted_cos, sizeof planted_cos, "%.3f", mean(cos_planted));
+      std::printf("| %s | %d | %.4f | %.4f | %.3f | %.3f | %.3f | %zu | %lld / %lld | %s | %.3f | %.0f |\n",
                   fault.name, s, run.hr, run.ndcg, tv, gini[1], gini[0], never.size(), (long long)planted_osc,
-                  (long long)(osc[1].size() - planted_osc), mean(cos_planted), mean(cos_other), run.seconds);
+                  (long long)(osc[1].size() - planted_osc), planted_cos, mean(cos_other), run.seconds);
       std::fflush(stdout);
 
       for (const Check& c : kChecks) {
@@ -183,9 +187,10 @@ int main(int argc, char** argv) {
         tally[fault.name][key].add(truth_holds, fired(rep, finding));
         if (finding == "ZOMBIE_ROWS")
           row_tally[fault.name][key].add(osc[c.table], sc::flagged_rows(run.rows[c.table], rep, finding),
-                                         &truth.cosines(c.table));
+                                         &truth.cosines(c.table), run.rows[c.table]);
         if (finding == "DEAD_ROWS")
-          row_tally[fault.name][key].add(dead_rows[c.table], sc::flagged_rows(run.rows[c.table], rep, finding), nullptr);
+          row_tally[fault.name][key].add(dead_rows[c.table], sc::flagged_rows(run.rows[c.table], rep, finding), nullptr,
+                                         run.rows[c.table]);
       }
     }
   }
@@ -207,18 +212,20 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   std::printf("\nrows, summed over %d seeds: true / flagged / hits / misses / false alarms; for ZOMBIE_ROWS the "
-              "whole-run mean consecutive cosine of the flagged rows (min..max, this program's code)\n",
+              "whole-run mean consecutive cosine of the flagged rows (min..max), by this program's code and by the tracker\n",
               seeds);
-  std::printf("| finding | table | fault | true rows | flagged | hits | misses | false alarms | flagged rows' mean cosine |\n"
-              "|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| finding | table | fault | true rows | flagged | hits | misses | false alarms | flagged rows' mean cosine | "
+              "the tracker's mean_cosine of them |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Check& c : kChecks) {
     const std::string key = std::string(c.finding) + " " + kTables[c.table];
     for (const Fault& f : faults()) {
       if (!row_tally[f.name].count(key)) continue;
       const RowTally& r = row_tally[f.name][key];
-      std::printf("| %s | %s | %s | %lld | %lld | %lld | %lld | %lld | %s |\n", c.finding, kTables[c.table], f.name,
+      const bool zombie = c.finding == std::string("ZOMBIE_ROWS");
+      std::printf("| %s | %s | %s | %lld | %lld | %lld | %lld | %lld | %s | %s |\n", c.finding, kTables[c.table], f.name,
                   (long long)r.truth, (long long)r.flagged, (long long)r.hits, (long long)r.misses,
-                  (long long)r.false_alarms, c.finding == std::string("ZOMBIE_ROWS") ? range(r.flagged_cosine).c_str() : "");
+                  (long long)r.false_alarms, zombie ? range(r.flagged_cosine).c_str() : "",
+                  zombie ? range(r.tracker_cosine).c_str() : "");
     }
   }
   std::printf("%s}\n", json.c_str());

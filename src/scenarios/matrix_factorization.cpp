@@ -65,13 +65,16 @@ MfRun train_matrix_factorization(const Interactions& d, const MfOptions& o) {
   const int64_t total = sampler.batches() * o.epochs;
   for (int e = 0; e < o.epochs; ++e) {
     for (const BprBatch& batch : sampler.epoch()) {
-      const int64_t b = batch.users.size(0);
       optimizer->zero_grad();
       const at::Tensor eu = hub["user"].forward(batch.users);
-      const at::Tensor ep = hub["item"].forward(at::cat({batch.positives, batch.negatives}));
-      const at::Tensor x = (eu * (ep.slice(0, 0, b) - ep.slice(0, b))).sum(1);
+      // The sampled negatives are marked as such: NEGATIVE_SAMPLER_SKEW compares their
+      // distribution with the declared (uniform) sampler.
+      const at::Tensor ep = hub["item"].forward(batch.positives);
+      const at::Tensor en = hub["item"].forward(batch.negatives, torch::Role::kNegative);
+      const at::Tensor x = (eu * (ep - en)).sum(1);
       // BPR (Rendle et al. 2009): -log sigmoid(x_upi - x_upj) + L2 on the batch's rows.
-      const at::Tensor loss = -at::log_sigmoid(x).mean() + o.l2 * (eu.pow(2).sum(1).mean() + ep.pow(2).sum(1).mean());
+      const at::Tensor items_l2 = (ep.pow(2).sum(1).mean() + en.pow(2).sum(1).mean()) / 2;
+      const at::Tensor loss = -at::log_sigmoid(x).mean() + o.l2 * (eu.pow(2).sum(1).mean() + items_l2);
       loss.backward();
       MfStep seen;
       const bool observe = static_cast<bool>(o.on_update);

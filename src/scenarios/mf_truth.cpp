@@ -13,11 +13,11 @@ std::string fixed(double v, int digits = 3) {
   return s;
 }
 
-// "mean M (min..max)" of the whole-run mean cosines of `rows` with at least one cosine.
-std::string cosine_summary(const UpdateCosines& c, const std::vector<int64_t>& rows) {
+// "mean M (min..max)" of per-row values; NaN values (rows with no cosine yet) left out.
+std::string summary(const std::vector<double>& values) {
   std::vector<double> m;
-  for (int64_t r : rows)
-    if (!c.cosines(r).empty()) m.push_back(c.mean_cosine(r));
+  for (double x : values)
+    if (!std::isnan(x)) m.push_back(x);
   if (m.empty()) return "none has two real updates";
   double sum = 0;
   for (double x : m) sum += x;
@@ -64,8 +64,11 @@ std::vector<std::string> MfTruth::evidence(const MfRun& run, int table) const {
     std::string line = d.type + ": ";
     if (d.type == "ZOMBIE_ROWS") {
       const std::vector<int64_t> flagged = flagged_rows(rows, report, d.type);
+      std::vector<double> ours, tracker;
+      for (int64_t r : flagged) ours.push_back(c.mean_cosine(r)), tracker.push_back(rows.mean_cosine(r));
       line += std::to_string(flagged.size()) + " rows flagged; their whole-run mean cosine between consecutive "
-              "updates, from the weights before and after each step: " + cosine_summary(c, flagged);
+              "updates, from the weights before and after each step: " + summary(ours) +
+              "; the tracker's mean_cosine: " + summary(tracker);
     } else if (d.type == "DEAD_ROWS") {
       line += std::to_string(table == 1 ? draws_.never_drawn_items().size() : 0) +
               " rows never drawn by the sampler; " + std::to_string(dead(table).size()) +
