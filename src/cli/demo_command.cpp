@@ -69,9 +69,10 @@ RunWriterOptions demo_run(const std::string& name) {
   return store;
 }
 
-// report.{txt,json,csv} beside the run's run.db; returns the table.
-std::string write_reports(const fs::path& dir, const Report& report) {
-  const std::string table = render_table(report);
+// report.{txt,json,csv} beside the run's run.db; report.txt holds `text`, by default the
+// table with its verdict. Returns the text.
+std::string write_reports(const fs::path& dir, const Report& report, std::string text = {}) {
+  const std::string table = text.empty() ? render_table(report) : std::move(text);
   write_text_file((dir / "report.txt").string(), table);
   write_text_file((dir / "report.json").string(), render_json(report));
   write_text_file((dir / "report.csv").string(), render_csv(report));
@@ -144,12 +145,12 @@ scenarios::MfFaults oscillation() {
 const MfVariant kMfVariants[] = {
     {"", "", {}},
     {"-oscillation",
-     "every 4th item row decayed past its minimum each step (L2 step, lr x 2 x l2 = 1.9): those rows flip "
-     "sign update after update (true zombie rows)",
+     "every 4th item row decayed past its minimum each step (L2 step, lr x 2 x l2 = 1.9): "
+     "those rows flip sign update after update (true zombie rows)",
      oscillation()}};
 
-std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& variant, const DemoOptions& opt,
-                         std::vector<fs::path>& pages) {
+std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& variant,
+                         const DemoOptions& opt, std::vector<fs::path>& pages) {
   const std::string name = "mf-" + data.name + variant.suffix;
   const fs::path dir = fs::path(opt.out_dir) / ("demo-" + name);
   RunWriter run(dir.string(), demo_run("demo-" + name));
@@ -167,33 +168,42 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
   run.close();
   const LoadedRun saved = load_saved(dir);  // the report, as `gradscope report` would judge it
   const Report& report = saved.report;
-  const std::string table = write_reports(dir, report);
   write_text_file((dir / "embedding_report.json").string(), render_embedding_hub_json(r.report));
   EmbeddingRunSummary summary;
-  for (std::size_t t = 0; t < r.report.tables.size(); ++t) summary.tables.push_back({r.report.tables[t], r.profiles[t]});
+  for (std::size_t t = 0; t < r.report.tables.size(); ++t)
+    summary.tables.push_back({r.report.tables[t], r.profiles[t]});
   summary.correlations = r.report.correlations;
   save_embedding_summary(dir.string(), summary);
   write_html(saved, pages);  // after the summary: the page shows the tables
-
-  std::printf("\n== %s: BPR matrix factorisation, dim %lld, %s lr %g, l2 %g, user and item tables tracked every step\n",
-              name.c_str(), static_cast<long long>(mf.dim), mf.sgd ? "SGD" : "Adam", mf.lr, mf.l2);
-  if (!variant.planted.empty()) std::printf("   planted: %s\n", variant.planted.c_str());
-  std::printf("   data: %s\n   %lld users, %lld items, %zu training pairs, %zu held-out items (one per user)\n",
-              data.description.c_str(), static_cast<long long>(data.users), static_cast<long long>(data.items),
-              data.train.size(), data.test_user.size());
-  std::printf("   HR@%lld %.3f, NDCG@%lld %.3f on the held-out items (full ranking), %d epochs (%lld steps), "
-              "final loss %.3f, %.1f s\n\n",
-              static_cast<long long>(mf.top_k), r.hr, static_cast<long long>(mf.top_k), r.ndcg, mf.epochs,
-              static_cast<long long>(r.steps), r.final_loss, r.seconds);
-  std::cout << table << "\n";
-  std::cout << render_embedding_findings(summary);
-  // The evidence a reader can check each finding against, measured apart from the tracker.
+  // One verdict for the run, last, after the nodes, the tables' findings and the evidence a
+  // reader can check each finding against (measured apart from the tracker): a verdict under
+  // the node table would say "healthy" above the findings that make the run unhealthy.
+  std::string text =
+      render_table(report, /*with_verdict=*/false) + render_embedding_findings(summary);
   for (int t = 0; t < static_cast<int>(r.report.tables.size()); ++t)
     for (const std::string& line : truth.evidence(r, t))
-      std::cout << "   evidence, " << r.report.tables[t].layer << ": " << line << "\n";
+      text += "   evidence, " + r.report.tables[t].layer + ": " + line + "\n";
+  const std::string verdict = render_run_verdict(report, saved.flow, &summary);
+  text += "\n" + verdict + "\n";
+  write_reports(dir, report, text);
+
+  const auto top_k = static_cast<long long>(mf.top_k);
+  std::printf("\n== %s: BPR matrix factorisation, dim %lld, %s lr %g, l2 %g, user and item tables "
+              "tracked every step\n",
+              name.c_str(), static_cast<long long>(mf.dim), mf.sgd ? "SGD" : "Adam", mf.lr, mf.l2);
+  if (!variant.planted.empty()) std::printf("   planted: %s\n", variant.planted.c_str());
+  std::printf("   data: %s\n   %lld users, %lld items, %zu training pairs, %zu held-out items "
+              "(one per user)\n",
+              data.description.c_str(), static_cast<long long>(data.users),
+              static_cast<long long>(data.items), data.train.size(), data.test_user.size());
+  std::printf("   HR@%lld %.3f, NDCG@%lld %.3f on the held-out items (full ranking), %d epochs "
+              "(%lld steps), final loss %.3f, %.1f s\n\n",
+              top_k, r.hr, top_k, r.ndcg, mf.epochs, static_cast<long long>(r.steps),
+              r.final_loss, r.seconds);
+  std::cout << text;
   char line[256];
-  std::snprintf(line, sizeof line, "  %-24s HR@%lld %.3f  ", name.c_str(), static_cast<long long>(mf.top_k), r.hr);
-  return line + render_run_verdict(report, saved.flow, &summary);
+  std::snprintf(line, sizeof line, "  %-24s HR@%lld %.3f  ", name.c_str(), top_k, r.hr);
+  return line + verdict;
 }
 
 int run_demo(DemoOptions opt) {

@@ -58,6 +58,13 @@ std::vector<int64_t> DrawCounts::never_drawn_items() const {
   return out;
 }
 
+std::vector<int64_t> DrawCounts::never_drawn_users() const {
+  std::vector<int64_t> out;
+  for (std::size_t u = 0; u < users_.size(); ++u)
+    if (users_[u] == 0) out.push_back(static_cast<int64_t>(u));
+  return out;
+}
+
 double gini_of_positive(std::vector<int64_t> counts) {
   counts.erase(std::remove(counts.begin(), counts.end(), 0), counts.end());
   if (counts.empty()) return std::numeric_limits<double>::quiet_NaN();

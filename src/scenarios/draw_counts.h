@@ -34,6 +34,8 @@ class DrawCounts {
   double user_lookup_gini() const;
   /// Item ids never drawn, ascending.
   std::vector<int64_t> never_drawn_items() const;
+  /// User ids never drawn, ascending (users whose every positive is held out).
+  std::vector<int64_t> never_drawn_users() const;
 
  private:
   std::vector<int64_t> users_, positives_, negatives_;

@@ -47,8 +47,8 @@ std::set<int64_t> MfTruth::oscillating(int table) const {
 
 std::set<int64_t> MfTruth::dead(int table) const {
   std::set<int64_t> out;
-  if (table == 1)
-    for (int64_t r : draws_.never_drawn_items()) out.insert(r);
+  for (int64_t r : table == 1 ? draws_.never_drawn_items() : draws_.never_drawn_users())
+    out.insert(r);
   const UpdateCosines& c = cosines(table);
   for (int64_t r = 0; r < c.rows(); ++r)
     if (c.updates(r) == 0) out.insert(r);
@@ -64,14 +64,29 @@ std::vector<std::string> MfTruth::evidence(const MfRun& run, int table) const {
     std::string line = d.type + ": ";
     if (d.type == "ZOMBIE_ROWS") {
       const std::vector<int64_t> flagged = flagged_rows(rows, report, d.type);
+      const std::set<int64_t> truth = oscillating(table);
       std::vector<double> ours, tracker;
-      for (int64_t r : flagged) ours.push_back(c.mean_cosine(r)), tracker.push_back(rows.mean_cosine(r));
-      line += std::to_string(flagged.size()) + " rows flagged; their whole-run mean cosine between consecutive "
-              "updates, from the weights before and after each step: " + summary(ours) +
-              "; the tracker's mean_cosine: " + summary(tracker);
+      int64_t hits = 0;
+      for (int64_t r : flagged) {
+        ours.push_back(c.mean_cosine(r));
+        tracker.push_back(rows.mean_cosine(r));
+        hits += truth.count(r) > 0;
+      }
+      // Hits against this code's own truth, so a flagged row that does not oscillate shows.
+      line += std::to_string(flagged.size()) + " rows flagged, " + std::to_string(hits) +
+              " of them among the rows measured below as oscillating; their whole-run mean cosine "
+              "between consecutive updates, from the weights before and after each step: " +
+              summary(ours) + "; the tracker's mean_cosine: " + summary(tracker);
     } else if (d.type == "DEAD_ROWS") {
-      line += std::to_string(table == 1 ? draws_.never_drawn_items().size() : 0) +
-              " rows never drawn by the sampler; " + std::to_string(dead(table).size()) +
+      const std::size_t never =
+          (table == 1 ? draws_.never_drawn_items() : draws_.never_drawn_users()).size();
+      const std::set<int64_t> truth = dead(table);
+      const std::vector<int64_t> flagged = flagged_rows(rows, report, d.type);
+      int64_t hits = 0;
+      for (int64_t r : flagged) hits += truth.count(r) > 0;
+      line += std::to_string(flagged.size()) + " rows flagged, " + std::to_string(hits) +
+              " of them dead by this code's count: " + std::to_string(never) +
+              " rows never drawn by the sampler, " + std::to_string(truth.size()) +
               " never drawn or never really updated";
     } else if (d.type == "POPULARITY_BIAS") {
       line += "Gini of the sampler's draws per lookup " +
@@ -94,8 +109,10 @@ std::vector<std::string> MfTruth::evidence(const MfRun& run, int table) const {
   return lines;
 }
 
-std::vector<int64_t> flagged_rows(const EmbeddingRows& rows, const EmbeddingReport& report, const std::string& type) {
+std::vector<int64_t> flagged_rows(const EmbeddingRows& rows, const EmbeddingReport& report,
+                                  const std::string& type, ZombieRule rule) {
   EmbeddingRuleOptions o;
+  o.zombie_rule = rule;
   o.max_examples = static_cast<int>(rows.rows());
   const EmbeddingReport all = diagnose_embedding(report.layer, rows, report.stats.tracked_steps, o);
   for (const EmbeddingDiagnostic& d : all.diagnostics)

@@ -39,8 +39,7 @@ class MfTruth {
   const DrawCounts& draws() const { return draws_; }
   /// Rows that truly oscillate (see kOscillatingCosine).
   std::set<int64_t> oscillating(int table) const;
-  /// Rows never drawn (items only; every user with a training pair is drawn) or drawn but
-  /// never really updated.
+  /// Rows never drawn by the sampler or drawn but never really updated.
   std::set<int64_t> dead(int table) const;
   /// One line per finding of `run`'s table `table`, and one for what this code measured, for
   /// a reader to check the finding against, e.g. "ZOMBIE_ROWS: 1541 rows flagged; ...".
@@ -52,7 +51,10 @@ class MfTruth {
 };
 
 /// Every row `type` (ZOMBIE_ROWS, DEAD_ROWS) flags in `report`'s table: the rules run again on
-/// the tracker's rows with every flagged row listed.
-std::vector<int64_t> flagged_rows(const EmbeddingRows& rows, const EmbeddingReport& report, const std::string& type);
+/// the tracker's rows with every flagged row listed; `rule` picks the zombie rule (the
+/// default, or GradTracer's for comparison).
+std::vector<int64_t> flagged_rows(const EmbeddingRows& rows, const EmbeddingReport& report,
+                                  const std::string& type,
+                                  ZombieRule rule = ZombieRule::kWindowed);
 
 }  // namespace gradscope::scenarios

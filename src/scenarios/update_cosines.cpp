@@ -19,6 +19,7 @@ UpdateCosines::UpdateCosines(int64_t rows, int64_t dim, double update_ratio_lo)
   updates_.assign(rows, 0);
   previous_.assign(rows * dim, 0.0);
   cosines_.resize(rows);
+  norms_.resize(rows);
 }
 
 void UpdateCosines::add(const at::Tensor& ids, const at::Tensor& before, const at::Tensor& after) {
@@ -48,6 +49,7 @@ void UpdateCosines::add(const at::Tensor& ids, const at::Tensor& before, const a
     if (!(std::sqrt(delta2) > ratio_ * std::sqrt(before2))) continue;  // not a real update
     if (updates_[row] > 0 && prev2 > 0) cosines_[row].push_back(static_cast<float>(dot / std::sqrt(delta2 * prev2)));
     for (int64_t j = 0; j < dim_; ++j) prev[j] = ap[k * dim_ + j] - bp[k * dim_ + j];
+    norms_[row].push_back(static_cast<float>(std::sqrt(delta2)));
     ++updates_[row];
   }
 }
@@ -61,6 +63,24 @@ double UpdateCosines::recent_mean_cosine(int64_t row, int64_t k) const {
   double sum = 0;
   for (int64_t i = std::max<int64_t>(0, n - k); i < n; ++i) sum += c[i];
   return sum / static_cast<double>(std::min(n, k));
+}
+
+UpdateCosines::Windows UpdateCosines::windows(int64_t row, int64_t k) const {
+  if (k < 1) throw Error("update cosines: windows of " + std::to_string(k) + " cosines; need >= 1");
+  const std::vector<float>& c = cosines_[row];
+  const std::vector<float>& n = norms_[row];
+  Windows w;
+  w.completed = static_cast<int64_t>(c.size()) / k;
+  // Mean cosine and mean norm of window `i` (0-based): cosines [i k, (i + 1) k).
+  auto mean_of = [&](int64_t i, double& cosine, double& norm) {
+    cosine = norm = 0;
+    for (int64_t j = i * k; j < (i + 1) * k; ++j) cosine += c[j], norm += n[j + 1];
+    cosine /= static_cast<double>(k);
+    norm /= static_cast<double>(k);
+  };
+  if (w.completed >= 1) mean_of(w.completed - 1, w.last_cosine, w.last_norm);
+  if (w.completed >= 2) mean_of(w.completed - 2, w.prior_cosine, w.prior_norm);
+  return w;
 }
 
 }  // namespace gradscope::scenarios

@@ -31,17 +31,30 @@ class UpdateCosines {
   int64_t updates(int64_t row) const { return updates_[row]; }
   /// Cosines between consecutive real updates of the row, in order (updates - 1 of them).
   const std::vector<float>& cosines(int64_t row) const { return cosines_[row]; }
+  /// ||update|| of each real update of the row, in order.
+  const std::vector<float>& norms(int64_t row) const { return norms_[row]; }
   /// Mean of cosines(row); NaN when there are none.
   double mean_cosine(int64_t row) const;
   /// Mean of the last `k` cosines (all when fewer); NaN when there are none.
   double recent_mean_cosine(int64_t row, int64_t k) const;
+
+  /// The last two complete windows of `k` cosines, as docs/embedding.md defines the windowed
+  /// zombie rule's: windows from the row's first cosine on, not overlapping, the one still
+  /// filling left out; each window's mean cosine and the mean norm of the updates that ended
+  /// its cosines (cosine c ends update c + 1). Recomputed here, not read from the tracker, so
+  /// a row the tracker did not flag can be checked against the rule's own clauses.
+  struct Windows {
+    int64_t completed = 0;  ///< complete windows, all of them (not capped at 2)
+    double last_cosine = 0, last_norm = 0, prior_cosine = 0, prior_norm = 0;
+  };
+  Windows windows(int64_t row, int64_t k) const;
 
  private:
   int64_t rows_, dim_;
   double ratio_;
   std::vector<int64_t> updates_;
   std::vector<double> previous_;  // rows x dim: the last real update
-  std::vector<std::vector<float>> cosines_;
+  std::vector<std::vector<float>> cosines_, norms_;
 };
 
 }  // namespace gradscope::scenarios

@@ -227,18 +227,57 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
     EXPECT_THAT(r.out, HasSubstr("embedding: item [ZOMBIE_ROWS]"));
     // The evidence the demo prints: the flagged rows' whole-run mean cosine between consecutive
     // updates, measured by the demo's own code from the weights, is clearly negative for every
-    // flagged row, and the tracker's own mean_cosine of those rows agrees.
+    // flagged row, every flagged row is one the demo's code finds oscillating, and the
+    // tracker's own mean_cosine of those rows agrees.
     std::smatch m;
     const std::regex evidence(
-        "evidence, item: ZOMBIE_ROWS: ([0-9]+) rows flagged; their whole-run mean cosine between consecutive "
-        "updates, from the weights before and after each step: mean (-?[0-9.]+) \\((-?[0-9.]+)\\.\\.(-?[0-9.]+)\\); "
-        "the tracker's mean_cosine: mean (-?[0-9.]+) ");
+        "evidence, item: ZOMBIE_ROWS: ([0-9]+) rows flagged, ([0-9]+) of them among the rows "
+        "measured below as oscillating; their whole-run mean cosine between consecutive updates, "
+        "from the weights before and after each step: mean (-?[0-9.]+) "
+        "\\((-?[0-9.]+)\\.\\.(-?[0-9.]+)\\); the tracker's mean_cosine: mean (-?[0-9.]+) "
+        "\\((-?[0-9.]+\\.\\.-?[0-9.]+)\\)");
     ASSERT_TRUE(std::regex_search(r.out, m, evidence)) << r.out;
     // 250 steps at --quick: 662 of the 1,543 oscillating rows have the 33 updates the rule needs.
     EXPECT_GT(std::stoi(m[1]), 500);
-    EXPECT_LT(std::stod(m[2]), -0.5);
-    EXPECT_LT(std::stod(m[4]), -0.3);  // the largest of them
-    EXPECT_NEAR(std::stod(m[5]), std::stod(m[2]), 0.01);
+    EXPECT_EQ(m[2], m[1]);
+    EXPECT_LT(std::stod(m[3]), -0.5);
+    EXPECT_LT(std::stod(m[5]), -0.3);  // the largest of them
+    EXPECT_NEAR(std::stod(m[6]), std::stod(m[3]), 0.01);
+    EXPECT_THAT(r.out, HasSubstr("mean_cosine: mean " + m[6].str() + " (" + m[7].str() + ")\n"
+                                 "   evidence, item: measured by the run's own code: 1543 rows"));
+    // The advice is a sentence; the action code stays in the JSON for programs.
+    EXPECT_THAT(r.out, HasSubstr("      what to do: Lower this table's learning rate"));
+    EXPECT_EQ(r.out.find("LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX"), std::string::npos);
+    EXPECT_EQ(slurp(planted / "report.txt").find("LOWER_EMBEDDING_LR"), std::string::npos);
+  }
+  // One verdict per MF run, its last line, after the findings and the evidence: on screen (the
+  // run's block) and in report.txt. No "verdict: healthy" from the node table above findings.
+  const std::string runs[] = {mf.filename().string(), planted.filename().string()};
+  for (const std::string& run_name : runs) {
+    const std::size_t begin = r.out.find("\n== " + run_name.substr(5) + ":");
+    ASSERT_NE(begin, std::string::npos) << run_name;
+    // To the next run's "\n== " or the summary, each after an empty line.
+    const std::size_t end =
+        std::min(r.out.find("\n== ", begin + 1), r.out.find("\nsummary\n", begin));
+    ASSERT_NE(end, std::string::npos) << run_name;
+    const std::string block = r.out.substr(begin, end - begin);
+    const std::string report_txt = slurp(fs::path(out) / run_name / "report.txt");
+    for (const std::string& text : {block, report_txt}) {
+      const std::size_t verdict = text.find("\nverdict: ");
+      ASSERT_NE(verdict, std::string::npos) << run_name << "\n" << text;
+      EXPECT_EQ(text.find("verdict:", verdict + 2), std::string::npos) << run_name << "\n" << text;
+      EXPECT_LT(text.rfind("embedding tables:"), verdict) << run_name;
+      EXPECT_LT(text.rfind("   evidence, item: "), verdict) << run_name;
+      // Nothing after the verdict's line.
+      EXPECT_EQ(text.find('\n', verdict + 1), text.size() - 1) << run_name << "\n" << text;
+    }
+    EXPECT_THAT(report_txt, ::testing::EndsWith(block.substr(block.find("node  steps"))));
+  }
+  if (movielens) {
+    EXPECT_THAT(r.out, HasSubstr("\nverdict: unhealthy: embedding: item [ZOMBIE_ROWS]; nodes "
+                                 "healthy (2 nodes, 250 steps)\n"));
+    EXPECT_THAT(r.out,
+                HasSubstr("\nverdict: healthy (2 nodes, 250 steps); embedding: no findings\n"));
     // The healthy run's own check finds no oscillating row.
     EXPECT_THAT(r.out, HasSubstr("evidence, item: measured by the run's own code: 0 rows with a whole-run mean "
                                  "consecutive cosine <= -0.3"));

@@ -5,13 +5,17 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "../common/error_of.h"
 #include "bpr_sampler.h"
 #include "draw_counts.h"
 #include "matrix_factorization.h"
+#include "mf_truth.h"
 #include "update_cosines.h"
 
 namespace gradscope::scenarios {
@@ -131,6 +135,30 @@ TEST(MfFaults, PlantedRowsReallyOscillate) {
     if (row % 4 == 0) EXPECT_LT(items.mean_cosine(row), -0.5) << row;
     else EXPECT_GT(items.mean_cosine(row), 0.0) << row;
   }
+}
+
+// The evidence lines the demo prints under a finding set the tracker's rows beside this code's
+// own count: the 4 item ids the sampler never draws are the 4 rows DEAD_ROWS flags.
+TEST(MfTruth, EvidenceSetsTheFlaggedRowsBesideItsOwnCount) {
+  const Interactions d = synthetic();
+  MfOptions o;
+  o.epochs = 3;
+  o.batch = 64;
+  o.dim = 4;
+  o.faults.unsampled_items = 4;
+  MfTruth truth(d, o.dim);
+  o.on_update = [&](const MfStep& s) { truth.add(s); };
+  const MfRun r = train_matrix_factorization(d, o);
+  EXPECT_EQ(truth.dead(1), (std::set<int64_t>{12, 13, 14, 15}));
+  EXPECT_TRUE(truth.dead(0).empty());
+  const std::vector<std::string> lines = truth.evidence(r, 1);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "DEAD_ROWS: 4 rows flagged, 4 of them dead by this code's count: 4 rows "
+                      "never drawn by the sampler, 4 never drawn or never really updated"),
+            lines.end())
+      << lines.front();
+  EXPECT_EQ(lines.back().rfind("measured by the run's own code: ", 0), 0u) << lines.back();
 }
 
 }  // namespace
