@@ -15,6 +15,8 @@ packages=(
   libcli11-dev            # command line
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and clang's ASan/UBSan runtimes
+                            # (tests/fuzz; clang does not pull the runtimes in by itself)
   chromium                # browser tests of the HTML report (driven by npm playwright-core)
 )
 # Node.js and npm fetch the chart libraries; a machine that already has npm (from nodesource or

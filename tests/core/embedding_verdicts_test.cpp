@@ -89,7 +89,8 @@ TEST(ZombieWindows, MatchAnIndependentComputationOfConsecutiveCosines) {
 TEST(ZombieRule, IndependentDirectionsAreNotFlaggedWhereGradTracersRuleFlagsThem) {
   // Healthy noise: each update an independent direction. In 2 dimensions the oscillation EMA
   // (weight 0.2) of such cosines has sd ~0.24, so GradTracer's -0.3 catches about a tenth of
-  // the rows at any moment; the windowed rule's chance is Phi(-3)^2 per row.
+  // the rows at any moment (417 of 4,000 here, docs/embedding.md); the windowed rule's chance
+  // is Phi(-3)^2 per row.
   std::mt19937 rng(11);
   constexpr int kRows = 4000, kDim = 2, kUpdates = 40;
   EmbeddingRows rows(kRows, kDim);
