@@ -17,6 +17,8 @@ packages=(
   libbenchmark-dev
   libxgboost-dev xgboost  # boosted trees: live XGBoost training through its C API (issue 12),
                           # and the xgboost CLI that trains models for the reader tests
+  clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and clang's ASan/UBSan runtimes
+                            # (tests/fuzz; clang does not pull the runtimes in by itself)
   chromium                # browser tests of the HTML report (driven by npm playwright-core)
 )
 # Node.js and npm fetch the chart libraries; a machine that already has npm (from nodesource or

@@ -13,15 +13,8 @@ namespace gradscope::cli {
 int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir) {
   const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
   const std::optional<TreeRunSummary> trees = load_tree_summary(run.path);
-  HtmlReportInput in;
-  in.run_path = run.path;
-  in.meta = &run.meta;
-  in.report = &run.report;
-  in.timeline = &run.timeline;
-  in.flow = &run.flow;
-  in.series = &run.series;
-  in.embedding = embedding ? &*embedding : nullptr;
-  in.trees = trees ? &*trees : nullptr;
+  const HtmlReportInput in =
+      html_report_input(run, embedding ? &*embedding : nullptr, trees ? &*trees : nullptr);
   const ChartLibraries libraries{web::vega_js(), web::vega_lite_js(), web::vega_embed_js(), web::versions()};
   const std::filesystem::path out(output);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());

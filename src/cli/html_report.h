@@ -3,9 +3,27 @@
 
 #include <string>
 
+#include "gradscope/io/html.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
+
+/// What the report shows of `run`, `embedding` and `trees` (null: the run has none); the result
+/// points into all three. Inline, so that the fuzz targets render the same page without the
+/// chart libraries this file's .cpp builds in.
+inline HtmlReportInput html_report_input(const LoadedRun& run, const EmbeddingRunSummary* embedding,
+                                         const TreeRunSummary* trees = nullptr) {
+  HtmlReportInput in;
+  in.run_path = run.path;
+  in.meta = &run.meta;
+  in.report = &run.report;
+  in.timeline = &run.timeline;
+  in.flow = &run.flow;
+  in.series = &run.series;
+  in.embedding = embedding;
+  in.trees = trees;
+  return in;
+}
 
 /// Renders `run` (and <run>/embedding.json, <run>/trees.json when present) into `output`, a
 /// self-contained page with the chart libraries built into this binary. With `spec_dir`, also

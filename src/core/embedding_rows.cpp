@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <string>
 
 #include "gradscope/core/error.h"
@@ -31,24 +32,31 @@ void check_rate(double r, const char* name) {
 }  // namespace
 
 EmbeddingRows::EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions options)
-    : rows_(rows), dim_(dim), options_(options) {
+    : rows_(rows), dim_(dim), stride_(0), options_(options) {
   if (rows < 0 || dim <= 0) throw Error("embedding rows: need rows >= 0 and dim > 0");
   check_rate(options.velocity_ema, "velocity_ema");
   check_rate(options.oscillation_ema, "oscillation_ema");
   check_rate(options.gradient_ema, "gradient_ema");
   if (options.zombie_window < 1 || options.zombie_window > 65535)
     throw Error("embedding rows: zombie_window must be in [1, 65535]");
-  const auto n = static_cast<std::size_t>(rows);
-  static_assert(sizeof(Scalars) == 80, "bytes_per_row counts 80 bytes of scalars");
-  scalars_.assign(n, Scalars{});
-  grad_mean_.assign(n * static_cast<std::size_t>(dim), 0.f);
-  prev_update_.assign(n * static_cast<std::size_t>(dim), 0);
+  static_assert(sizeof(Scalars) == kMeanOffset, "bytes_per_row counts 80 bytes of scalars");
+  static_assert(alignof(Scalars) <= alignof(Line), "records start on a line");
+  stride_ = bytes_per_row(dim);
+  // Every line is written here (zeroes, then each row's scalars), so the pages of a large
+  // table are faulted in now rather than one per first-touched row during training.
+  lines_.resize(static_cast<std::size_t>(rows * (stride_ / 64)));
+  for (int64_t r = 0; r < rows; ++r) new (record(r)) Scalars{};
+}
+
+void EmbeddingRows::out_of_range(int64_t row) const {
+  throw Error("embedding rows: row " + std::to_string(row) + " out of range [0, " +
+              std::to_string(rows_) + ")");
 }
 
 void EmbeddingRows::expose(int64_t row, int64_t step) {
   if (step > std::numeric_limits<int32_t>::max())
     throw Error("embedding rows: step " + std::to_string(step) + " exceeds 2^31 - 1");
-  Scalars& x = scalars_[row];
+  Scalars& x = scalars(row);
   if (x.last_seen == static_cast<int32_t>(step) && x.exposure > 0) return;
   ++x.exposure;
   x.last_seen = static_cast<int32_t>(step);
@@ -56,24 +64,24 @@ void EmbeddingRows::expose(int64_t row, int64_t step) {
 
 void EmbeddingRows::count_lookups(int64_t row, uint32_t lookups, uint32_t negatives) {
   constexpr uint32_t kMax = std::numeric_limits<uint32_t>::max();
-  Scalars& x = scalars_[row];
+  Scalars& x = scalars(row);
   x.lookups = x.lookups > kMax - lookups ? kMax : x.lookups + lookups;
   x.negatives = x.negatives > kMax - negatives ? kMax : x.negatives + negatives;
 }
 
 double EmbeddingRows::mean_cosine(int64_t row) const {
-  const Scalars& x = scalars_[row];
+  const Scalars& x = scalars(row);
   return x.cosines ? x.cosine_sum / x.cosines : std::numeric_limits<double>::quiet_NaN();
 }
 
 ZombieWindows EmbeddingRows::windows(int64_t row) const {
-  const Scalars& x = scalars_[row];
+  const Scalars& x = scalars(row);
   return {x.windows, x.last_cosine, x.last_norm, x.prior_cosine, x.prior_norm};
 }
 
 void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {
-  float* __restrict m = grad_mean_.data() + row * dim_;
-  Scalars& x = scalars_[row];
+  Scalars& x = scalars(row);
+  float* __restrict m = grad_mean(row);
   if (x.gradients++ == 0) {
     std::copy(g, g + dim_, m);
     x.grad_var = 0.f;
@@ -101,11 +109,11 @@ void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {
 
 void EmbeddingRows::record_update(int64_t row, const float* delta, double row_norm) {
   const double norm = std::sqrt(dot_lanes(delta, delta, dim_));
-  Scalars& x = scalars_[row];
+  Scalars& x = scalars(row);
   const double rv = options_.velocity_ema;
   x.velocity = static_cast<float>(rv * x.velocity + (1.0 - rv) * norm);
   if (!(norm > options_.update_ratio_lo * row_norm) || norm == 0.0) return;
-  uint16_t* prev = prev_update_.data() + row * dim_;
+  uint16_t* prev = prev_update(row);
   if (x.updates > 0) {
     float p[512];  // the previous update, widened in blocks
     double dot = 0.0, pp = 0.0;
@@ -143,22 +151,26 @@ void EmbeddingRows::record_update(int64_t row, const float* delta, double row_no
 double squared_norm(const float* x, int64_t n) { return dot_lanes(x, x, n); }
 
 // Touched rows are scattered over a table that can be far larger than the caches: prefetch
-// the state of the row kAhead positions on while this one is processed.
+// the record of the row kAhead positions on while this one is processed.
 constexpr int64_t kAhead = 4;
 
-void EmbeddingRows::prefetch(int64_t row) const {
-  const char* m = reinterpret_cast<const char*>(grad_mean_.data() + row * dim_);
-  const char* p = reinterpret_cast<const char*>(prev_update_.data() + row * dim_);
-  for (int64_t b = 0; b < dim_ * 4; b += 64) __builtin_prefetch(m + b, 1);
-  for (int64_t b = 0; b < dim_ * 2; b += 64) __builtin_prefetch(p + b, 1);
-  __builtin_prefetch(&scalars_[row], 1);
-  __builtin_prefetch(reinterpret_cast<const char*>(&scalars_[row]) + 27, 1);
+void EmbeddingRows::prefetch(int64_t row, Part part) const {
+  if (static_cast<uint64_t>(row) >= static_cast<uint64_t>(rows_)) return;
+  const unsigned char* r = record(row);
+  const int64_t mean_end = kMeanOffset + 4 * dim_;
+  // kGradient: the scalars and the gradient mean, which follows them; kUpdate: the scalars
+  // and the previous update.
+  const int64_t end = part == Part::kGradient ? mean_end : kMeanOffset;
+  for (int64_t b = 0; b < end; b += 64) __builtin_prefetch(r + b, 1);
+  if (part == Part::kGradient) return;
+  for (int64_t b = mean_end & ~int64_t{63}; b < mean_end + 2 * dim_; b += 64)
+    __builtin_prefetch(r + b, 1);
 }
 
 double EmbeddingRows::record_gradients(const int64_t* rows, int64_t n, const float* gradients) {
   double norm2 = 0.0;
   for (int64_t k = 0; k < n; ++k) {
-    if (k + kAhead < n) prefetch(rows[k + kAhead]);
+    if (k + kAhead < n) prefetch(rows[k + kAhead], Part::kGradient);
     norm2 += squared_norm(gradients + k * dim_, dim_);
     record_gradient(rows[k], gradients + k * dim_);
   }
@@ -168,17 +180,18 @@ double EmbeddingRows::record_gradients(const int64_t* rows, int64_t n, const flo
 void EmbeddingRows::record_updates(const int64_t* rows, int64_t n, const float* deltas,
                                    const float* before) {
   for (int64_t k = 0; k < n; ++k) {
-    if (k + kAhead < n) prefetch(rows[k + kAhead]);
+    if (k + kAhead < n) prefetch(rows[k + kAhead], Part::kUpdate);
     record_update(rows[k], deltas + k * dim_, std::sqrt(squared_norm(before + k * dim_, dim_)));
   }
 }
 
 double EmbeddingRows::snr(int64_t row) const {
-  if (scalars_[row].gradients < 2) return std::numeric_limits<double>::quiet_NaN();
-  const float* m = grad_mean_.data() + row * dim_;
+  const Scalars& x = scalars(row);
+  if (x.gradients < 2) return std::numeric_limits<double>::quiet_NaN();
+  const float* m = grad_mean(row);
   double mm = 0.0;
   for (int64_t j = 0; j < dim_; ++j) mm += static_cast<double>(m[j]) * m[j];
-  const double v = scalars_[row].grad_var;
+  const double v = x.grad_var;
   if (v <= 0.0) return mm > 0.0 ? std::numeric_limits<double>::infinity() : 0.0;
   return mm / v;
 }

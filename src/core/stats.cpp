@@ -4,16 +4,29 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <thread>
 #include <vector>
 
 #include "gradscope/core/error.h"
 #include "internal/kernels.h"
 
+#if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace gradscope {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Counts read from a damaged run file can be anything an int64 holds: they saturate at the
+// limits instead of overflowing (undefined behaviour).
+int64_t add_counts(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return a < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
 
 // Below this many elements per thread, starting a thread costs more than it saves.
 constexpr int64_t kMinElementsPerThread = int64_t{1} << 18;
@@ -100,8 +113,10 @@ void run_range(const TensorView& view, int64_t begin, int64_t end,
 
 bool avx2_available() {
 #if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
+  // F16C from CPUID leaf 1 itself: clang before 16 rejects __builtin_cpu_supports("f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c");
+                                __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
   return available;
 #else
   return false;
@@ -154,15 +169,17 @@ Stats compute(const TensorView& view, const StatsOptions& options) {
   });
 }
 
+int64_t Stats::inf() const { return add_counts(pos_inf, neg_inf); }
+
 Stats merge(const Stats& a, const Stats& b) {
   Stats r;
-  r.count = a.count + b.count;
-  r.finite = a.finite + b.finite;
-  r.nan = a.nan + b.nan;
-  r.pos_inf = a.pos_inf + b.pos_inf;
-  r.neg_inf = a.neg_inf + b.neg_inf;
-  r.zero = a.zero + b.zero;
-  r.saturated = a.saturated + b.saturated;
+  r.count = add_counts(a.count, b.count);
+  r.finite = add_counts(a.finite, b.finite);
+  r.nan = add_counts(a.nan, b.nan);
+  r.pos_inf = add_counts(a.pos_inf, b.pos_inf);
+  r.neg_inf = add_counts(a.neg_inf, b.neg_inf);
+  r.zero = add_counts(a.zero, b.zero);
+  r.saturated = add_counts(a.saturated, b.saturated);
   r.sum = a.sum + b.sum;
   r.sum_sq = a.sum_sq + b.sum_sq;
   r.sum_abs = a.sum_abs + b.sum_abs;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -31,22 +32,32 @@ class Numbering {
   std::map<int64_t, int64_t> ids_;
 };
 
-// Leave-one-out: per user, positives in time order (ties keep file order); the latest is
-// held out when the user has at least two.
+// Leave-one-out over each user's items in time order: the latest is held out when the user
+// has at least two; the others train.
+void hold_out_latest(const std::vector<std::vector<int64_t>>& items_by_user, Interactions& d) {
+  d.seen.assign(d.users, {});
+  for (int64_t u = 0; u < d.users; ++u) {
+    const std::vector<int64_t>& items = items_by_user[u];
+    const bool held_out = items.size() >= 2;
+    for (std::size_t k = 0; k + (held_out ? 1 : 0) < items.size(); ++k) {
+      d.train.emplace_back(u, items[k]);
+      d.seen[u].push_back(items[k]);
+    }
+    if (held_out) d.test_user.push_back(u), d.test_item.push_back(items.back());
+  }
+}
+
+// Per user, positives in time order (ties keep file order), then leave-one-out.
 void split(const std::vector<Positive>& positives, Interactions& d) {
   std::vector<std::vector<Positive>> by_user(d.users);
   for (const Positive& p : positives) by_user[p.user].push_back(p);
-  d.seen.assign(d.users, {});
+  std::vector<std::vector<int64_t>> items(d.users);
   for (int64_t u = 0; u < d.users; ++u) {
     auto& v = by_user[u];
     std::stable_sort(v.begin(), v.end(), [](const Positive& a, const Positive& b) { return a.time < b.time; });
-    const bool held_out = v.size() >= 2;
-    for (std::size_t k = 0; k + (held_out ? 1 : 0) < v.size(); ++k) {
-      d.train.emplace_back(u, v[k].item);
-      d.seen[u].push_back(v[k].item);
-    }
-    if (held_out) d.test_user.push_back(u), d.test_item.push_back(v.back().item);
+    for (const Positive& p : v) items[u].push_back(p.item);
   }
+  hold_out_latest(items, d);
 }
 
 // A threshold as people write it: 4, 8, 4.5.
@@ -131,6 +142,24 @@ Interactions digits_pixel_interactions(const std::string& digits_csv, double thr
               "sklearn digits as implicit feedback (fallback): images as users, the 64 pixel positions as "
               "items, a positive where the pixel value >= " + number(threshold),
               users, items, positives, "digits data '" + digits_csv + "': no pixel value >= " + number(threshold));
+}
+
+Interactions validation_split(const Interactions& d) {
+  Interactions v;
+  v.name = d.name + " (validation split)";
+  v.description = d.description + " (validation split)";
+  v.users = d.users;
+  v.items = d.items;
+  hold_out_latest(d.seen, v);  // seen is in time order (split above)
+  return v;
+}
+
+std::vector<int64_t> items_by_popularity(const Interactions& d) {
+  std::vector<int64_t> count(d.items, 0), order(d.items);
+  for (const auto& [user, item] : d.train) ++count[item];
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return count[a] > count[b]; });
+  return order;
 }
 
 }  // namespace gradscope::scenarios

@@ -41,4 +41,14 @@ Interactions load_movielens(const std::string& path, double min_rating = 4.0);
 Interactions digits_pixel_interactions(const std::string& digits_csv, double threshold = 8.0,
                                        uint64_t seed = 7);
 
+/// The validation split for tuning, so no choice is made on the test items: each user's
+/// latest training positive (the last in `seen`) is held out when the user has at least two;
+/// the other training positives train; `data`'s test items are left out altogether. Name and
+/// description gain " (validation split)".
+Interactions validation_split(const Interactions& data);
+
+/// Item ids ordered by their number of training positives, most first (ties: lower id
+/// first): the most-popular baseline's ranking and the broken sampler's top items.
+std::vector<int64_t> items_by_popularity(const Interactions& data);
+
 }  // namespace gradscope::scenarios

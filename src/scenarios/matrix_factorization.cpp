@@ -6,40 +6,27 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <memory>
 
 #include "gradscope/core/error.h"
 #include "gradscope/torch/embedding.h"
+#include "ranking.h"
 
 namespace gradscope::scenarios {
 namespace {
 
 namespace nn = ::torch::nn;
 
-// Full ranking of each test user's held-out item among all items except the user's training
-// items: HR@k and NDCG@k (1 / log2(rank + 2) inside the top k).
-void evaluate(const Interactions& d, const at::Tensor& users, const at::Tensor& items, int64_t top_k,
-              MfRun& run) {
+// The touched rows of a table this step, ascending and unique.
+at::Tensor touched(const at::Tensor& ids) { return std::get<0>(at::_unique(ids, /*sorted=*/true)); }
+
+// The planted oscillation (mf_faults.h): the batch's item rows whose id is a multiple of
+// `every` get e <- (1 - factor) e.
+void decay_planted_rows(const at::Tensor& weight, const at::Tensor& item_rows, const MfFaults& f) {
   at::NoGradGuard g;
-  const at::Tensor scores = at::matmul(users, items.t()).contiguous();
-  const float* sp = scores.data_ptr<float>();
-  for (std::size_t k = 0; k < d.test_user.size(); ++k) {
-    const int64_t u = d.test_user[k];
-    const float* row = sp + u * d.items;
-    const float target = row[d.test_item[k]];
-    int64_t rank = 0;
-    for (int64_t i = 0; i < d.items; ++i) rank += row[i] > target;
-    for (int64_t i : d.seen[u]) rank -= row[i] > target;
-    const double nd = rank < top_k ? 1.0 / std::log2(rank + 2.0) : 0.0;
-    run.user_ndcg.push_back(nd);
-    run.hr += rank < top_k;
-    run.ndcg += nd;
-  }
-  run.hr /= static_cast<double>(d.test_user.size());
-  run.ndcg /= static_cast<double>(d.test_user.size());
+  const at::Tensor rows = item_rows.masked_select(item_rows.remainder(f.oscillate_every) == 0);
+  weight.index_copy_(0, rows, weight.index_select(0, rows) * (1.0 - f.oscillate_factor));
 }
 
 }  // namespace
@@ -49,6 +36,7 @@ MfRun train_matrix_factorization(const Interactions& d, const MfOptions& o) {
     throw Error("interactions '" + d.name + "': " + std::to_string(d.train.size()) + " training pairs and " +
                 std::to_string(d.test_user.size()) + " test users; matrix factorisation needs both");
   const auto start = std::chrono::steady_clock::now();
+  BprSampler sampler(d, o.faults, o.batch, 1000 + o.seed);  // same samples for equal seeds
   at::manual_seed(o.seed);
   nn::Embedding users(nn::EmbeddingOptions(d.users, o.dim)), items(nn::EmbeddingOptions(d.items, o.dim));
   {
@@ -74,34 +62,59 @@ MfRun train_matrix_factorization(const Interactions& d, const MfOptions& o) {
   if (o.sgd) optimizer = std::make_unique<::torch::optim::SGD>(params, ::torch::optim::SGDOptions(o.lr));
   else optimizer = std::make_unique<::torch::optim::Adam>(params, ::torch::optim::AdamOptions(o.lr));
 
-  const auto n = static_cast<int64_t>(d.train.size());
-  std::vector<int64_t> tu(n), ti(n);
-  for (int64_t k = 0; k < n; ++k) tu[k] = d.train[k].first, ti[k] = d.train[k].second;
-  const at::Tensor all_u = at::tensor(tu), all_i = at::tensor(ti);
-  at::Generator gen = at::detail::createCPUGenerator(1000 + o.seed);  // same samples for equal seeds
-  const int64_t per_epoch = (n + o.batch - 1) / o.batch, total = per_epoch * o.epochs;
+  const int64_t total = sampler.batches() * o.epochs;
   for (int e = 0; e < o.epochs; ++e) {
-    const at::Tensor perm = at::randperm(n, gen, at::kLong);
-    for (int64_t b = 0; b < n; b += o.batch) {
-      const at::Tensor idx = perm.slice(0, b, std::min(n, b + o.batch));
-      const at::Tensor u = all_u.index_select(0, idx), pos = all_i.index_select(0, idx);
-      const at::Tensor neg = at::randint(0, d.items, {idx.size(0)}, gen, at::kLong);
+    for (const BprBatch& batch : sampler.epoch()) {
       optimizer->zero_grad();
-      const at::Tensor eu = hub["user"].forward(u);
-      const at::Tensor ep = hub["item"].forward(at::cat({pos, neg}));
-      const at::Tensor x = (eu * (ep.slice(0, 0, idx.size(0)) - ep.slice(0, idx.size(0)))).sum(1);
+      const at::Tensor eu = hub["user"].forward(batch.users);
+      // The sampled negatives are marked as such: NEGATIVE_SAMPLER_SKEW compares their
+      // distribution with the declared (uniform) sampler.
+      const at::Tensor ep = hub["item"].forward(batch.positives);
+      const at::Tensor en = hub["item"].forward(batch.negatives, torch::Role::kNegative);
+      const at::Tensor x = (eu * (ep - en)).sum(1);
       // BPR (Rendle et al. 2009): -log sigmoid(x_upi - x_upj) + L2 on the batch's rows.
-      const at::Tensor loss = -at::log_sigmoid(x).mean() + o.l2 * (eu.pow(2).sum(1).mean() + ep.pow(2).sum(1).mean());
+      const at::Tensor items_l2 = (ep.pow(2).sum(1).mean() + en.pow(2).sum(1).mean()) / 2;
+      const at::Tensor loss = -at::log_sigmoid(x).mean() + o.l2 * (eu.pow(2).sum(1).mean() + items_l2);
       loss.backward();
-      hub.step(*optimizer);
+      MfStep seen;
+      const bool observe = static_cast<bool>(o.on_update);
+      at::Tensor item_rows;
+      if (observe || o.faults.oscillate_factor > 0) item_rows = touched(at::cat({batch.positives, batch.negatives}));
+      if (observe) {
+        at::NoGradGuard g;
+        seen.user_rows = touched(batch.users);
+        seen.item_rows = item_rows;
+        seen.user_before = users->weight.index_select(0, seen.user_rows);
+        seen.item_before = items->weight.index_select(0, item_rows);
+      }
+      hub.step([&] {
+        optimizer->step();
+        if (o.faults.oscillate_factor > 0) decay_planted_rows(items->weight, item_rows, o.faults);
+      });
+      if (observe) {
+        at::NoGradGuard g;
+        seen.step = run.steps;
+        seen.batch = batch;
+        seen.user_after = users->weight.index_select(0, seen.user_rows);
+        seen.item_after = items->weight.index_select(0, item_rows);
+        o.on_update(seen);
+      }
       ++run.steps;
       if (o.progress) o.progress(run.steps, total);
-      if (b + o.batch >= n && e + 1 == o.epochs) run.final_loss = loss.item<double>();
+      if (run.steps == total) run.final_loss = loss.item<double>();
     }
+    if (o.on_epoch) o.on_epoch(e + 1, users->weight, items->weight);
   }
   run.report = hub.report();
-  for (const char* table : {"user", "item"}) run.profiles.push_back(profile_embedding(table, hub[table].rows()));
-  evaluate(d, users->weight, items->weight, o.top_k, run);
+  for (const char* table : {"user", "item"}) {
+    run.profiles.push_back(profile_embedding(table, hub[table].rows()));
+    run.rows.push_back(hub[table].rows());
+  }
+  Ranking ranking = rank_held_out(d, users->weight, items->weight, o.top_k);
+  run.hr = ranking.hr;
+  run.ndcg = ranking.ndcg;
+  run.user_hr = std::move(ranking.user_hr);
+  run.user_ndcg = std::move(ranking.user_ndcg);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return run;
 }

@@ -1,56 +1,15 @@
-// EmbeddingTracker: gathers the touched rows of one table and feeds gradscope::EmbeddingRows.
+// EmbeddingTracker: attach, observe and report; the tracked step is in embedding_step.cpp.
 #include "gradscope/torch/embedding.h"
 
 #include <ATen/Functions.h>
 #include <ATen/core/grad_mode.h>
-#include <c10/util/Exception.h>
-#include <torch/nn/modules/embedding.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <sstream>
 
-#include "gradscope/core/error.h"
+#include "embedding_state.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {
-
-struct EmbeddingTracker::State {
-  std::string layer;
-  EmbeddingTrackerOptions options;
-  std::shared_ptr<::torch::nn::Module> module;
-  ::torch::nn::EmbeddingImpl* embedding = nullptr;
-  ::torch::nn::EmbeddingBagImpl* bag = nullptr;
-  at::Tensor weight;
-  int64_t padding_idx = -1;
-  EmbeddingRows rows;
-  int64_t step = 0;
-  std::vector<int64_t> observed;  // indices seen this step (with duplicates), all roles
-  std::vector<int64_t> negatives; // those of them observed as Role::kNegative
-  std::vector<int64_t> touched;   // sorted unique
-  at::Tensor touched_t, before;   // int64 [T], float32 [T, dim]
-  bool in_step = false;
-  bool tracking = false;
-  std::vector<std::pair<int64_t, double>> grad_norms;
-  std::vector<std::string> warnings;
-
-  State(std::string l, EmbeddingTrackerOptions o, std::shared_ptr<::torch::nn::Module> m, at::Tensor w)
-      : layer(std::move(l)), options(std::move(o)), module(std::move(m)), weight(std::move(w)),
-        rows(weight.size(0), weight.size(1),
-             EmbeddingRowsOptions{options.thresholds.velocity_ema, options.thresholds.oscillation_ema,
-                                  options.gradient_ema, options.thresholds.update_ratio_lo,
-                                  options.thresholds.zombie_window}) {}
-
-  std::string who() const { return "embedding '" + layer + "': "; }
-  void warn(const std::string& w) {
-    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
-  }
-  void check_weight() const;
-  void check_gradient(const at::Tensor& grad) const;
-  at::Tensor checked_indices(const at::Tensor& indices) const;
-  Error forward_error(const at::Tensor& indices, const c10::Error& e) const;
-};
 
 namespace {
 // A weight the tracker can read: a defined 2-D floating-point tensor on the CPU.
@@ -74,7 +33,8 @@ at::Tensor weight_of(::torch::nn::Module& m, const std::string& layer,
   return w;
 }
 
-// Rows of `w` at `idx` as a contiguous float32 [T, dim] copy.
+}  // namespace
+
 at::Tensor gather(const at::Tensor& w, const at::Tensor& idx) {
   return w.index_select(0, idx).to(at::kFloat).contiguous();
 }
@@ -85,7 +45,6 @@ double median_of(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
   return v[mid];
 }
-}  // namespace
 
 // weight.set_data() can give the parameter another shape under a live tracker. The per-row
 // state and every index check are sized to the table at attach time, so any other shape is
@@ -184,168 +143,6 @@ void EmbeddingTracker::observe(const at::Tensor& indices, Role role) {
   if (role == Role::kNegative) s.negatives.insert(s.negatives.end(), p, p + flat.numel());
 }
 
-namespace {
-
-// Calls fn(value, occurrences) for each run of equal values in a sorted vector.
-template <class Fn>
-void for_each_run(const std::vector<int64_t>& sorted, Fn fn) {
-  for (std::size_t i = 0; i < sorted.size();) {
-    std::size_t j = i + 1;
-    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-    fn(sorted[i], static_cast<uint32_t>(std::min<std::size_t>(j - i, UINT32_MAX)));
-    i = j;
-  }
-}
-
-}  // namespace
-
-void EmbeddingTracker::before_step() {
-  State& s = *state_;
-  if (s.in_step) throw Error(s.who() + "before_step() called twice without after_step()");
-  const bool tracking = s.step % s.options.track_every == 0;
-  if (tracking) {  // before any state changes, so a failed step leaves none
-    s.check_weight();
-    s.check_gradient(s.weight.grad());
-  }
-  s.in_step = true;
-  s.tracking = tracking;
-  if (!s.tracking) return;
-  at::NoGradGuard no_grad;
-  std::vector<int64_t>& t = s.touched;
-  t = std::move(s.observed);
-  s.observed.clear();
-  std::sort(t.begin(), t.end());
-  // Every occurrence is a lookup; the padding row is not a row the model learns.
-  for_each_run(t, [&](int64_t r, uint32_t n) {
-    if (r != s.padding_idx) s.rows.count_lookups(r, n, 0);
-  });
-  std::sort(s.negatives.begin(), s.negatives.end());
-  for_each_run(s.negatives, [&](int64_t r, uint32_t n) {
-    if (r != s.padding_idx) s.rows.count_lookups(r, 0, n);
-  });
-  s.negatives.clear();
-  t.erase(std::unique(t.begin(), t.end()), t.end());
-  if (s.padding_idx >= 0) t.erase(std::remove(t.begin(), t.end(), s.padding_idx), t.end());
-  const auto T = static_cast<int64_t>(t.size());
-  const int64_t dim = s.rows.dim();
-  for (int64_t r : t) s.rows.expose(r, s.step);
-  s.touched_t = at::from_blob(t.data(), {T}, at::kLong).clone();
-  if (T == 0) {
-    s.grad_norms.emplace_back(s.step, 0.0);
-    return;
-  }
-
-  // The touched rows' gradient, dense or sparse, as float32 [T, dim].
-  at::Tensor grad = s.weight.grad();
-  at::Tensor g;
-  if (!grad.defined()) {
-    s.warn(s.who() + "gradient undefined at a tracked step (first: step " +
-           std::to_string(s.step) + "); its gradient statistics were skipped");
-  } else if (grad.is_sparse()) {
-    grad = grad.coalesce();
-    s.weight.mutable_grad() = grad;
-    const at::Tensor gi = grad._indices().reshape({-1}).contiguous();
-    const at::Tensor gv = grad._values().to(at::kFloat).contiguous();
-    g = at::zeros({T, dim}, at::kFloat);
-    const int64_t* ip = gi.data_ptr<int64_t>();
-    const float* vp = gv.data_ptr<float>();
-    float* out = g.data_ptr<float>();
-    std::size_t k = 0;  // both sorted: one merge pass
-    for (int64_t i = 0; i < gi.numel(); ++i) {
-      while (k < t.size() && t[k] < ip[i]) ++k;
-      if (k == t.size()) break;
-      if (t[k] == ip[i]) std::copy(vp + i * dim, vp + (i + 1) * dim, out + k * dim);
-    }
-  } else {
-    g = gather(grad, s.touched_t);
-  }
-
-  double norm2 = std::numeric_limits<double>::quiet_NaN();
-  if (g.defined()) {
-    norm2 = s.rows.record_gradients(t.data(), T, g.data_ptr<float>());
-  }
-  s.grad_norms.emplace_back(s.step, std::sqrt(norm2));
-
-  if (s.options.auto_fix && g.defined()) {
-    // Zombie test against the median velocity of this step's touched rows (O(T)).
-    std::vector<double> vel(T);
-    for (int64_t k = 0; k < T; ++k) vel[k] = s.rows.velocity(t[k]);
-    const double median = median_of(vel);
-    std::vector<int64_t> idx[2];
-    std::vector<double> scale[2], snrs[2];
-    for (int64_t k = 0; k < T; ++k) {
-      const int64_t r = t[k];
-      const double snr = s.rows.snr(r);
-      const bool zombie = s.options.zombie_rule == ZombieRule::kWindowed
-                              ? is_windowed_zombie(s.rows, r, s.options.thresholds)
-                              : is_zombie(s.rows, r, median, s.options.thresholds);
-      if (zombie) {
-        const double f = zombie_scale(snr, s.options.fix_min_scale, s.options.fix_max_scale);
-        if (f != 1.0) idx[0].push_back(k), scale[0].push_back(f), snrs[0].push_back(snr);
-      } else if (s.options.boost_undertrained && s.rows.gradients(r) >= 2 &&
-                 s.rows.exposure(r) <= s.options.undertrained_exposure) {
-        const double f = undertrained_boost(snr, s.options.boost_max);
-        if (f != 1.0) idx[1].push_back(k), scale[1].push_back(f), snrs[1].push_back(snr);
-      }
-    }
-    const char* types[2] = {"ZOMBIE_GRADIENT_SCALE", "UNDERTRAINED_GRADIENT_BOOST"};
-    for (int kind = 0; kind < 2; ++kind) {
-      if (idx[kind].empty()) continue;
-      const auto n = static_cast<int64_t>(idx[kind].size());
-      std::vector<int64_t> row_ids(n);
-      for (int64_t i = 0; i < n; ++i) row_ids[i] = t[idx[kind][i]];
-      at::Tensor rid = at::from_blob(row_ids.data(), {n}, at::kLong).clone();
-      at::Tensor f = at::from_blob(scale[kind].data(), {n, 1}, at::kDouble).to(grad.scalar_type());
-      if (grad.is_sparse()) {
-        // Coalesced values are in the order of sorted indices; find each row's position.
-        at::Tensor values = grad._values();
-        at::Tensor pos = at::searchsorted(grad._indices().reshape({-1}), rid);
-        values.index_copy_(0, pos, values.index_select(0, pos) * f);
-      } else {
-        grad.index_copy_(0, rid, grad.index_select(0, rid) * f);
-      }
-      EmbeddingIntervention iv;
-      iv.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      iv.step = s.step;
-      iv.layer = s.layer;
-      iv.type = types[kind];
-      iv.rows_affected = n;
-      iv.scale_min = *std::min_element(scale[kind].begin(), scale[kind].end());
-      iv.scale_max = *std::max_element(scale[kind].begin(), scale[kind].end());
-      double sum = 0;
-      for (double x : scale[kind]) sum += x;
-      iv.scale_mean = sum / n;
-      std::vector<double> finite;
-      for (double x : snrs[kind]) if (!std::isnan(x)) finite.push_back(x);
-      iv.snr_median = finite.empty() ? std::numeric_limits<double>::quiet_NaN() : median_of(finite);
-      iv.sample_rows.assign(row_ids.begin(), row_ids.begin() + std::min<int64_t>(n, 16));
-      if (s.options.on_intervention) s.options.on_intervention(iv);
-    }
-  }
-
-  if (s.options.on_step && g.defined())
-    s.options.on_step({Record{s.step, s.layer, Site::kEmbeddingRows, stats_of(g, s.layer)}});
-  s.before = gather(s.weight, s.touched_t);
-}
-
-void EmbeddingTracker::after_step() {
-  State& s = *state_;
-  if (!s.in_step) throw Error(s.who() + "after_step() without before_step()");
-  s.in_step = false;
-  if (s.tracking && !s.touched.empty()) {
-    s.check_weight();  // the update may have replaced it
-    at::NoGradGuard no_grad;
-    const at::Tensor delta = (gather(s.weight, s.touched_t) - s.before).contiguous();
-    s.rows.record_updates(s.touched.data(), static_cast<int64_t>(s.touched.size()),
-                          delta.data_ptr<float>(), s.before.data_ptr<float>());
-    if (s.options.on_step)
-      s.options.on_step({Record{s.step, s.layer, Site::kUpdate, stats_of(delta, s.layer)}});
-  }
-  s.observed.clear();
-  s.negatives.clear();
-  ++s.step;
-}
-
 void EmbeddingTracker::step(::torch::optim::Optimizer& optimizer) {
   before_step();
   optimizer.step();
@@ -364,8 +161,36 @@ const EmbeddingRows& EmbeddingTracker::rows() const { return state_->rows; }
 const std::vector<std::pair<int64_t, double>>& EmbeddingTracker::gradient_norms() const {
   return state_->grad_norms;
 }
-const std::vector<int64_t>& EmbeddingTracker::touched_rows() const { return state_->touched; }
-std::vector<std::string> EmbeddingTracker::warnings() const { return state_->warnings; }
+const std::vector<int64_t>& EmbeddingTracker::touched_rows() const {
+  return state_->touched.rows();
+}
+std::vector<std::string> EmbeddingTracker::warnings() const {
+  const State& s = *state_;
+  std::vector<std::string> w = s.warnings;
+  // Verdicts report() cannot reach with the tracker's own options, said here so that their
+  // absence is not read as a clean bill of health.
+  const int64_t tracked = (s.step + s.options.track_every - 1) / s.options.track_every;
+  const int64_t needed = 2 * static_cast<int64_t>(s.options.thresholds.zombie_window) + 1;
+  if (s.options.zombie_rule == ZombieRule::kWindowed && tracked > 0 && tracked < needed)
+    w.push_back(s.who() + "zombie_window " + std::to_string(s.options.thresholds.zombie_window) +
+                " needs " + std::to_string(needed) + " real updates of a row and " +
+                std::to_string(tracked) +
+                " steps were tracked: no row can be judged, ZOMBIE_ROWS is not judged yet");
+  if (s.options.negative_sampler.kind == NegativeSampler::Kind::kPopularity) {
+    uint64_t negatives = 0;
+    bool positives = false;
+    for (int64_t r = 0; r < s.rows.rows(); ++r) {
+      negatives += s.rows.negatives(r);
+      positives = positives || s.rows.lookups(r) > s.rows.negatives(r);
+    }
+    if (negatives > 0 && !positives)
+      w.push_back(s.who() + std::to_string(negatives) +
+                  " negatives marked and no other lookups: the popularity sampler declared has "
+                  "no popularity to follow, so NEGATIVE_SAMPLER_SKEW is not judged (against a "
+                  "uniform sampler it would be)");
+  }
+  return w;
+}
 
 EmbeddingReport EmbeddingTracker::report() const {
   EmbeddingRuleOptions rules;

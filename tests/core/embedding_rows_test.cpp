@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <vector>
 
+#include "../common/error_of.h"
 #include "gradscope/core/embedding_report.h"
 #include "gradscope/core/error.h"
 
@@ -81,6 +84,88 @@ TEST(EmbeddingRows, BadOptionsThrow) {
   EmbeddingRowsOptions o;
   o.velocity_ema = 1.0;
   EXPECT_THROW(EmbeddingRows(4, 2, o), Error);
+}
+
+// Feeds row `row` of `rows` a step of its own gradient and update, drawn from `rng`.
+void feed_row(EmbeddingRows& rows, int64_t row, int step, std::mt19937& rng) {
+  std::normal_distribution<float> n;
+  std::vector<float> g(rows.dim()), d(rows.dim());
+  for (auto& x : g) x = n(rng);
+  for (auto& x : d) x = n(rng);
+  rows.expose(row, step);
+  rows.count_lookups(row, 1 + step % 3, step % 2);
+  rows.record_gradient(row, g.data());
+  rows.record_update(row, d.data(), 1.0);
+}
+
+// Each row's record is written only through its own row: rows fed side by side in one table
+// end with the state of a one-row table fed the same, for widths that leave padding in the
+// record (1, 3, 130) and one that does not (64 -> 464 bytes, padded to 512).
+TEST(EmbeddingRows, NeighbouringRecordsStayApart) {
+  for (int64_t dim : {1, 3, 64, 130}) {
+    constexpr int64_t kRows = 5;
+    EmbeddingRows table(kRows, dim);
+    std::vector<EmbeddingRows> alone(kRows, EmbeddingRows(1, dim));
+    for (int step = 0; step < 40; ++step)
+      for (int64_t r = 0; r < kRows; ++r) {
+        std::mt19937 a(static_cast<unsigned>(1000 * step + r)), b = a;
+        feed_row(table, r, step, a);
+        feed_row(alone[r], 0, step, b);
+      }
+    for (int64_t r = 0; r < kRows; ++r) {
+      SCOPED_TRACE("dim " + std::to_string(dim) + " row " + std::to_string(r));
+      EXPECT_EQ(table.exposure(r), alone[r].exposure(0));
+      EXPECT_EQ(table.lookups(r), alone[r].lookups(0));
+      EXPECT_EQ(table.negatives(r), alone[r].negatives(0));
+      EXPECT_EQ(table.updates(r), alone[r].updates(0));
+      EXPECT_EQ(table.cosines(r), alone[r].cosines(0));
+      EXPECT_EQ(table.snr(r), alone[r].snr(0));
+      EXPECT_EQ(table.velocity(r), alone[r].velocity(0));
+      EXPECT_EQ(table.mean_cosine(r), alone[r].mean_cosine(0));
+      EXPECT_EQ(table.windows(r).last_cosine, alone[r].windows(0).last_cosine);
+    }
+  }
+  EXPECT_EQ(EmbeddingRows::bytes_per_row(64), 512);
+  EXPECT_EQ(EmbeddingRows::bytes_per_row(1), 128);  // 86 bytes, padded to two lines
+}
+
+// A copy (e.g. a vector of tables kept after training) holds the state, not a view of it.
+TEST(EmbeddingRows, ACopyHoldsItsOwnState) {
+  EmbeddingRows rows(3, 4);
+  std::mt19937 rng(3);
+  for (int step = 0; step < 5; ++step) feed_row(rows, 1, step, rng);
+  const EmbeddingRows copy = rows;
+  const double snr = rows.snr(1);
+  feed_row(rows, 1, 5, rng);
+  EXPECT_EQ(copy.exposure(1), 5u);
+  EXPECT_EQ(copy.snr(1), snr);
+  EXPECT_EQ(rows.exposure(1), 6u);
+  EXPECT_EQ(copy.last_seen(0), -1);
+}
+
+// Bad input: a row outside the table is an Error naming it, from every entry point, and the
+// state is left as it was (before, a row past the end wrote into the next allocation).
+TEST(EmbeddingRows, RowsOutsideTheTableAreErrors) {
+  EmbeddingRows rows(10, 2);
+  const float v[2] = {1, 2};
+  const int64_t rows_out[1] = {10};
+  const std::string msg = "embedding rows: row 10 out of range [0, 10)";
+  EXPECT_EQ(test::error_of([&] { rows.expose(10, 0); }), msg);
+  EXPECT_EQ(test::error_of([&] { rows.count_lookups(10, 1, 0); }), msg);
+  EXPECT_EQ(test::error_of([&] { rows.record_gradient(10, v); }), msg);
+  EXPECT_EQ(test::error_of([&] { rows.record_update(10, v, 1.0); }), msg);
+  EXPECT_EQ(test::error_of([&] { rows.record_gradients(rows_out, 1, v); }), msg);
+  EXPECT_EQ(test::error_of([&] { rows.record_updates(rows_out, 1, v, v); }), msg);
+  EXPECT_EQ(test::error_of([&] { (void)rows.exposure(10); }), msg);
+  EXPECT_EQ(test::error_of([&] { (void)rows.snr(10); }), msg);
+  EXPECT_EQ(test::error_of([&] { (void)rows.windows(-1); }),
+            "embedding rows: row -1 out of range [0, 10)");
+  EXPECT_EQ(test::error_of([&] { rows.expose(-1, 0); }),
+            "embedding rows: row -1 out of range [0, 10)");
+  for (int64_t r = 0; r < 10; ++r) EXPECT_EQ(rows.exposure(r), 0u);
+  EmbeddingRows empty(0, 4);
+  EXPECT_EQ(test::error_of([&] { empty.expose(0, 0); }),
+            "embedding rows: row 0 out of range [0, 0)");
 }
 
 // Rows 0-2 alternate (zombies), 3-9 move steadily, 10-11 never exposed, 12 exposed but static.

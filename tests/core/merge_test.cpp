@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "gradscope/core/stats.h"
 #include "test_data.h"
@@ -70,6 +71,31 @@ TEST(Merge, IsAssociativeAndCommutative) {
   expect_same(merge(merge(a, b), c), merge(a, merge(b, c)));
   expect_same(merge(a, b), merge(b, a));
   expect_same(merge(a, Stats{}), a);  // the empty summary is the identity
+}
+
+// A run file can hold any count (damage, or a hand-edited file): merging such summaries
+// saturates at the int64 limits instead of overflowing, which is undefined behaviour (the
+// run_db fuzz target found it: ReportBuilder merges every step of a node).
+TEST(Merge, CountsSaturateAtTheLimitsInsteadOfOverflowing) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const auto all = [](int64_t v) {
+    Stats s;
+    s.count = s.finite = s.nan = s.pos_inf = s.neg_inf = s.zero = s.saturated = v;
+    return s;
+  };
+  const auto counts = [](const Stats& s) {
+    return std::vector<int64_t>{s.count,   s.finite, s.nan,      s.pos_inf,
+                                s.neg_inf, s.zero,   s.saturated};
+  };
+  EXPECT_EQ(counts(merge(all(kMax), all(256))), std::vector<int64_t>(7, kMax));
+  EXPECT_EQ(counts(merge(all(256), all(kMax - 1))), std::vector<int64_t>(7, kMax));
+  EXPECT_EQ(counts(merge(all(kMin), all(-1))), std::vector<int64_t>(7, kMin));
+  EXPECT_EQ(counts(merge(all(kMax), all(kMin))), std::vector<int64_t>(7, -1));  // exact
+  EXPECT_EQ(counts(merge(all(3), all(4))), std::vector<int64_t>(7, 7));
+  EXPECT_EQ(all(kMax).inf(), kMax);
+  EXPECT_EQ(all(kMin).inf(), kMin);
+  EXPECT_EQ(all(5).inf(), 10);
 }
 
 TEST(Merge, StepsOfDifferentDtypesCombine) {

@@ -9,6 +9,8 @@
 
 #include <ATen/Functions.h>
 
+#include <cmath>
+
 #include "../common/error_of.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/embedding.h"
@@ -131,6 +133,136 @@ TEST(EmbeddingTrackerInput, ForwardErrorsNameTheTableOnUntrackedSteps) {
       error_of([&] { bags.forward(at::tensor({1, 2}, at::kLong), at::tensor({0, 5}, at::kLong)); });
   EXPECT_THAT(bad_offsets, StartsWith("embedding 'bag': forward: offsets"));
   EXPECT_THAT(bad_offsets, Not(HasSubstr("Exception raised from")));
+}
+
+// Issue 11, bad input. Out-of-range indices: an Error naming the table and the index, from
+// observe, forward and a bag, with nothing of the refused batch counted.
+TEST(EmbeddingTrackerBadInput, IndicesOutOfRangeNameTheTableAndTheIndex) {
+  Embedding emb = table();
+  EmbeddingTracker tracker(emb, "item");
+  EXPECT_EQ(error_of([&] { tracker.observe(at::tensor({3, -1}, at::kLong)); }),
+            "embedding 'item': index -1 out of range [0, 50)");
+  EXPECT_EQ(error_of([&] { tracker.forward(at::tensor({4, 50}, at::kInt)); }),
+            "embedding 'item': index 50 out of range [0, 50)");
+  tracker.step([] {});
+  EXPECT_TRUE(tracker.touched_rows().empty());
+  EXPECT_EQ(tracker.rows().lookups(3), 0u);
+  EXPECT_EQ(tracker.rows().lookups(4), 0u);
+  ::torch::nn::EmbeddingBag bag(::torch::nn::EmbeddingBagOptions(10, 4));
+  EmbeddingTracker bags(bag, "bag");
+  EXPECT_EQ(error_of([&] {
+              bags.forward(at::tensor({1, 12}, at::kLong), at::tensor({0}, at::kLong));
+            }),
+            "embedding 'bag': index 12 out of range [0, 10)");
+}
+
+// Negatives on a table nothing else looks up: a declared popularity sampler has no
+// popularity to follow, so the skew is not judged, and warnings() says why (before, the
+// report only held a NaN); against a uniform sampler the same negatives are judged.
+TEST(EmbeddingTrackerBadInput, NegativesOnATableWithoutPositivesAreNotJudgedAgainstPopularity) {
+  Embedding emb = table(true);
+  EmbeddingTrackerOptions o;
+  o.negative_sampler.kind = NegativeSampler::Kind::kPopularity;
+  EmbeddingTracker tracker(emb, "item", o);
+  ::torch::optim::SGD opt(emb->parameters(), ::torch::optim::SGDOptions(0.1));
+  at::manual_seed(5);
+  for (int s = 0; s < 20; ++s) {  // 64 negatives a step, all from rows 0-4 of 50
+    opt.zero_grad();
+    tracker.forward(at::randint(0, 5, {64}, at::kLong), Role::kNegative).sum().backward();
+    tracker.step(opt);
+  }
+  const EmbeddingReport rep = tracker.report();
+  EXPECT_TRUE(std::isnan(rep.stats.sampler_tv));
+  for (const auto& d : rep.diagnostics) EXPECT_NE(d.type, "NEGATIVE_SAMPLER_SKEW");
+  EXPECT_THAT(tracker.warnings(),
+              ::testing::Contains(
+                  "embedding 'item': 1280 negatives marked and no other lookups: the popularity "
+                  "sampler declared has no popularity to follow, so NEGATIVE_SAMPLER_SKEW is not "
+                  "judged (against a uniform sampler it would be)"));
+  // Uniform puts 1/50 on each row; all 1280 fell on 5 rows: TV = 1 - 5/50 = 0.9.
+  const EmbeddingReport uniform = tracker.report(EmbeddingRuleOptions{});
+  EXPECT_NEAR(uniform.stats.sampler_tv, 0.9, 1e-12);
+  bool flagged = false;
+  for (const auto& d : uniform.diagnostics) flagged = flagged || d.type == "NEGATIVE_SAMPLER_SKEW";
+  EXPECT_TRUE(flagged);
+}
+
+// Rows 0-4 get gradients of alternating sign (true oscillation), from SGD at lr 0.05.
+void step_flips(EmbeddingTracker& tracker, Embedding& emb, int steps) {
+  ::torch::optim::SGD opt(emb->parameters(), ::torch::optim::SGDOptions(0.05));
+  const int64_t dim = emb->weight.size(1);
+  const at::Tensor u = at::ones({dim}) / std::sqrt(static_cast<double>(dim));
+  for (int s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    const double sign = (tracker.current_step() % 2) ? -1.0 : 1.0;
+    (sign * (tracker.forward(at::arange(5, at::kLong)) * u).sum()).backward();
+    tracker.step(opt);
+  }
+}
+
+bool has_zombies(const EmbeddingReport& rep) {
+  for (const auto& d : rep.diagnostics)
+    if (d.type == "ZOMBIE_ROWS") return true;
+  return false;
+}
+
+// K (zombie_window) longer than the run: no row can have the 2K + 1 real updates the rule
+// needs, so ZOMBIE_ROWS is absent although rows flip at every step; warnings() says it was not
+// judged (before, only zombie_rows_judged = 0 did), and the verdict comes once the run is long
+// enough.
+TEST(EmbeddingTrackerBadInput, AZombieWindowLongerThanTheRunIsSaidNotJudged) {
+  Embedding emb = table();
+  EmbeddingTracker tracker(emb, "item");  // zombie_window 16: 33 updates needed
+  step_flips(tracker, emb, 20);
+  EXPECT_EQ(tracker.report().stats.zombie_rows_judged, 0);
+  EXPECT_FALSE(has_zombies(tracker.report()));
+  EXPECT_THAT(tracker.warnings(),
+              ::testing::ElementsAre("embedding 'item': zombie_window 16 needs 33 real updates "
+                                     "of a row and 20 steps were tracked: no row can be judged, "
+                                     "ZOMBIE_ROWS is not judged yet"));
+  step_flips(tracker, emb, 20);
+  const EmbeddingReport rep = tracker.report();
+  EXPECT_EQ(rep.stats.zombie_rows_judged, 5);
+  EXPECT_EQ(rep.stats.zombie_rows, 5);
+  EXPECT_TRUE(has_zombies(rep));
+  EXPECT_TRUE(tracker.warnings().empty());
+  EmbeddingTrackerOptions every4;
+  every4.track_every = 4;  // 40 steps, 10 of them tracked
+  Embedding other = table();
+  EmbeddingTracker sparse_tracking(other, "other", every4);
+  step_flips(sparse_tracking, other, 40);
+  EXPECT_THAT(sparse_tracking.warnings(),
+              ::testing::ElementsAre(HasSubstr("10 steps were tracked")));
+}
+
+// A table of dim 1: cosines between updates are +-1 and the chance level of a window's mean
+// is 1 / sqrt(16), so the cosine threshold is -3 / 4; flipping rows are flagged, rows whose
+// sign is a coin toss are not, and one possible rank is no collapse.
+TEST(EmbeddingTrackerBadInput, ATableOfDimOneIsJudgedAgainstItsOwnChanceLevel) {
+  at::manual_seed(9);
+  Embedding emb(EmbeddingOptions(25, 1));
+  EmbeddingTracker tracker(emb, "scalar");
+  ::torch::optim::SGD opt(emb->parameters(), ::torch::optim::SGDOptions(0.05));
+  for (int s = 0; s < 60; ++s) {
+    opt.zero_grad();
+    const at::Tensor e = tracker.forward(at::arange(25, at::kLong));
+    const at::Tensor coin = at::randint(0, 2, {20, 1}).mul(2).sub(1);  // rows 5-24: noise
+    const double sign = s % 2 ? -1.0 : 1.0;                             // rows 0-4: flips
+    (sign * e.slice(0, 0, 5).sum() + (coin * e.slice(0, 5, 25)).sum()).backward();
+    tracker.step(opt);
+  }
+  const EmbeddingReport rep = tracker.report();
+  ASSERT_TRUE(has_zombies(rep));
+  const EmbeddingDiagnostic& z = rep.diagnostics.front();
+  EXPECT_EQ(z.example_rows, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  for (const auto& [name, value] : z.evidence) {
+    if (name == "cosine_threshold") {
+      EXPECT_DOUBLE_EQ(value, -0.75);
+    }
+  }
+  EXPECT_EQ(rep.stats.zombie_rows_judged, 25);
+  EXPECT_DOUBLE_EQ(rep.stats.effective_rank, 1.0);
+  for (const auto& d : rep.diagnostics) EXPECT_NE(d.type, "REPRESENTATION_COLLAPSE");
 }
 
 }  // namespace

@@ -266,8 +266,10 @@ TEST(EmbeddingTracker, BadInput) {
   EXPECT_EQ(tracker.rows().updates(4), 1u);
   EXPECT_NEAR(tracker.rows().velocity(4), 0.1 * 2.0, 1e-6);  // ||delta|| = sqrt(4)
   EXPECT_TRUE(std::isnan(tracker.gradient_norms().back().second));
-  ASSERT_EQ(tracker.warnings().size(), 1u);
+  // One warning for the undefined gradient; the other says 2 steps cannot judge zombies.
+  ASSERT_EQ(tracker.warnings().size(), 2u);
   EXPECT_NE(tracker.warnings()[0].find("gradient undefined"), std::string::npos);
+  EXPECT_NE(tracker.warnings()[1].find("2 steps were tracked"), std::string::npos);
   EXPECT_THROW(tracker.after_step(), Error);
 }
 
@@ -362,6 +364,44 @@ TEST(EmbeddingTrackerLookups, CountsEveryOccurrenceAndNegativesApartFromExposure
   const EmbeddingReport rep = tracker.report();
   EXPECT_EQ(rep.stats.negative_lookups, 7);
   EXPECT_EQ(rep.stats.lookups, 5 + 2 + 2 + 2 + 4);  // rows 1, 2, 3, 5 and 7
+}
+
+// Batches of 1,500 indices (repeats, negatives, the padding row) into 70,000 rows: the
+// touched rows and every count match a plain count, whatever way the tracker sorts them.
+TEST(EmbeddingTrackerLookups, LargeBatchesOfLargeRowIdsCountExactly) {
+  constexpr int64_t kTableRows = 70000;
+  at::manual_seed(4);
+  Embedding emb(EmbeddingOptions(kTableRows, 2).padding_idx(3).sparse(true));
+  EmbeddingTracker tracker(emb, "items");
+  ::torch::optim::SGD opt(emb->parameters(), ::torch::optim::SGDOptions(0.1));
+  std::vector<uint32_t> lookups(kTableRows), negs(kTableRows), exposure(kTableRows);
+  for (int s = 0; s < 4; ++s) {
+    // Popular rows repeat, the rest spread over every byte of the row ids.
+    at::Tensor pos = at::cat({at::randint(0, 40, {700}, at::kLong),
+                              at::randint(0, kTableRows, {700}, at::kLong),
+                              at::full({3}, 3, at::kLong),
+                              at::full({2}, kTableRows - 1, at::kLong)});
+    at::Tensor neg = at::randint(0, 300, {95}, at::kLong);
+    opt.zero_grad();
+    (tracker.forward(pos).sum() + tracker.forward(neg, Role::kNegative).sum()).backward();
+    tracker.step(opt);
+    std::set<int64_t> seen;
+    for (int64_t i = 0; i < pos.numel(); ++i) seen.insert(pos[i].item<int64_t>());
+    for (int64_t i = 0; i < neg.numel(); ++i) seen.insert(neg[i].item<int64_t>());
+    seen.erase(3);
+    for (int64_t i = 0; i < pos.numel(); ++i) lookups[pos[i].item<int64_t>()] += 1;
+    for (int64_t i = 0; i < neg.numel(); ++i)
+      lookups[neg[i].item<int64_t>()] += 1, negs[neg[i].item<int64_t>()] += 1;
+    for (int64_t r : seen) exposure[r] += 1;
+    EXPECT_EQ(tracker.touched_rows(), std::vector<int64_t>(seen.begin(), seen.end()));
+  }
+  lookups[3] = negs[3] = 0;  // the padding row is not counted
+  for (int64_t r = 0; r < kTableRows; ++r) {
+    ASSERT_EQ(tracker.rows().lookups(r), lookups[r]) << r;
+    ASSERT_EQ(tracker.rows().negatives(r), negs[r]) << r;
+    ASSERT_EQ(tracker.rows().exposure(r), exposure[r]) << r;
+    ASSERT_EQ(tracker.rows().gradients(r), exposure[r]) << r;
+  }
 }
 
 }  // namespace

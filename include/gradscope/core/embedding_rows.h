@@ -1,4 +1,4 @@
-// EmbeddingRows: per-row training dynamics of one embedding table, in flat arrays.
+// EmbeddingRows: per-row training dynamics of one embedding table, one record per row.
 //
 //   gradscope::EmbeddingRows rows(num_embeddings, dim);     // zeroed state
 //   rows.expose(row, step);                                 // the row was in this batch
@@ -10,8 +10,9 @@
 //
 // Standard library only: the LibTorch tracker (gradscope/torch/embedding.h) gathers the
 // touched rows and feeds them here, so every update is O(dim) and never touches other rows.
-// Bytes per row: 80 + 6 x dim (80 bytes of counters and running sums, gradient mean 4 x dim
-// as float32, previous update 2 x dim as bfloat16). dim 64: 464 bytes; 10M rows: 4.6 GB.
+// A row's record: 80 bytes of counters and running sums, its gradient mean (4 x dim, float32)
+// and its previous update (2 x dim, bfloat16), padded to whole 64-byte cache lines. dim 64:
+// 512 bytes; 10M rows: 5.1 GB. Row indices outside [0, rows) throw Error.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +46,8 @@ class EmbeddingRows {
   /// Zeroed state for `rows` x `dim`. Throws Error for negative sizes or bad EMA rates.
   EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions options = {});
 
-  /// Bytes of state per row for a table of width `dim`.
-  static constexpr int64_t bytes_per_row(int64_t dim) { return 80 + 6 * dim; }
+  /// Bytes of state per row for a table of width `dim`: 80 + 6 x dim rounded up to 64.
+  static constexpr int64_t bytes_per_row(int64_t dim) { return (80 + 6 * dim + 63) / 64 * 64; }
 
   int64_t rows() const { return rows_; }
   int64_t dim() const { return dim_; }
@@ -74,30 +75,30 @@ class EmbeddingRows {
   /// the row's gradient). NaN with fewer than two gradients; +Inf for zero variance.
   double snr(int64_t row) const;
 
-  uint32_t exposure(int64_t row) const { return scalars_[row].exposure; }
+  uint32_t exposure(int64_t row) const { return scalars(row).exposure; }
   /// Last step the row was exposed, -1 when never.
-  int32_t last_seen(int64_t row) const { return scalars_[row].last_seen; }
-  float velocity(int64_t row) const { return scalars_[row].velocity; }
-  float oscillation(int64_t row) const { return scalars_[row].oscillation; }
+  int32_t last_seen(int64_t row) const { return scalars(row).last_seen; }
+  float velocity(int64_t row) const { return scalars(row).velocity; }
+  float oscillation(int64_t row) const { return scalars(row).oscillation; }
   /// Steps in which the row really changed (see update_ratio_lo).
-  uint32_t updates(int64_t row) const { return scalars_[row].updates; }
-  uint32_t gradients(int64_t row) const { return scalars_[row].gradients; }
+  uint32_t updates(int64_t row) const { return scalars(row).updates; }
+  uint32_t gradients(int64_t row) const { return scalars(row).gradients; }
   /// Occurrences in batches (all roles), and those drawn as negatives.
-  uint32_t lookups(int64_t row) const { return scalars_[row].lookups; }
-  uint32_t negatives(int64_t row) const { return scalars_[row].negatives; }
+  uint32_t lookups(int64_t row) const { return scalars(row).lookups; }
+  uint32_t negatives(int64_t row) const { return scalars(row).negatives; }
   /// Cosines between consecutive real updates so far, and their mean (NaN when none).
-  uint32_t cosines(int64_t row) const { return scalars_[row].cosines; }
+  uint32_t cosines(int64_t row) const { return scalars(row).cosines; }
   double mean_cosine(int64_t row) const;
   ZombieWindows windows(int64_t row) const;
 
- private:
-  void prefetch(int64_t row) const;
+  /// The parts of a row's record one pass reads: kGradient (counters and gradient mean, for
+  /// expose, count_lookups, record_gradient) or kUpdate (counters and previous update).
+  enum class Part { kGradient, kUpdate };
+  /// Asks the CPU to start loading `part` of the row's record (no effect on the state):
+  /// a loop over scattered rows calls it a few rows ahead.
+  void prefetch(int64_t row, Part part) const;
 
-  int64_t rows_, dim_;
-  EmbeddingRowsOptions options_;
-  // A row's scalars sit together (80 bytes), so a touched row costs three memory pages
-  // (scalars, gradient mean, previous update), not a page per counter, on a table larger
-  // than the caches.
+ private:
   struct Scalars {
     double cosine_sum = 0;           // over the whole run (a float would drift past ~1e5 terms)
     uint32_t exposure = 0;
@@ -111,9 +112,43 @@ class EmbeddingRows {
     uint16_t window_n = 0, windows = 0;
     float last_cosine = 0, last_norm = 0, prior_cosine = 0, prior_norm = 0;  // window means
   };
-  std::vector<Scalars> scalars_;
-  std::vector<float> grad_mean_;     // rows x dim
-  std::vector<uint16_t> prev_update_;  // rows x dim, bfloat16
+  // One record per row (Scalars, gradient mean, previous update), so that a touched row on a
+  // table larger than the caches costs one page and its TLB entry, not three; records start
+  // on cache lines, so a pass reads only the lines of its part.
+  struct alignas(64) Line {
+    unsigned char bytes[64];
+  };
+
+  void check_row(int64_t row) const {
+    if (static_cast<uint64_t>(row) >= static_cast<uint64_t>(rows_)) out_of_range(row);
+  }
+  [[noreturn]] void out_of_range(int64_t row) const;
+  const unsigned char* record(int64_t row) const {
+    return reinterpret_cast<const unsigned char*>(lines_.data()) + row * stride_;
+  }
+  unsigned char* record(int64_t row) {
+    return reinterpret_cast<unsigned char*>(lines_.data()) + row * stride_;
+  }
+  const Scalars& scalars(int64_t row) const {
+    check_row(row);
+    return *reinterpret_cast<const Scalars*>(record(row));
+  }
+  Scalars& scalars(int64_t row) {
+    check_row(row);
+    return *reinterpret_cast<Scalars*>(record(row));
+  }
+  float* grad_mean(int64_t row) { return reinterpret_cast<float*>(record(row) + kMeanOffset); }
+  const float* grad_mean(int64_t row) const {
+    return reinterpret_cast<const float*>(record(row) + kMeanOffset);
+  }
+  uint16_t* prev_update(int64_t row) {
+    return reinterpret_cast<uint16_t*>(record(row) + kMeanOffset + 4 * dim_);
+  }
+
+  static constexpr int64_t kMeanOffset = 80;  // sizeof(Scalars)
+  int64_t rows_, dim_, stride_;
+  EmbeddingRowsOptions options_;
+  std::vector<Line> lines_;
 };
 
 /// sum x_i^2 over n floats (eight float lanes, summed in double; rows are short).

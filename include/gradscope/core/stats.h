@@ -44,7 +44,8 @@ struct Stats {
   double max_abs = 0.0;
 
   bool has_finite() const { return finite > 0; }
-  int64_t inf() const { return pos_inf + neg_inf; }
+  /// pos_inf + neg_inf (saturating, like merge()).
+  int64_t inf() const;
   /// Mean of finite values; NaN when there is none (so is every derived value below).
   double mean() const;
   double mean_abs() const;
@@ -72,6 +73,7 @@ Stats compute_and_copy(const TensorView& view, void* out, const StatsOptions& op
 Stats compute_difference(const TensorView& a, const TensorView& b, const StatsOptions& options = {});
 
 /// Combines two summaries; associative and commutative up to floating-point rounding of sums.
+/// Counts saturate at the int64 limits (only a damaged run file gets near them).
 Stats merge(const Stats& a, const Stats& b);
 
 /// True when this CPU and build can run the AVX2 kernel.

@@ -14,7 +14,7 @@
 // Per tracked step, only the rows in the batch (touched rows) are read: their gradient after
 // backward, their values before and after the optimizer step (the real update), in
 // O(touched rows x dim). Updates to rows outside the batch (momentum on dense optimizers) are
-// not seen. State: gradscope::EmbeddingRows, 80 + 6 x dim bytes per row.
+// not seen. State: gradscope::EmbeddingRows, 80 + 6 x dim bytes per row padded to 64.
 //
 // Lookups are counted two ways: exposure (once per step a row is in the batch) and lookups
 // (every occurrence); those observed with Role::kNegative also count as negatives, which
@@ -136,6 +136,10 @@ class EmbeddingTracker {
   /// uses options' thresholds, zombie_rule and negative_sampler.
   EmbeddingReport report(const EmbeddingRuleOptions& rules) const;
   EmbeddingReport report() const;
+  /// What the tracker could not measure (an undefined gradient at a tracked step) and which
+  /// verdicts its options make unreachable so far: a zombie_window needing more real updates
+  /// than the steps tracked, negatives on a table with no other lookups for a popularity
+  /// sampler. O(rows) when a popularity sampler is declared.
   std::vector<std::string> warnings() const;
 
   struct State;

@@ -1,0 +1,25 @@
+// The seed corpus of the fuzz targets, written at test time by the fuzz_seeds program into
+// <out>/<target>/<name>: files gradscope itself writes, and hand-made damage, each named for
+// what it is. Nothing here is committed: the seeds follow the writers as they change.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace gradscope::fuzz {
+
+/// Writes `bytes` as `dir`/`name` (creating `dir`). Throws Error naming the file on failure.
+void write_seed(const std::filesystem::path& dir, const std::string& name, std::string_view bytes);
+/// The bytes of `file`; throws Error naming it when it cannot be read.
+std::string read_bytes(const std::filesystem::path& file);
+
+/// <out>/run_db: runs (strict, hostile, non-finite, killed mid-write with their WAL, damaged);
+/// <out>/wal: the write-ahead logs of killed runs, whole and damaged. `work`: scratch folder.
+void write_run_seeds(const std::filesystem::path& out, const std::filesystem::path& work);
+
+/// <out>/embedding_json: summaries saved by save_embedding_summary from real embedding rows,
+/// and hand-made JSON (wrong types, sizes that disagree, deep nesting, other versions).
+void write_embedding_seeds(const std::filesystem::path& out, const std::filesystem::path& work);
+
+}  // namespace gradscope::fuzz
