@@ -3,6 +3,8 @@
 # committed). Idempotent: silent when everything is already there.
 #   data/digits.csv         sklearn digits, 1797 rows x (64 pixels + label), from python3-sklearn
 #   data/breast_cancer.csv  sklearn breast cancer, from python3-sklearn
+#   data/diabetes.csv       sklearn diabetes (442 rows, 10 raw features + target), from
+#                           python3-sklearn, with a header row: age,sex,bmi,...,s6,target
 #   data/movielens.csv      MovieLens ratings from r-cran-dslabs (see below)
 # Usage: fetch-data.sh [movielens]. Without an argument a failure to get MovieLens only warns
 # (the demo then falls back to the digits pixels); with `movielens` it is an error.
@@ -12,7 +14,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 data="${GRADSCOPE_DATA_DIR:-$root/data}"
 mkdir -p "$data"
 
-have_sklearn() { [ -s "$data/digits.csv" ] && [ -s "$data/breast_cancer.csv" ]; }
+have_sklearn() { [ -s "$data/digits.csv" ] && [ -s "$data/breast_cancer.csv" ] && [ -s "$data/diabetes.csv" ]; }
 
 if ! have_sklearn; then
   echo "fetch-data: extracting sklearn datasets from Debian's python3-sklearn"
@@ -29,6 +31,11 @@ if ! have_sklearn; then
   [ -n "$src" ] || { echo "fetch-data: sklearn datasets not found in the package" >&2; exit 3; }
   gzip -dc "$src/digits.csv.gz" > "$data/digits.csv.part" && mv "$data/digits.csv.part" "$data/digits.csv"
   cp "$src/breast_cancer.csv" "$data/breast_cancer.csv"
+  # Diabetes comes as two space-separated files (features, target): one CSV with names.
+  { echo "age,sex,bmi,bp,s1,s2,s3,s4,s5,s6,target"
+    paste -d ' ' <(gzip -dc "$src/diabetes_data_raw.csv.gz") <(gzip -dc "$src/diabetes_target.csv.gz") |
+      awk '{ $1 = $1; gsub(/ /, ","); print }'; } > "$data/diabetes.csv.part"
+  mv "$data/diabetes.csv.part" "$data/diabetes.csv"
   echo "fetch-data: wrote $data/digits.csv ($(wc -l < "$data/digits.csv") rows)"
 fi
 

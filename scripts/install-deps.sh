@@ -15,6 +15,8 @@ packages=(
   libcli11-dev            # command line
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  libxgboost-dev xgboost  # boosted trees: live XGBoost training through its C API (issue 12),
+                          # and the xgboost CLI that trains models for the reader tests
   clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and clang's ASan/UBSan runtimes
                             # (tests/fuzz; clang does not pull the runtimes in by itself)
   chromium                # browser tests of the HTML report (driven by npm playwright-core)

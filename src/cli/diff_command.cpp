@@ -1,15 +1,18 @@
 // gradscope diff RUN_A RUN_B: which nodes changed health between two runs, and how far their
-// gradient norms moved. Exit 1 when some node is worse in RUN_B.
+// gradient norms moved; for two tree runs, which tree findings each has and how their losses
+// compare. Exit 1 when some node is worse in RUN_B, or RUN_B has a tree finding RUN_A has not.
 #include <fmt/format.h>
 
 #include <array>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <unordered_map>
 
 #include "commands.h"
 #include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
+#include "gradscope/io/tree_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -26,6 +29,37 @@ double gradient_l2(const NodeReport* n) {
   return std::isnan(n->param_grad_l2) ? n->out_grad_l2 : n->param_grad_l2;
 }
 
+// The tree findings of A and B, one line per flag either has; returns the flags new in B.
+int diff_trees(const TreeRunSummary& a, const TreeRunSummary& b) {
+  auto label = [](const TreeRunSummary& s, TreeFlag flag) -> std::string {
+    for (const TreeFinding& f : s.report.findings)
+      if (f.flag == flag) return tree_finding_label(s.report, f);
+    return "-";
+  };
+  int worse = 0;
+  std::cout << "\ntree findings (A -> B):\n";
+  for (int i = 0; i < kTreeFlagCount; ++i) {
+    const TreeFlag flag = static_cast<TreeFlag>(i);
+    const std::string la = label(a, flag), lb = label(b, flag);
+    if (la == "-" && lb == "-") continue;
+    const bool new_in_b = la == "-";
+    worse += new_in_b;
+    std::cout << fmt::format("  {:<13} {} -> {}{}\n", tree_flag_name(flag), la, lb,
+                             new_in_b    ? "  worse"
+                             : lb == "-" ? "  better"
+                                         : "");
+  }
+  const RoundDynamics* la = a.report.per_round.empty() ? nullptr : &a.report.per_round.back();
+  const RoundDynamics* lb = b.report.per_round.empty() ? nullptr : &b.report.per_round.back();
+  if (la && lb)
+    std::cout << fmt::format(
+        "  rounds {} -> {}; last round's training loss {} -> {}, validation loss {} -> {}\n",
+        a.report.rounds, b.report.rounds, format_measure(la->train_loss),
+        format_measure(lb->train_loss), format_measure(la->valid_loss),
+        format_measure(lb->valid_loss));
+  return worse;
+}
+
 std::string ratio_text(double a, double b) {
   if (!std::isfinite(a) || !std::isfinite(b)) return "-";
   if (a == 0) return b == 0 ? "x1" : "new";
@@ -34,6 +68,14 @@ std::string ratio_text(double a, double b) {
 
 int run_diff(const DiffOptions& opt) {
   const LoadedRun a = load_run(opt.run_a, opt.partial), b = load_run(opt.run_b, opt.partial);
+  const std::optional<TreeRunSummary> trees_a = load_tree_summary(a.path),
+                                      trees_b = load_tree_summary(b.path);
+  if (trees_a && trees_b) {  // their nodes are rounds and features: compare the findings
+    for (const LoadedRun* run : {&a, &b})
+      std::cout << (run == &a ? "A: " : "B: ") << terminal_text(run->path) << "  (" << run->steps
+                << " rounds)\n";
+    return diff_trees(*trees_a, *trees_b) > 0 ? kExitUnhealthy : kExitOk;
+  }
   std::unordered_map<std::string, const NodeReport*> in_a, in_b;
   for (const NodeReport& n : a.report.nodes) in_a[n.node] = &n;
   for (const NodeReport& n : b.report.nodes) in_b[n.node] = &n;

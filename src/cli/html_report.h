@@ -8,11 +8,11 @@
 
 namespace gradscope::cli {
 
-/// What the report shows of `run` and `embedding` (null: the run has none); the result points
-/// into both. Inline, so that the fuzz targets render the same page without the chart
-/// libraries this file's .cpp builds in.
-inline HtmlReportInput html_report_input(const LoadedRun& run,
-                                         const EmbeddingRunSummary* embedding) {
+/// What the report shows of `run`, `embedding` and `trees` (null: the run has none); the result
+/// points into all three. Inline, so that the fuzz targets render the same page without the
+/// chart libraries this file's .cpp builds in.
+inline HtmlReportInput html_report_input(const LoadedRun& run, const EmbeddingRunSummary* embedding,
+                                         const TreeRunSummary* trees = nullptr) {
   HtmlReportInput in;
   in.run_path = run.path;
   in.meta = &run.meta;
@@ -21,13 +21,14 @@ inline HtmlReportInput html_report_input(const LoadedRun& run,
   in.flow = &run.flow;
   in.series = &run.series;
   in.embedding = embedding;
+  in.trees = trees;
   return in;
 }
 
-/// Renders `run` (and <run>/embedding.json when present) into `output`, a self-contained
-/// page with the chart libraries built into this binary. With `spec_dir`, also writes each
-/// chart's Vega-Lite spec there as <chart>.json. Returns the number of charts. Throws Error
-/// naming a file that cannot be written.
+/// Renders `run` (and <run>/embedding.json, <run>/trees.json when present) into `output`, a
+/// self-contained page with the chart libraries built into this binary. With `spec_dir`, also
+/// writes each chart's Vega-Lite spec there as <chart>.json. Returns the number of charts. Throws
+/// Error naming a file that cannot be written.
 int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir = {});
 
 }  // namespace gradscope::cli

@@ -2,14 +2,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <optional>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
 #include "gradscope/io/safe_text.h"
+#include "gradscope/io/tree_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -42,13 +43,22 @@ int run_ls(const LsOptions& opt) {
     try {
       const LoadedRun run = load_run(r.string(), false);
       const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
-      std::string health = run_unhealthy(run.report, run.flow, embedding ? &*embedding : nullptr) ? "unhealthy" : "healthy";
+      const std::optional<TreeRunSummary> trees = load_tree_summary(run.path);
+      const TreeRunSummary* tree_run = trees ? &*trees : nullptr;
+      std::string health =
+          run_unhealthy(run.report, run.flow, embedding ? &*embedding : nullptr, tree_run)
+              ? "unhealthy"
+              : "healthy";
       const auto flagged = run.report.flagged_worst_first();
       if (!flagged.empty())
         health += fmt::format(": {} flagged, worst {} [{}]", flagged.size(), terminal_text(flagged.front()->node),
                               flagged.front()->flags.join());
-      health += fmt::format("; gradient flow {}", flow_health_name(run.flow.health));
-      health += embedding_verdict(embedding ? &*embedding : nullptr);
+      // A tree run has no gradients to speak of: its rounds speak instead.
+      if (tree_run)
+        health += fmt::format("; {} boosting rounds", tree_run->report.rounds);
+      else
+        health += fmt::format("; gradient flow {}", flow_health_name(run.flow.health));
+      health += embedding_verdict(embedding ? &*embedding : nullptr) + tree_verdict(tree_run);
       if (run.meta.end_time.empty()) health += " (not closed)";
       std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", name, w, run.steps, run.report.nodes.size(),
                                terminal_text(run.meta.start_time), health);

@@ -1,6 +1,7 @@
 // gradscope report RUN: the node table with flags, the gradient-flow health, the embedding
-// tables' findings when the run saved them, and what to do. Exit 1 when the run is unhealthy,
-// so a CI job can gate on it.
+// tables' findings when the run saved them, and what to do; for a tree run (trees.json), the
+// round timeline and the tree findings instead of the node table. Exit 1 when the run is
+// unhealthy, so a CI job can gate on it.
 #include <iostream>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
 #include "gradscope/io/table.h"
+#include "gradscope/io/tree_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -23,18 +25,24 @@ int run_report(const ReportOptions& opt) {
   const LoadedRun run = load_run(opt.run, opt.partial);
   const std::optional<EmbeddingRunSummary> saved = load_embedding_summary(run.path);
   const EmbeddingRunSummary* embedding = saved ? &*saved : nullptr;
+  const std::optional<TreeRunSummary> tree_run = load_tree_summary(run.path);
+  const TreeRunSummary* trees = tree_run ? &*tree_run : nullptr;
   if (opt.json) {
-    std::cout << render_run_json(run.meta, run.report, run.flow, embedding);
+    std::cout << render_run_json(run.meta, run.report, run.flow, embedding, trees);
   } else if (opt.csv) {
     std::cout << render_csv(run.report);
   } else {
-    // The node table's own verdict would speak for the nodes only: the run's comes last.
-    std::cout << render_run_header(run.meta, run.path) << render_table(run.report, false)
-              << render_flow_summary(run.flow);
+    std::cout << render_run_header(run.meta, run.path);
+    // A tree run's nodes are rounds, features and losses: the tree rules judge them.
+    if (trees)
+      std::cout << render_tree_timeline(*trees) << render_tree_findings(*trees);
+    else
+      std::cout << render_table(run.report, false) << render_flow_summary(run.flow);
     if (embedding) std::cout << render_embedding_findings(*embedding);
-    std::cout << "\n" << render_run_verdict(run.report, run.flow, embedding) << "\n";
+    // The node table's own verdict would speak for the nodes only: the run's comes last.
+    std::cout << "\n" << render_run_verdict(run.report, run.flow, embedding, trees) << "\n";
   }
-  return run_unhealthy(run.report, run.flow, embedding) ? kExitUnhealthy : kExitOk;
+  return run_unhealthy(run.report, run.flow, embedding, trees) ? kExitUnhealthy : kExitOk;
 }
 
 }  // namespace

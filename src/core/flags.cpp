@@ -12,6 +12,10 @@ const char* site_name(Site site) {
     case Site::kEmbeddingRows: return "embedding_rows";
     case Site::kFrozenParam: return "frozen_param";
     case Site::kPreActivation: return "pre_activation";
+    case Site::kRoundOutput: return "round_output";
+    case Site::kLeafValue: return "leaf_value";
+    case Site::kSplitGain: return "split_gain";
+    case Site::kRowLoss: return "row_loss";
   }
   return "invalid";
 }

@@ -136,13 +136,19 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   const bool has_params = param.steps > 0 || frozen.steps > 0;
   const bool saw_grad = site(param_grad_site).seen;
   const bool saw_activity = act.seen || site(Site::kOutputGrad).seen || saw_grad;
+  // A boosted-tree node has data; the tree rules (tree_dynamics.h) judge it, not these.
+  bool tree_node = false;
+  for (int i = 0; i < kSiteCount; ++i) {
+    const bool seen = n.sites[static_cast<std::size_t>(i)].seen;
+    tree_node = tree_node || (is_tree_site(static_cast<Site>(i)) && seen);
+  }
   if (has_params && !saw_grad && (frozen.steps > 0 || act.seen)) {
     raise({Flag::kFrozen, frozen.steps ? Site::kFrozenParam : Site::kParam, n.first_step, 0, 0,
            "parameter gradients recorded",
            frozen.steps ? "parameters do not require gradients" : "ran forward, no gradient reached it"});
-  } else if (!saw_activity ||
+  } else if (!tree_node && (!saw_activity ||
              (act.total.count == 0 && site(Site::kOutputGrad).total.count == 0 &&
-              site(param_grad_site).total.count == 0)) {
+              site(param_grad_site).total.count == 0))) {
     raise({Flag::kNoData, Site::kActivation, -1, 0, 0, "activation or gradient elements recorded", {}});
   }
   if (r.flags.empty()) r.flags.insert(Flag::kHealthy);

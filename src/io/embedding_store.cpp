@@ -1,16 +1,11 @@
 #include "gradscope/io/embedding_store.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "gradscope/core/error.h"
 #include "internal/embedding_codec.h"
-#include "internal/regular_file.h"
+#include "internal/side_file.h"
 
 namespace gradscope {
 namespace {
@@ -136,14 +131,6 @@ EmbeddingRunSummary summary_from_json(const Json& doc) {
   return s;
 }
 
-// The run directory of `dir`, which may name the run's run.db instead.
-fs::path run_dir(const std::string& dir) {
-  const fs::path p(dir);
-  std::error_code ec;
-  if (p.filename() == "run.db" || fs::is_regular_file(p, ec)) return p.parent_path();
-  return p;
-}
-
 // "embedding file '<path>': " + what.
 Error file_error(const fs::path& path, const std::string& what) {
   return Error("embedding file '" + path.string() + "': " + what);
@@ -152,7 +139,7 @@ Error file_error(const fs::path& path, const std::string& what) {
 }  // namespace
 
 void save_embedding_summary(const std::string& dir, const EmbeddingRunSummary& summary) {
-  const fs::path folder = run_dir(dir), path = folder / kFileName;
+  const fs::path folder = internal::run_folder(dir), path = folder / kFileName;
   const Json doc = summary_to_json(summary);
   // What load would refuse is not written: a file gradscope wrote always loads.
   try {
@@ -160,39 +147,19 @@ void save_embedding_summary(const std::string& dir, const EmbeddingRunSummary& s
   } catch (const Error& e) {
     throw file_error(path, e.what());
   }
-  std::error_code ec;
-  fs::create_directories(folder, ec);
-  if (ec) throw file_error(path, "cannot create the folder: " + ec.message());
-  // Written beside the target, then renamed over it: a reader sees the old file or the new.
-  const fs::path part = folder / (std::string(kFileName) + ".part" + std::to_string(getpid()));
-  {
-    std::ofstream out(part, std::ios::binary | std::ios::trunc);
-    if (!out) throw file_error(path, std::string("cannot write: ") + std::strerror(errno));
-    out << doc.dump(1) << '\n';
-    out.close();
-    if (!out) {
-      fs::remove(part, ec);
-      throw file_error(path, "write failed");
-    }
-  }
-  fs::rename(part, path, ec);
-  if (ec) {
-    fs::remove(part, ec);
-    throw file_error(path, "cannot replace: " + ec.message());
+  try {
+    internal::replace_file(folder, kFileName, doc.dump(1) + "\n");
+  } catch (const Error& e) {
+    throw file_error(path, e.what());
   }
 }
 
 std::optional<EmbeddingRunSummary> load_embedding_summary(const std::string& dir) {
-  const fs::path path = run_dir(dir) / kFileName;
+  const fs::path path = internal::run_folder(dir) / kFileName;
   try {
-    const std::optional<std::string> text = internal::read_regular_file(path.string(), kMaxEmbeddingFileBytes);
-    if (!text) return std::nullopt;
-    return summary_from_json(internal::parse_bounded(*text, kMaxDepth, kMaxMembers));
-  } catch (const Json::exception& e) {
-    // Text that is not JSON. nlohmann's messages start with "[json.exception.<kind>.<id>] ".
-    const std::string what = e.what();
-    const auto end = what.find("] ");
-    throw file_error(path, "malformed: " + (end == std::string::npos ? what : what.substr(end + 2)));
+    const auto doc = internal::read_side_json(path, kMaxEmbeddingFileBytes, kMaxDepth, kMaxMembers);
+    if (!doc) return std::nullopt;
+    return summary_from_json(*doc);
   } catch (const Error& e) {
     throw file_error(path, e.what());
   }

@@ -14,6 +14,7 @@
 #include "gradscope/io/table.h"
 #include "gradscope/version.h"
 #include "internal/html_theme.h"
+#include "internal/html_trees.h"
 
 namespace gradscope {
 namespace {
@@ -115,7 +116,8 @@ std::string node_table(const Report& report) {
 // What to do: the worst flagged nodes, each flag's advice with its evidence (the rest are in
 // the node table), then each embedding finding with its action. The gradient-flow
 // recommendations fold away (they repeat per node).
-std::string recommendations(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding) {
+std::string recommendations(const Report& report, const FlowSummary& flow,
+                            const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {
   constexpr std::size_t kShown = 3;
   const std::vector<const NodeReport*> flagged = report.flagged_worst_first();
   std::string items;
@@ -137,12 +139,15 @@ std::string recommendations(const Report& report, const FlowSummary& flow, const
           "<li><b class=\"mono\">{}</b> <span class=\"flag failing\">{}</span><ul><li>{} What to do: {}"
           "<div class=\"evidence\">{}</div></li></ul></li>\n",
           esc(embedding->tables[i].report.layer), esc(d.type), esc(d.implies), esc(what_to_do(d)), esc(d.premise));
+  if (trees) items += internal::tree_advice_items(*trees);
   std::string out;
-  if (flagged.empty())
+  if (trees && flagged.empty())
+    out += trees->report.findings.empty() ? "<p>No tree finding.</p>\n" : "";
+  else if (flagged.empty())
     out += embedding_findings ? "<p>No node is flagged by the gradient rules; the embedding tables have findings.</p>\n"
                               : "<p>No node is flagged.</p>\n";
   if (!items.empty()) out += "<ul class=\"advice\">\n" + items + "</ul>\n";
-  if (!flow.recommendations.empty()) {
+  if (!flow.recommendations.empty() && !trees) {  // a tree run records no gradients
     out += fmt::format("<details><summary>Gradient flow: {} ({} recommendation{})</summary><ul class=\"advice\">\n",
                        flow_health_name(flow.health), flow.recommendations.size(),
                        flow.recommendations.size() == 1 ? "" : "s");
@@ -278,7 +283,7 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
   const RunMetadata& meta = *in.meta;
   const Report& report = *in.report;
   const FlowSummary& flow = *in.flow;
-  const bool unhealthy = run_unhealthy(report, flow, in.embedding);
+  const bool unhealthy = run_unhealthy(report, flow, in.embedding, in.trees);
   const std::string nonce = make_nonce();
   const std::string name = meta.name.empty() ? in.run_path : meta.name;
 
@@ -292,22 +297,29 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
 
   page += "<header>\n<h1>gradscope report: <span class=\"mono\">" + esc(name) + "</span></h1>\n";
   page += fmt::format("<p class=\"verdict {}\">{}</p>\n", unhealthy ? "bad" : "ok",
-                      esc(render_run_verdict(report, flow, in.embedding)));
+                      esc(render_run_verdict(report, flow, in.embedding, in.trees)));
   page += "<dl class=\"meta\">\n";
   const std::pair<const char*, std::string> meta_rows[] = {
       {"run", in.run_path},
       {"started", meta.start_time},
-      {"ended", meta.end_time.empty() ? "not closed (still running, or its writer stopped)" : meta.end_time},
+      {"ended",
+       meta.end_time.empty() ? "not closed (still running, or its writer stopped)" : meta.end_time},
       {"host", meta.host},
       {"command", meta.command_line},
       {"steps", std::to_string(report.steps)},
-      {"gradient flow", std::string(flow_health_name(flow.health)) + fmt::format(" ({} of {} frames with an issue)",
-                                                                               flow.issue_frames, flow.frames)}};
+      // A tree run has rounds, not gradients: its flow summary would report on nothing.
+      in.trees ? std::pair<const char*, std::string>{"boosting rounds",
+                                                     std::to_string(in.trees->report.rounds)}
+               : std::pair<const char*, std::string>{
+                     "gradient flow", std::string(flow_health_name(flow.health)) +
+                                          fmt::format(" ({} of {} frames with an issue)",
+                                                      flow.issue_frames, flow.frames)}};
   for (const auto& [k, v] : meta_rows)
     page += "<dt>" + std::string(k) + "</dt><dd class=\"mono\">" + esc(v) + "</dd>\n";
   page += "</dl>\n</header>\n";
 
-  page += "<section id=\"summary\"><h2>What to do</h2>\n" + recommendations(report, flow, in.embedding);
+  page += "<section id=\"summary\"><h2>What to do</h2>\n" +
+          recommendations(report, flow, in.embedding, in.trees);
   const NonFiniteOrigin& o = report.nonfinite_origin;
   if (o.found())
     page += fmt::format("<p>Non-finite values first appeared at step {} in <b class=\"mono\">{}</b> ({}, {}).</p>\n",
@@ -315,13 +327,20 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
   page += "</section>\n";
 
   constexpr const char* kNoGradients = "No finite, non-zero gradient recorded for this chart.";
-  page += "<section id=\"flow\"><h2>Gradient flow</h2>\n" + chart_or_note(charts, "gradient-flow", kNoGradients) +
-          chart_or_note(charts, "module-flow", kNoGradients) +
-          chart_or_note(charts, "node-diagram", "No nodes recorded.") + "</section>\n";
-  page += "<section id=\"nodes-section\"><h2>Nodes</h2>\n" + node_table(report) + "</section>\n";
-  page += "<section id=\"series\"><h2>Over steps</h2>\n" + chart_or_note(charts, "gradient-norm", kNoGradients) +
-          chart_or_note(charts, "activations", "No activations recorded.") +
-          chart_or_note(charts, "update-ratio", "No parameter updates recorded.") + "</section>\n";
+  if (in.trees) {  // a tree run records rounds: gradient charts would only say "nothing to draw"
+    page += internal::tree_section(*in.trees, charts);
+  } else {
+    page += "<section id=\"flow\"><h2>Gradient flow</h2>\n" +
+            chart_or_note(charts, "gradient-flow", kNoGradients) +
+            chart_or_note(charts, "module-flow", kNoGradients) +
+            chart_or_note(charts, "node-diagram", "No nodes recorded.") + "</section>\n";
+    page += "<section id=\"nodes-section\"><h2>Nodes</h2>\n" + node_table(report) + "</section>\n";
+    page += "<section id=\"series\"><h2>Over steps</h2>\n" +
+            chart_or_note(charts, "gradient-norm", kNoGradients) +
+            chart_or_note(charts, "activations", "No activations recorded.") +
+            chart_or_note(charts, "update-ratio", "No parameter updates recorded.") +
+            "</section>\n";
+  }
   if (in.embedding && !in.embedding->tables.empty()) page += embedding_section(*in.embedding, charts);
 
   page += fmt::format("<footer>gradscope {} &middot; charts: {} &middot; thresholds: grad_lo {}, grad_hi {}, dead_frac {}</footer>\n",

@@ -8,6 +8,7 @@
 #include "gradscope/core/error.h"
 #include "gradscope/io/html.h"
 #include "internal/html_theme.h"
+#include "internal/html_trees.h"
 
 namespace gradscope {
 namespace {
@@ -332,6 +333,7 @@ void embedding_charts(const EmbeddingRunSummary& summary, const Thresholds& t, C
 std::vector<Chart> build_charts(const HtmlReportInput& in) {
   if (!in.meta || !in.report || !in.timeline || !in.flow || !in.series)
     throw Error("html: the report needs the run's metadata, report, timeline, flow summary and series");
+  if (in.trees) return internal::tree_charts(*in.trees);  // rounds, not gradients
   Charts charts;
   gradient_flow(in, charts);
   module_flow(in, charts);

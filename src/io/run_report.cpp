@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/io/json.h"
-#include "gradscope/io/table.h"
 #include "gradscope/io/safe_text.h"
+#include "gradscope/io/table.h"
+#include "gradscope/io/tree_text.h"
 #include "internal/embedding_codec.h"
+#include "internal/tree_codec.h"
 
 namespace gradscope {
 namespace {
@@ -37,16 +39,17 @@ std::string render_flow_summary(const FlowSummary& flow) {
 }
 
 std::string render_run_json(const RunMetadata& m, const Report& report, const FlowSummary& flow,
-                            const EmbeddingRunSummary* embedding) {
+                            const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {
   nlohmann::ordered_json doc;
   doc["run"] = {{"name", m.name},
                 {"start_time", m.start_time},
-                {"end_time", m.end_time.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(m.end_time)},
+                {"end_time", m.end_time.empty() ? nlohmann::ordered_json()
+                                                : nlohmann::ordered_json(m.end_time)},
                 {"host", m.host},
                 {"command_line", m.command_line},
                 {"gradscope_version", m.gradscope_version},
                 {"schema_version", m.schema_version},
-                {"unhealthy", run_unhealthy(report, flow, embedding)}};
+                {"unhealthy", run_unhealthy(report, flow, embedding, trees)}};
   const nlohmann::ordered_json rep = nlohmann::ordered_json::parse(render_json(report, -1));
   doc["gradscope_report"] = rep.at("gradscope_report");
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
@@ -73,6 +76,7 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
     for (const TowerCorrelation& c : embedding->correlations) correlations.push_back(internal::correlation_to_json(c));
     doc["embedding"] = {{"tables", tables}, {"gradient_norm_correlations", correlations}};
   }
+  if (trees) doc["trees"] = internal::tree_summary_to_json(*trees).at("gradscope_tree_run");
   return json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
 }
 
@@ -111,22 +115,33 @@ std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
 
 const std::string& what_to_do(const EmbeddingDiagnostic& d) { return d.advice.empty() ? d.action : d.advice; }
 
-std::string render_run_verdict(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding) {
+std::string render_run_verdict(const Report& report, const FlowSummary& flow,
+                               const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {
   const std::string tables = embedding_verdict(embedding);  // "; embedding: item [ZOMBIE_ROWS]"
+  const std::string boosted = tree_verdict(trees);          // "; trees: STAGNANT from round 0"
   const std::string nodes = render_verdict(report);          // "verdict: healthy (2 nodes, ...)"
-  if (!report.healthy()) return nodes + (embedding ? (tables.empty() ? "; embedding: no findings" : tables) : "");
+  // What the healthy parts say when the run has them.
+  const std::string quiet =
+      std::string(embedding && tables.empty() ? "; embedding: no findings" : "") +
+      (trees && boosted.empty() ? "; trees: no findings" : "");
+  if (!report.healthy())
+    return nodes + (tables.empty() ? "" : tables) + (boosted.empty() ? "" : boosted) + quiet;
   const std::string healthy_nodes = nodes.substr(std::string("verdict: ").size());  // "healthy (...)"
   const bool flow_bad = flow.health >= FlowHealth::kProblemsDetected;
-  if (!flow_bad && tables.empty())
-    return nodes + (embedding ? "; embedding: no findings" : "");
+  if (!flow_bad && tables.empty() && boosted.empty()) return nodes + quiet;
   std::string line = "verdict: unhealthy: ";
-  if (flow_bad) line += "gradient flow " + std::string(flow_health_name(flow.health));
-  if (!tables.empty()) line += (flow_bad ? "; " : "") + tables.substr(2);  // "embedding: item [...]"
-  return line + "; nodes " + healthy_nodes;
+  std::string why;
+  if (flow_bad) why = "gradient flow " + std::string(flow_health_name(flow.health));
+  for (const std::string& part : {tables, boosted})
+    if (!part.empty())
+      why += (why.empty() ? "" : "; ") + part.substr(2);  // "embedding: ...", "trees: ..."
+  return line + why + "; nodes " + healthy_nodes;
 }
 
-bool run_unhealthy(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding) {
-  return !report.healthy() || flow.health >= FlowHealth::kProblemsDetected || !embedding_verdict(embedding).empty();
+bool run_unhealthy(const Report& report, const FlowSummary& flow,
+                   const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {
+  return !report.healthy() || flow.health >= FlowHealth::kProblemsDetected ||
+         !embedding_verdict(embedding).empty() || !tree_verdict(trees).empty();
 }
 
 }  // namespace gradscope

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "../common/require_data.h"
+#include "cli_process.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/version.h"
@@ -28,17 +29,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gradscope::test::Result;
+using gradscope::test::slurp;
 
 fs::path temp_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("gradscope-cli-" + name + "-" + std::to_string(getpid()));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_process.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_writer.h"
 #include "internal/record_codec.h"
@@ -34,17 +35,8 @@ const std::string kFormula = "=cmd|' /C calc'!A0";
 const std::string kStdoutFull =
     "gradscope: error: cannot write to standard output (No space left on device)\n";
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using gradscope::test::Result;
+using gradscope::test::slurp;
 
 fs::path temp_dir(const std::string& name) {
   const fs::path dir =

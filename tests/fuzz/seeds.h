@@ -22,4 +22,10 @@ void write_run_seeds(const std::filesystem::path& out, const std::filesystem::pa
 /// and hand-made JSON (wrong types, sizes that disagree, deep nesting, other versions).
 void write_embedding_seeds(const std::filesystem::path& out, const std::filesystem::path& work);
 
+/// <out>/tree_*: the tree fixture models, XGBoost models trained on the real data sets, CSV.
+/// Without them: <out>/tree_*.skip saying what is missing (run_fuzzer.sh then skips those
+/// targets), or, under CI, Error. The fixtures are in $GRADSCOPE_TREE_FIXTURES, else
+/// ../shared/fixtures/trees; the data in $GRADSCOPE_DATA_DIR, else the checkout's data/.
+void write_tree_seeds(const std::filesystem::path& out);
+
 }  // namespace gradscope::fuzz

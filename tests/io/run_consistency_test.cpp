@@ -203,7 +203,8 @@ TEST(RunIntegrity, ARunOfSchemaOneStillReadsExactly) {
     const int step = static_cast<int>(i / 3), node = static_cast<int>(i % 3);
     EXPECT_EQ(got[i].step, step);
     EXPECT_EQ(got[i].node, node_name(node));
-    EXPECT_EQ(got[i].site, static_cast<Site>((step + node) % kSiteCount));
+    // The golden run was written when gradscope had 8 sites (the tree sites came later).
+    EXPECT_EQ(got[i].site, static_cast<Site>((step + node) % 8));
     EXPECT_TRUE(test::same_stats(got[i].stats, stats_for(step, node)));
   }
   EXPECT_TRUE(r.warnings().empty());

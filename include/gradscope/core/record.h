@@ -21,8 +21,20 @@ enum class Site : uint8_t {
   kEmbeddingRows,  ///< touched rows of an embedding table
   kFrozenParam,    ///< parameters that do not require gradients
   kPreActivation,  ///< output of a node's own module before the parameter-free ones after it
+  // Boosted trees (tree_dynamics.h), one step per boosting round. The module rules judge none
+  // of them (a tree run's verdict is its trees.json); they count their NaN and Inf.
+  kRoundOutput,    ///< a round's outputs over the reference rows
+  kLeafValue,      ///< the leaf values of a round's trees
+  kSplitGain,      ///< the gains of a round's splits on one feature
+  kRowLoss,        ///< per-row loss of the model after a round
 };
-inline constexpr int kSiteCount = 8;
+inline constexpr int kSiteCount = 12;
+
+/// True for the boosted-tree sites (kRoundOutput .. kRowLoss).
+constexpr bool is_tree_site(Site site) {
+  return site == Site::kRoundOutput || site == Site::kLeafValue || site == Site::kSplitGain ||
+         site == Site::kRowLoss;
+}
 
 /// The sites that measure a node's gradient, in the order the rules, the timeline and the
 /// series prefer them: the parameter gradient; the touched rows of an embedding table (its

@@ -28,6 +28,7 @@
 #include "gradscope/core/timeline.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_metadata.h"
+#include "gradscope/io/tree_store.h"
 
 namespace gradscope {
 
@@ -38,7 +39,7 @@ struct ChartLibraries {
 };
 
 /// What the report shows. meta, report, timeline, flow and series are required; embedding
-/// is optional (null: the run has no embedding tables).
+/// and trees are optional (null: the run has no embedding tables, is not a tree run).
 struct HtmlReportInput {
   std::string run_path;
   const RunMetadata* meta = nullptr;
@@ -47,6 +48,9 @@ struct HtmlReportInput {
   const FlowSummary* flow = nullptr;
   const std::vector<NodeSeries>* series = nullptr;
   const EmbeddingRunSummary* embedding = nullptr;
+  /// Optional: a tree run's analysis (load_tree_summary). The page then shows its rounds in
+  /// place of the gradient-flow, node and over-steps sections, which a tree run has no data for.
+  const TreeRunSummary* trees = nullptr;
   /// Heatmap columns: evenly chosen frames when the timeline holds more.
   int max_heatmap_steps = 300;
 };

@@ -13,6 +13,7 @@
 #include "gradscope/core/timeline.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_metadata.h"
+#include "gradscope/io/tree_store.h"
 
 namespace gradscope {
 
@@ -25,9 +26,10 @@ std::string render_flow_summary(const FlowSummary& flow);
 
 /// {"run": {...metadata}, "gradscope_report": {...as render_json}, "gradient_flow": {...}}, and
 /// with `embedding`, "embedding": {"tables": [...as render_embedding_json's inner object],
-/// "gradient_norm_correlations": [...]}.
+/// "gradient_norm_correlations": [...]}; with `trees`, "trees": {...trees.json's body}.
 std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow,
-                            const EmbeddingRunSummary* embedding = nullptr);
+                            const EmbeddingRunSummary* embedding = nullptr,
+                            const TreeRunSummary* trees = nullptr);
 
 /// "embedding tables:" and per table "  item (6170 rows, 100.0% exposed, lookup Gini 0.52,
 /// per step 0.25): 1 finding", each finding's type, premise and what to do beneath.
@@ -38,10 +40,12 @@ std::string render_embedding_findings(const EmbeddingRunSummary& embedding);
 std::string embedding_verdict(const EmbeddingRunSummary* embedding);
 
 /// The run's one verdict line, agreeing with run_unhealthy: "verdict: unhealthy: ..." naming
-/// the worst node, else the gradient flow, else the embedding tables with findings; or
-/// "verdict: healthy (N nodes, M steps)" and, with `embedding`, "; embedding: no findings".
+/// the worst node, else the gradient flow, else the embedding tables and tree findings; or
+/// "verdict: healthy (N nodes, M steps)" and, with `embedding`, "; embedding: no findings",
+/// with `trees`, "; trees: no findings".
 std::string render_run_verdict(const Report& report, const FlowSummary& flow,
-                               const EmbeddingRunSummary* embedding = nullptr);
+                               const EmbeddingRunSummary* embedding = nullptr,
+                               const TreeRunSummary* trees = nullptr);
 
 /// What a person should do about a finding: its advice, or its action code when an older
 /// embedding.json has no advice.
@@ -49,7 +53,9 @@ const std::string& what_to_do(const EmbeddingDiagnostic& d);
 
 /// A run is unhealthy when a rule flags a node or the flow health is ProblemsDetected or
 /// worse (a few vanishing frames alone, MinorIssues, do not fail a CI job), or when an
-/// embedding table has a finding.
-bool run_unhealthy(const Report& report, const FlowSummary& flow, const EmbeddingRunSummary* embedding = nullptr);
+/// embedding table or the trees have a finding.
+bool run_unhealthy(const Report& report, const FlowSummary& flow,
+                   const EmbeddingRunSummary* embedding = nullptr,
+                   const TreeRunSummary* trees = nullptr);
 
 }  // namespace gradscope

@@ -30,6 +30,8 @@ class Field {
   explicit Field(const Json& value, std::string path = "");
 
   const Json& json() const { return value_; }
+  /// Where the value is in the document ("" for the document itself).
+  const std::string& path() const { return path_; }
   /// Throws Error "<path>: <what>".
   [[noreturn]] void fail(const std::string& what) const;
 

@@ -1,0 +1,189 @@
+// The four tree rules on hand-built models whose every round is known: each fires on its
+// fault with the right round and value, and stays quiet on the healthy version of the model.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gradscope/core/tree_dynamics.h"
+#include "tree_builders.h"
+
+namespace gradscope {
+namespace {
+
+using test::stump;
+using ::testing::HasSubstr;
+
+// One feature, x in {0, 1}; stumps split it and push x = 1 up and x = 0 down by step(r).
+template <class F>
+TreeEnsemble pushing(int32_t rounds, F step, TreeLink link = TreeLink::kSigmoid,
+                     const char* objective = "binary:logistic") {
+  std::vector<Tree> trees;
+  for (int32_t r = 0; r < rounds; ++r) trees.push_back(stump(r, 0, 0.5, -step(r), step(r), 1.0));
+  return test::ensemble(trees, 1, 1, link, objective);
+}
+
+// `rows` rows, half x = 0 and half x = 1; labels y = x except `flipped` of the x = 1 rows.
+TreeData two_points(std::size_t rows, std::size_t flipped = 0) {
+  TreeData d;
+  d.rows = rows;
+  d.cols = 1;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const double x = i < rows / 2 ? 0.0 : 1.0;
+    d.x.push_back(x);
+    d.y.push_back(x == 1 && i - rows / 2 < flipped ? 0.0 : x);
+  }
+  return d;
+}
+
+const TreeFinding* find(const TreeDynamicsReport& r, TreeFlag flag) {
+  for (const TreeFinding& f : r.findings)
+    if (f.flag == flag) return &f;
+  return nullptr;
+}
+
+TEST(TreeRules, TinyStepsStallFromTheStartAndSaySo) {
+  const TreeData d = two_points(100);
+  // 50 rounds of margin steps 1e-3: logloss 0.6931 -> log(1 + e^-0.05) = 0.6688, a 3.5% drop.
+  const TreeDynamicsReport r = analyze_tree_dynamics(pushing(50, [](int) { return 1e-3; }), {&d});
+  const TreeFinding* f = find(r, TreeFlag::kStagnant);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->first_round, 0);
+  EXPECT_NEAR(f->value, 1 - std::log1p(std::exp(-0.05)) / std::log(2.0), 1e-6);
+  EXPECT_DOUBLE_EQ(f->threshold, 0.05);
+  EXPECT_THAT(f->advice, HasSubstr("raise the learning rate"));
+  EXPECT_EQ(r.findings.size(), 1u);
+
+  // Steps of 0.1: the same 50 rounds remove 91% of the loss: not stalled.
+  const TreeDynamicsReport ok = analyze_tree_dynamics(pushing(50, [](int) { return 0.1; }), {&d});
+  EXPECT_EQ(find(ok, TreeFlag::kStagnant), nullptr);
+}
+
+TEST(TreeRules, ATailOfNegligibleRoundsAdvisesWhereToStop) {
+  const TreeData d = two_points(40);
+  // Rounds 0-14 step 0.2, then 1e-4 (0.05% of the busiest window): stop at 15.
+  auto step = [](int r) { return r < 15 ? 0.2 : 1e-4; };
+  const TreeDynamicsReport r = analyze_tree_dynamics(pushing(40, step), {&d});
+  const TreeFinding* f = find(r, TreeFlag::kStagnant);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->first_round, 15);
+  EXPECT_NEAR(f->value, 1e-4 / 0.2, 1e-9);
+  EXPECT_THAT(f->advice, HasSubstr("keep the first 15 rounds"));
+  // The same tail one round shorter than stagnant_rounds (10) is not enough.
+  const TreeDynamicsReport short_tail = analyze_tree_dynamics(pushing(24, step), {&d});
+  EXPECT_EQ(find(short_tail, TreeFlag::kStagnant), nullptr);
+}
+
+TEST(TreeRules, OverfittingStartsWhereTheValidationLossTurns) {
+  // Training labels are clean; 30% of validation's x = 1 rows are 0. Validation loss is lowest
+  // near margin log(0.7 / 0.3) on x = 1 (and large on x = 0), then rises as the margin grows.
+  const TreeData train = two_points(200), valid = two_points(200, 30);
+  const TreeEnsemble m = pushing(60, [](int) { return 0.1; });
+  const TreeDynamicsReport r = analyze_tree_dynamics(m, {&train, &valid});
+  // The turning point, from the closed form: after k rounds the margins are -0.1k and 0.1k.
+  auto valid_loss = [](int k) {
+    const double z = 0.1 * k;
+    const double x0 = std::log1p(std::exp(-z));  // x = 0, y = 0
+    const double right = std::log1p(std::exp(-z)), wrong = std::log1p(std::exp(z));
+    return (100 * x0 + 70 * right + 30 * wrong) / 200;
+  };
+  int best = 0;
+  for (int k = 1; k <= 60; ++k)
+    if (valid_loss(k) < valid_loss(best)) best = k;
+  const TreeFinding* f = find(r, TreeFlag::kOverfitting);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->first_round, best);
+  EXPECT_EQ(r.best_valid_rounds, best);
+  EXPECT_NEAR(f->value, (valid_loss(60) - valid_loss(best)) / valid_loss(best), 1e-5);
+  EXPECT_GT(r.valid_rise_z, 3);
+
+  // Stopped 5 rounds after the turn: fewer than overfit_rounds (10) rounds of rise.
+  const TreeDynamicsReport early =
+      analyze_tree_dynamics(pushing(best + 5, [](int) { return 0.1; }), {&train, &valid});
+  EXPECT_EQ(find(early, TreeFlag::kOverfitting), nullptr);
+}
+
+TEST(TreeRules, ASmallRiseThatAFewRowsCouldMakeIsNotOverfitting) {
+  // 4 validation rows; one is wrong. The rise is large in relative terms but rests on one row.
+  const TreeData train = two_points(200), valid = two_points(4, 1);
+  const TreeDynamicsReport r =
+      analyze_tree_dynamics(pushing(40, [](int) { return 0.1; }), {&train, &valid});
+  EXPECT_LT(r.valid_rise_z, 3);
+  EXPECT_EQ(find(r, TreeFlag::kOverfitting), nullptr);
+}
+
+TEST(TreeRules, GrowingStepsExplodeShrinkingOnesDoNot) {
+  const TreeData d = two_points(20);
+  // Regression margins growing 1.5x a round: window means grow 1.5^5 = 7.6x per window of 5.
+  const TreeEnsemble grow = pushing(
+      20, [](int r) { return std::pow(1.5, r); }, TreeLink::kIdentity, "reg:squarederror");
+  for (const TreeData* data :
+       {&d, static_cast<const TreeData*>(nullptr)}) {  // contributions, then leaf values
+    const TreeDynamicsReport r = analyze_tree_dynamics(grow, {data});
+    const TreeFinding* f = find(r, TreeFlag::kExploding);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->first_round, 5);
+    EXPECT_NEAR(f->value, std::pow(1.5, 15),
+                1e-6 * std::pow(1.5, 15));  // last window over the first
+    EXPECT_THAT(f->measure, HasSubstr(data ? "round output" : "leaf value"));
+  }
+  const TreeEnsemble shrink = pushing(
+      20, [](int r) { return std::pow(0.8, r); }, TreeLink::kIdentity, "reg:squarederror");
+  EXPECT_EQ(find(analyze_tree_dynamics(shrink, {&d}), TreeFlag::kExploding), nullptr);
+}
+
+TEST(TreeRules, OneFeatureWithMostOfTheGainIsConcentrated) {
+  auto model = [](double a, double b) {
+    std::vector<Tree> trees;
+    for (int32_t r = 0; r < 10; ++r) trees.push_back(stump(r, 0, 0.5, -0.1, 0.1, a));
+    trees[3] = stump(3, 1, 0.5, -0.1, 0.1, b * 10);
+    TreeEnsemble m = test::ensemble(trees, 2);
+    m.feature_names = {"leak", "age"};
+    return m;
+  };
+  // f0: 9 splits of gain 10, f1: one of 5 -> 90/95 = 94.7%.
+  const TreeDynamicsReport r = analyze_tree_dynamics(model(10, 0.5));
+  const TreeFinding* f = find(r, TreeFlag::kConcentrated);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->feature, 0);
+  EXPECT_NEAR(f->value, 90.0 / 95, 1e-12);
+  EXPECT_EQ(f->first_round, 0);
+  EXPECT_THAT(f->detail, HasSubstr("'leak'"));
+  EXPECT_THAT(f->advice, HasSubstr("check 'leak' for leakage"));
+  // f1 with gain 30: f0 holds 90 / 120 = 75%: not most.
+  EXPECT_EQ(find(analyze_tree_dynamics(model(10, 3)), TreeFlag::kConcentrated), nullptr);
+}
+
+TEST(TreeRules, WithoutDataTheRulesThatNeedItSaySo) {
+  const TreeDynamicsReport r = analyze_tree_dynamics(pushing(30, [](int) { return 0.1; }));
+  EXPECT_TRUE(r.healthy());
+  EXPECT_THAT(
+      r.not_judged,
+      ::testing::Contains(HasSubstr("STAGNANT from the start: needs labelled reference rows")));
+  EXPECT_THAT(r.not_judged,
+              ::testing::Contains(HasSubstr("STAGNANT later rounds: needs reference rows")));
+  EXPECT_THAT(r.not_judged, ::testing::Contains(HasSubstr("OVERFITTING: needs labelled")));
+  // A ranking objective has no metric: the loss rules say why, whatever the data.
+  const TreeEnsemble rank = pushing(
+      30, [](int) { return 0.1; }, TreeLink::kIdentity, "rank:pairwise");
+  const TreeData d = two_points(10);
+  const TreeDynamicsReport rr = analyze_tree_dynamics(rank, {&d, &d});
+  EXPECT_THAT(
+      rr.not_judged,
+      ::testing::Contains(HasSubstr("OVERFITTING: the objective 'rank:pairwise' has no metric")));
+}
+
+TEST(TreeRules, AOneRoundModelIsJudgedOnlyWhereOneRoundSuffices) {
+  const TreeData d = two_points(10);
+  const TreeDynamicsReport r = analyze_tree_dynamics(pushing(1, [](int) { return 1.0; }), {&d, &d});
+  EXPECT_TRUE(r.healthy());
+  ASSERT_EQ(r.windows.size(), 1u);
+  EXPECT_THAT(r.not_judged,
+              ::testing::Contains(HasSubstr("EXPLODING: needs at least 2 windows (1 round")));
+  // Its one feature has all the gain by construction: not a finding.
+  EXPECT_THAT(r.not_judged,
+              ::testing::Contains(HasSubstr("CONCENTRATED: the model has one feature")));
+}
+
+}  // namespace
+}  // namespace gradscope

@@ -1,0 +1,118 @@
+// A tree run rendered: the terminal text and the HTML page show the measured numbers, and a
+// feature name from a hostile model file reaches neither as markup nor as terminal control.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../core/tree_builders.h"
+#include "gradscope/core/rules.h"
+#include "gradscope/io/html.h"
+#include "gradscope/io/run_report.h"
+#include "gradscope/io/tree_text.h"
+
+namespace gradscope {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const char* kHostile = "</script><img src=x onerror=alert(1)>\x1b[2J";
+
+// 12 rounds on f0 (gain 10 each) and one split on f1: CONCENTRATED on f0, named hostilely.
+TreeRunSummary concentrated() {
+  std::vector<Tree> trees;
+  for (int32_t r = 0; r < 12; ++r)
+    trees.push_back(test::stump(r, r == 5 ? 1 : 0, 0, -0.5 / (r + 1), 0.5 / (r + 1), 10));
+  TreeEnsemble m = test::ensemble(trees, 2, 1, TreeLink::kSigmoid, "binary:logistic");
+  m.feature_names = {kHostile, "age"};
+  std::mt19937_64 gen(2);
+  const TreeData d =
+      test::random_data(gen, 50, 2, [](const double* x) { return x[0] > 0 ? 1.0 : 0.0; });
+  return {"m.json", "d.csv", "", "y", analyze_tree_dynamics(m, {&d})};
+}
+
+TEST(TreeRender, TextShowsTheTimelineFindingAndEscapedNames) {
+  const TreeRunSummary s = concentrated();
+  ASSERT_EQ(s.report.findings.size(), 1u);
+  const std::string text = render_tree_timeline(s) + render_tree_findings(s);
+  EXPECT_THAT(text, HasSubstr("12 rounds x 1 tree, 1 output, 2 features"));
+  EXPECT_THAT(text, HasSubstr("rounds in windows of 5"));
+  EXPECT_THAT(text, HasSubstr("0-3 "));  // 12 rounds in 3 windows of 4
+  EXPECT_THAT(
+      text,
+      HasSubstr("findings: 1\n  CONCENTRATED on '</script><img src=x onerror=alert(1)>\\x1b[2J'"));
+  EXPECT_THAT(text, Not(HasSubstr("\x1b")));
+  EXPECT_THAT(text, HasSubstr("(threshold 0.9)"));
+  EXPECT_EQ(tree_verdict(&s),
+            "; trees: CONCENTRATED on '</script><img src=x onerror=alert(1)>\\x1b[2J'");
+  EXPECT_EQ(tree_verdict(nullptr), "");
+}
+
+TEST(TreeRender, TheRunVerdictAndJsonCountTheTrees) {
+  const TreeRunSummary s = concentrated();
+  const Report healthy_nodes = build_report({});
+  FlowSummary flow;
+  EXPECT_TRUE(run_unhealthy(healthy_nodes, flow, nullptr, &s));
+  EXPECT_FALSE(run_unhealthy(healthy_nodes, flow, nullptr, nullptr));
+  EXPECT_THAT(render_run_verdict(healthy_nodes, flow, nullptr, &s),
+              HasSubstr("verdict: unhealthy: trees: CONCENTRATED"));
+  TreeRunSummary quiet = s;
+  quiet.report.findings.clear();
+  EXPECT_THAT(render_run_verdict(healthy_nodes, flow, nullptr, &quiet),
+              HasSubstr("; trees: no findings"));
+  const nlohmann::json doc =
+      nlohmann::json::parse(render_run_json(RunMetadata{}, healthy_nodes, flow, nullptr, &s));
+  EXPECT_EQ(doc.at("run").at("unhealthy"), true);
+  EXPECT_EQ(doc.at("trees").at("findings")[0].at("flag"), "CONCENTRATED");
+  EXPECT_EQ(doc.at("trees").at("model").at("feature_names")[0], kHostile);  // JSON keeps the value
+}
+
+TEST(TreeRender, ThePageDrawsTheRoundsAndEscapesNames) {
+  const TreeRunSummary s = concentrated();
+  RunMetadata meta;
+  const Report report = build_report({});
+  Timeline timeline;
+  FlowSummary flow;
+  std::vector<NodeSeries> series;
+  HtmlReportInput in;
+  in.meta = &meta;
+  in.report = &report;
+  in.timeline = &timeline;
+  in.flow = &flow;
+  in.series = &series;
+  in.trees = &s;
+  const std::vector<Chart> charts = build_charts(in);
+  std::vector<std::string> names;
+  for (const Chart& c : charts) names.push_back(c.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("tree-contribution", "tree-loss", "tree-concentration",
+                                            "tree-features"));
+  const nlohmann::json contribution = nlohmann::json::parse(charts[0].spec);
+  const auto& values = contribution.at("layer")[0].at("data").at("values");
+  EXPECT_EQ(values[0].at("round"), 0);
+  EXPECT_EQ(values[0].at("measure"), "mean |round output|");
+  EXPECT_DOUBLE_EQ(values[0].at("value").get<double>(), s.report.per_round[0].contribution);
+  const std::string page = render_html(in, charts, {"v", "vl", "ve", "versions"});
+  EXPECT_THAT(page, HasSubstr("<section id=\"trees\">"));
+  EXPECT_THAT(page,
+              HasSubstr("CONCENTRATED on &#39;&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
+  EXPECT_THAT(page, Not(HasSubstr("<img src=x")));
+  EXPECT_THAT(page, Not(HasSubstr("id=\"flow\"")));
+  EXPECT_THAT(page, HasSubstr("<dt>boosting rounds</dt><dd class=\"mono\">12</dd>"));
+
+  // The same model without rows: leaf values still draw; the loss curve's place says why not.
+  TreeRunSummary model_only = s;
+  model_only.report = analyze_tree_dynamics(
+      test::ensemble({test::stump(0, 0, 0, -1, 1, 2), test::stump(1, 1, 0, -0.5, 0.5, 1)}, 2));
+  in.trees = &model_only;
+  const std::vector<Chart> fewer = build_charts(in);
+  ASSERT_FALSE(fewer.empty());
+  EXPECT_EQ(fewer[0].name, "tree-contribution");
+  EXPECT_THAT(fewer[0].spec, HasSubstr("mean |leaf value|"));
+  EXPECT_THAT(fewer[0].spec, Not(HasSubstr("mean |round output|")));
+  EXPECT_THAT(render_html(in, fewer, {"v", "vl", "ve", "versions"}),
+              HasSubstr("No loss curve: the run has no labelled rows or no metric."));
+}
+
+}  // namespace
+}  // namespace gradscope
