@@ -41,6 +41,10 @@ class Report:
         """Flagged node ids, worst first."""
         return self._native.flagged_worst_first()
 
+    def table(self, with_verdict=True):
+        """The node table of `gradscope report` (with its verdict line unless asked not to)."""
+        return self._native.table(with_verdict)
+
     def verdict(self):
         return self._native.verdict()
 
