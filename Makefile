@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps data configure build demo test test-sanitize fuzz bench validate clean
+.PHONY: all deps data configure build demo test test-sanitize fuzz bench bench-python validate clean
 
 all: build
 
@@ -24,6 +24,7 @@ build: configure
 
 demo: data build
 	@$(BUILD)/gradscope demo --data-dir data --out gradscope-runs
+	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 scripts/python_demo.py data gradscope-runs $(BUILD)/gradscope
 
 test: data build
 	@cd $(BUILD) && GRADSCOPE_DATA_DIR=$(CURDIR)/data ctest --output-on-failure -j $(JOBS)
@@ -57,7 +58,12 @@ fuzz: configure
 # Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
 BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
 
-bench: $(addprefix bench-,$(BENCHES))
+bench: $(addprefix bench-,$(BENCHES)) bench-python
+
+# The Python audit against plain PyTorch steps (bench/python_bench.py; docs/benchmarks.md).
+bench-python: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
+	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py
 
 bench-%: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target bench_$*

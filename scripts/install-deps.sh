@@ -20,6 +20,9 @@ packages=(
   clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and clang's ASan/UBSan runtimes
                             # (tests/fuzz; clang does not pull the runtimes in by itself)
   chromium                # browser tests of the HTML report (driven by npm playwright-core)
+  python3-torch pybind11-dev python3-dev  # the Python module (python/): PyTorch from the same
+                                          # source as libtorch-dev, so tensors pass with no copy
+  python3-pytest python3-venv python3-setuptools python3-pip  # its tests and `pip install .`
 )
 # Node.js and npm fetch the chart libraries; a machine that already has npm (from nodesource or
 # nvm, say) keeps it, since Debian's nodejs package would conflict with it.

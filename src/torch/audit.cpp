@@ -307,6 +307,17 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
   return x;
 }
 
+void Audit::record_pre_activation(const std::string& id, const at::Tensor& x) {
+  State& s = *state_;
+  const auto found = s.by_id.find(id);
+  if (found == s.by_id.end()) throw Error("audit: pre-activation: " + s.unknown_id_message(id));
+  if (!x.defined()) throw Error("audit: pre-activation: node '" + id + "': undefined tensor");
+  if (!s.entry_audited(s.entries[static_cast<std::size_t>(found->second)])) return;
+  const Stats pre = stats_of(x.detach(), id, s.stats_options);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.records.push_back({s.step, id, Site::kPreActivation, pre});
+}
+
 at::Tensor Audit::forward(::torch::nn::SequentialImpl& sequential, at::Tensor x) {
   State& s = *state_;
   if (!x.defined()) throw Error("audit: forward: undefined input");
@@ -327,12 +338,8 @@ at::Tensor Audit::forward(::torch::nn::SequentialImpl& sequential, at::Tensor x)
       // The group goes on into a squashing function: keep the module's own output, whose
       // magnitude is what saturates tanh or sigmoid (SATURATED). After ReLU and the like the
       // group's output already shows it, so that pass is skipped.
-      const State::Entry& e = s.entries[static_cast<std::size_t>(current)];
-      if (!last && !next_audited && squashes(*children[i + 1].value()) && s.entry_audited(e)) {
-        const Stats pre = stats_of(x.detach(), e.id, s.stats_options);
-        std::lock_guard<std::mutex> lock(s.mutex);
-        s.records.push_back({s.step, e.id, Site::kPreActivation, pre});
-      }
+      if (!last && !next_audited && squashes(*children[i + 1].value()))
+        record_pre_activation(s.entries[static_cast<std::size_t>(current)].id, x);
     }
     // Tap at the end of a group: before the next audited child, or at the end.
     if (current >= 0 && (next_audited || last)) {

@@ -99,6 +99,10 @@ class Audit {
   at::Tensor tap(const std::string& id, const at::Tensor& x);
   /// Same, with the id looked up from the module (for ModuleList loops).
   at::Tensor tap(const ::torch::nn::Module& module, const at::Tensor& x);
+  /// Records `x` as the pre-activation of node `id` (the input of a squashing function such
+  /// as tanh or sigmoid, judged for SATURATED) when the node is audited this step. For
+  /// adapters that run the forward themselves (the Python hooks); forward() calls it.
+  void record_pre_activation(const std::string& id, const at::Tensor& x);
   /// Runs a Sequential child by child and taps each audited child's output; parameter-free
   /// children (activations, dropout) belong to the audited child before them; when the next
   /// one is Tanh, Sigmoid, Hardtanh or Softsign, the child's own output is also recorded as

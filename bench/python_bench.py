@@ -1,0 +1,111 @@
+"""make bench-python: the Python audit's cost on bench-audit's MLP (64-4x1024-10, batch 256,
+Adam), every step and every 10th step against no audit, steps interleaved in one process; and
+gradscope.stats against the same statistics in pure PyTorch (nine separate reductions).
+The last line is one JSON object."""
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+
+import gradscope
+
+HIDDEN, LAYERS, BATCH, CLASSES = 1024, 4, 256, 10
+CYCLES = int(os.environ.get("BENCH_CYCLES", "12"))
+STEPS = int(os.environ.get("BENCH_STEPS", "10"))  # per side per cycle (a multiple of 10)
+
+
+def make_mlp():
+    torch.manual_seed(0)
+    layers, width = [], 64
+    for i in range(LAYERS):
+        layers += [(f"fc{i}", nn.Linear(width, HIDDEN)), (f"relu{i}", nn.ReLU())]
+        width = HIDDEN
+    layers.append(("out", nn.Linear(width, CLASSES)))
+    return nn.Sequential(__import__("collections").OrderedDict(layers))
+
+
+class Arm:
+    def __init__(self, name, sample_every):
+        self.name = name
+        self.model = make_mlp()
+        self.opt = torch.optim.Adam(self.model.parameters(), 1e-4)
+        self.audit = None if sample_every is None else gradscope.Audit(self.model, sample_every=sample_every)
+        self.times = []
+
+    def steps(self, x, y, n):
+        start = time.perf_counter()
+        for _ in range(n):
+            self.opt.zero_grad()
+            nn.functional.cross_entropy(self.model(x), y).backward()
+            if self.audit is None:
+                self.opt.step()
+            else:
+                self.audit.step(self.opt)
+        self.times.append((time.perf_counter() - start) / n)
+
+
+def pure_torch_stats(t, eps=1e-7, sat=50.0):
+    # What a user writes for the same summary: nine reductions, each a pass over the tensor.
+    return (t.isnan().sum().item(), t.isinf().sum().item(), (t.abs() <= eps).sum().item(),
+            (t.abs() > sat).sum().item(), t.sum().item(), t.pow(2).sum().item(), t.abs().sum().item(),
+            t.min().item(), t.max().item())
+
+
+def stats_speedup(tensors, repeats=20):
+    best = {"gradscope": float("inf"), "torch": float("inf")}
+    for _ in range(repeats):  # interleaved, best of each
+        start = time.perf_counter()
+        for t in tensors:
+            gradscope.stats(t)
+        best["gradscope"] = min(best["gradscope"], time.perf_counter() - start)
+        start = time.perf_counter()
+        for t in tensors:
+            pure_torch_stats(t)
+        best["torch"] = min(best["torch"], time.perf_counter() - start)
+    return best["torch"] / best["gradscope"], best
+
+
+def main():
+    x, y = torch.randn(BATCH, 64), torch.randint(0, CLASSES, (BATCH,))
+    # "control" is a second model without audit: its ratio to "none" is the noise floor.
+    arms = [Arm("none", None), Arm("every", 1), Arm("sample10", 10), Arm("control", None)]
+    for arm in arms:  # warm-up
+        arm.steps(x, y, 3)
+        arm.times.clear()
+    for cycle in range(CYCLES):
+        order = arms if cycle % 2 == 0 else arms[::-1]
+        for arm in order:
+            arm.steps(x, y, STEPS)
+    med = {a.name: statistics.median(a.times) for a in arms}
+    r1, r10 = med["every"] / med["none"], med["sample10"] / med["none"]
+    model = arms[0].model
+    h = x
+    acts = []
+    with torch.no_grad():
+        for m in model:
+            h = m(h)
+            acts.append(h)
+    tensors = [p.detach() for p in model.parameters()] + acts
+    speedup, best = stats_speedup(tensors)
+    for a in arms:
+        if a.audit:
+            a.audit.close()
+    print(f"MLP 64-{LAYERS}x{HIDDEN}-{CLASSES}, batch {BATCH}, Adam; {CYCLES} cycles of {STEPS} steps per side, "
+          f"interleaved; torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f}")
+    for a in arms:
+        print(f"  {a.name:9s} median step {med[a.name] * 1e3:8.3f} ms")
+    print(f"  control (no audit, another model): {med['control'] / med['none']:.3f}x: the noise floor of these ratios")
+    print(f"  audit every step: {r1:.3f}x (target <= 1.10); every 10th: {r10:.3f}x (target <= 1.02)")
+    n = sum(t.numel() for t in tensors)
+    print(f"  statistics of {len(tensors)} tensors ({n} elements): gradscope.stats {best['gradscope'] * 1e3:.3f} ms, "
+          f"nine PyTorch reductions {best['torch'] * 1e3:.3f} ms: {speedup:.1f}x (target >= 5)")
+    print(json.dumps({"bench": "python", "ratio_every_step": round(r1, 4), "ratio_sample10": round(r10, 4),
+                      "speedup_vs_pure_torch": round(speedup, 2)}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""Audit: forward hooks on a PyTorch model, every measurement made by the C++ engine.
+
+Nodes are the model's direct children that own parameters (the model itself, as "model", when
+none does), as in C++. In an nn.Sequential model the parameter-free children (activations,
+dropout) belong to the audited child before them: the node's activation is the output of the
+last one, and a child followed by tanh, sigmoid, hardtanh or softsign also records its own
+output as the pre-activation (for SATURATED). Elsewhere a node's activation is its module's
+output. A module called several times in one step is recorded at every call; the calls of a
+step merge into that step's statistics. A tuple or list output is measured by its first tensor
+(an LSTM's output, not its state); any other output is an Error naming the node.
+"""
+import os
+import sys
+
+import torch
+from torch import nn
+
+from . import _engine
+from ._engine import Error
+from ._report import Report
+
+# The squashing functions whose input is recorded as the node's pre-activation (exact types,
+# as the C++ Sequential forward checks them).
+_SQUASHING = (nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Softsign)
+
+
+def _has_params(module):
+    return next(module.parameters(), None) is not None
+
+
+def _first_tensor(output, node, module):
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, (tuple, list)):
+        for item in output:
+            if isinstance(item, torch.Tensor):
+                return item
+    raise Error(f"audit: node '{node}' ({type(module).__name__}) returned {type(output).__name__}, not a tensor; "
+                f"pass nodes=[...] to audit other modules, or measure a tensor yourself with audit.tap('{node}', x)")
+
+
+def _resolve_nodes(model, nodes):
+    """[(id, module)]: the default nodes, or those named (paths of model.named_modules())."""
+    if nodes is None:
+        found = [(name, child) for name, child in model.named_children() if _has_params(child)]
+        if found:
+            return found
+        if not _has_params(model):
+            raise Error(f"audit: model of type {type(model).__name__} has no parameters; nothing to audit")
+        return [("model", model)]
+    if isinstance(nodes, dict):
+        return list(nodes.items())
+    modules = dict(model.named_modules())
+    resolved = []
+    for name in nodes:
+        if name not in modules:
+            raise Error(f"audit: no module '{name}' in the model; modules: {sorted(m for m in modules if m)[:10]}")
+        resolved.append((name, modules[name]))
+    return resolved
+
+
+def _node_spec(node_id, module):
+    subs = [(path, type(m).__name__) for path, m in module.named_modules() if path]
+    params = list(module.named_parameters())
+    if not params:
+        raise Error(f"audit: node '{node_id}' ({type(module).__name__}) has no parameters")
+    return (node_id, type(module).__name__, subs, params)
+
+
+def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs, leakage_every,
+             free_nodes, gradient_snr, threads, keep_records):
+    o = _engine.AuditOptions()
+    if thresholds is not None:
+        o.thresholds = thresholds
+    o.sample_every = sample_every
+    o.threads = threads
+    o.gradient_snr = gradient_snr
+    o.channels = dict(channels or {})
+    o.channels_all_nodes = channels_all_nodes
+    o.leakage_pairs = [tuple(p) for p in leakage_pairs]
+    o.leakage_every = leakage_every
+    o.free_nodes = list(free_nodes)
+    o.keep_records = keep_records
+    return o
+
+
+class Audit:
+    """Per-node gradient health of a PyTorch model, measured by gradscope's C++ engine.
+
+    Use it as a context manager: its hooks are removed when the block ends, also on an
+    exception. `run` writes every audited step to a run directory that `gradscope report`,
+    `html`, `diff` and `ls` read.
+    """
+
+    def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
+                 channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
+                 gradient_snr=False, threads=0, keep_records=True, run_name=None, overwrite=False):
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
+        if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
+            raise Error(f"audit: sample_every must be an integer >= 1, got {sample_every!r}")
+        self._model = model
+        self._nodes = _resolve_nodes(model, nodes)
+        specs = [_node_spec(i, m) for i, m in self._nodes]
+        run_spec = None
+        if run is not None:
+            run = os.fspath(run)
+            run_spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), overwrite)
+        options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
+                           leakage_every, free_nodes, gradient_snr, threads, keep_records)
+        self._engine = _engine.AuditEngine(specs, options, run_spec)
+        self._sample_every = sample_every
+        self._step = 0
+        self._audited = True
+        self._mode = None            # "step" or "after_step", from the first call
+        self._snapshot = None        # parameter values at this step's first forward (after_step)
+        self._snapshot_step = -1
+        self._params = []
+        seen = set()
+        for _, m in self._nodes:
+            for p in m.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    self._params.append(p)
+        self._handles = []
+        try:
+            self._install_hooks(nodes is None and isinstance(model, nn.Sequential))
+        except BaseException:
+            self.close()
+            raise
+
+    # --- hooks -------------------------------------------------------------------------------
+    def _install_hooks(self, sequential_groups):
+        self._handles.append(self._model.register_forward_pre_hook(self._before_forward))
+        if not sequential_groups:
+            for node_id, module in self._nodes:
+                self._handles.append(module.register_forward_hook(self._tap_hook(node_id)))
+            return
+        # nn.Sequential: groups of an audited child and the parameter-free children after it.
+        children = list(self._model.named_children())
+        audited = {name for name, _ in self._nodes}
+        current = None
+        for i, (name, child) in enumerate(children):
+            last = i + 1 == len(children)
+            next_audited = not last and children[i + 1][0] in audited
+            if name in audited:
+                current = name
+                if not last and not next_audited and type(children[i + 1][1]) in _SQUASHING:
+                    self._handles.append(child.register_forward_hook(self._pre_activation_hook(name)))
+            if current is not None and (next_audited or last):
+                self._handles.append(child.register_forward_hook(self._tap_hook(current)))
+                current = None
+
+    def _tap_hook(self, node_id):
+        def hook(module, inputs, output):
+            if self._audited:
+                self._engine.tap(node_id, _first_tensor(output, node_id, module))
+        return hook
+
+    def _pre_activation_hook(self, node_id):
+        def hook(module, inputs, output):
+            if self._audited:
+                self._engine.pre_activation(node_id, _first_tensor(output, node_id, module))
+        return hook
+
+    def _before_forward(self, module, inputs):
+        # For after_step(): the values before the optimizer step, taken at the step's first
+        # forward. Not needed (and not taken) once step() has been seen.
+        if self._mode == "step" or not self._audited or self._snapshot_step == self._step:
+            return
+        with torch.no_grad():
+            self._snapshot = [p.detach().clone() for p in self._params]
+        self._snapshot_step = self._step
+
+    # --- the training loop ---------------------------------------------------------------------
+    def tap(self, node, x):
+        """Records `x` as the output of `node` (for forwards the hooks cannot see); returns x."""
+        if self._audited:
+            self._engine.tap(node, x)
+        return x
+
+    def step(self, optimizer):
+        """Ends the step: measures the parameter gradients and values, runs optimizer.step()
+        (or calls `optimizer` when it is a function) and measures the real update."""
+        update = optimizer if callable(optimizer) and not hasattr(optimizer, "step") else optimizer.step
+        self._mode = "step"
+        self._snapshot = None
+        self._engine.step(lambda: update())
+        self._next_step()
+
+    def after_step(self):
+        """Ends a step whose optimizer.step() the caller has run: the same measurements as
+        step(), the update taken against the values at the step's first forward."""
+        if self._mode == "step":
+            raise Error("audit: after_step() after step(): use one of them for the whole run")
+        self._mode = "after_step"
+        if not self._audited:
+            self._engine.step(lambda: None)
+            self._next_step()
+            return
+        if self._snapshot is None or self._snapshot_step != self._step:
+            raise Error("audit: after_step(): the model's forward did not run through the audited model this "
+                        "step, so the values before opt.step() are unknown; call model(x) then opt.step() then "
+                        "after_step(), once per step")
+        # The engine measures before/after an update it runs: put the old values back, and
+        # let its update restore the new ones (set_data swaps storage; nothing is copied).
+        after = [p.data for p in self._params]
+        restored = [False]
+
+        def restore():
+            for p, a in zip(self._params, after):
+                p.data = a
+            restored[0] = True
+
+        with torch.no_grad():
+            for p, b in zip(self._params, self._snapshot):
+                p.data = b
+            try:
+                self._engine.step(restore)
+            finally:
+                if not restored[0]:
+                    restore()
+        self._snapshot = None
+        self._next_step()
+
+    def _next_step(self):
+        self._step += 1
+        self._audited = self._step % self._sample_every == 0
+
+    # --- results -------------------------------------------------------------------------------
+    @property
+    def current_step(self):
+        return self._step
+
+    def report(self):
+        """Flags and evidence over every audited step (also after the with-block)."""
+        return Report(self._engine.report())
+
+    def assert_healthy(self):
+        """Raises gradscope.HealthError naming every flagged node, worst first."""
+        self._engine.report().assert_healthy()
+
+    def records(self):
+        """Every record (step, node, site, stats) kept so far."""
+        return self._engine.records()
+
+    def node_ids(self):
+        return self._engine.node_ids()
+
+    def architecture(self):
+        return self._engine.architecture()
+
+    def warnings(self):
+        return self._engine.warnings()
+
+    @property
+    def hooks(self):
+        """Hooks this audit has installed on the model and not yet removed."""
+        return len(self._handles)
+
+    # --- lifetime ------------------------------------------------------------------------------
+    def close(self):
+        """Removes every hook, keeps the findings and closes the run (idempotent)."""
+        for h in getattr(self, "_handles", []):
+            h.remove()
+        self._handles = []
+        self._snapshot = None
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,173 @@
+// AuditEngine and EmbeddingEngine: parameter-only LibTorch modules over PyTorch's tensors.
+#include "engine.h"
+
+#include <torch/nn/modules/embedding.h>
+
+#include <map>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope::python {
+namespace {
+
+using ModulePtr = std::shared_ptr<::torch::nn::Module>;
+
+// A module that only holds what Python registered: its type name, submodules and parameters.
+struct Shell : ::torch::nn::Module {
+  explicit Shell(std::string type) : Module(std::move(type)) {}
+};
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (begin <= path.size()) {
+    const std::size_t dot = path.find('.', begin);
+    const std::size_t end = dot == std::string::npos ? path.size() : dot;
+    parts.push_back(path.substr(begin, end - begin));
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  return parts;
+}
+
+// The node's module tree with the parameters PyTorch owns (the same tensors, shared).
+ModulePtr build_shell(const NodeSpec& node) {
+  const std::string who = "audit: node '" + node.id + "': ";
+  std::map<std::string, ModulePtr> by_path;
+  by_path[""] = std::make_shared<Shell>(node.type);
+  auto module_at = [&](const std::string& path) -> ModulePtr {
+    if (auto it = by_path.find(path); it != by_path.end()) return it->second;
+    ModulePtr parent = by_path.at("");
+    std::string prefix;
+    for (const std::string& part : split_path(path)) {
+      if (part.empty()) throw Error(who + "bad module path '" + path + "'");
+      prefix += (prefix.empty() ? "" : ".") + part;
+      auto it = by_path.find(prefix);
+      if (it == by_path.end()) {
+        ModulePtr child = std::make_shared<Shell>("Module");
+        parent->register_module(part, child);
+        it = by_path.emplace(prefix, child).first;
+      }
+      parent = it->second;
+    }
+    return parent;
+  };
+  for (const auto& [path, type] : node.modules) {
+    if (path.empty() || by_path.count(path)) continue;
+    const std::size_t dot = path.rfind('.');
+    ModulePtr parent = dot == std::string::npos ? by_path.at("") : module_at(path.substr(0, dot));
+    ModulePtr child = std::make_shared<Shell>(type);
+    parent->register_module(dot == std::string::npos ? path : path.substr(dot + 1), child);
+    by_path[path] = child;
+  }
+  if (node.params.empty()) throw Error(who + "has no parameters");
+  for (const auto& [path, tensor] : node.params) {
+    if (!tensor.defined()) throw Error(who + "parameter '" + path + "' is undefined");
+    if (!tensor.device().is_cpu())
+      throw Error(who + "parameter '" + path + "' is on device " + tensor.device().str() +
+                  ", which this build cannot read (CPU only; move the model with .cpu())");
+    const std::size_t dot = path.rfind('.');
+    ModulePtr owner = dot == std::string::npos ? by_path.at("") : module_at(path.substr(0, dot));
+    owner->register_parameter(dot == std::string::npos ? path : path.substr(dot + 1), tensor,
+                              tensor.requires_grad());
+  }
+  return by_path.at("");
+}
+
+}  // namespace
+
+AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions options, std::optional<RunSpec> run)
+    : sample_every_(options.sample_every) {
+  if (nodes.empty()) throw Error("audit: no nodes to audit");
+  std::vector<std::pair<std::string, ModulePtr>> pairs;
+  for (const NodeSpec& n : nodes) {
+    shells_.push_back(build_shell(n));
+    pairs.emplace_back(n.id, shells_.back());
+  }
+  if (run) {
+    RunWriterOptions store;
+    store.name = run->name;
+    store.command_line = run->command_line;
+    store.thresholds = options.thresholds;
+    store.overwrite = run->overwrite;
+    writer_ = std::make_unique<RunWriter>(run->dir, store);
+    RunWriter* writer = writer_.get();
+    auto user = options.on_step;
+    options.on_step = [writer, user](const std::vector<Record>& records) {
+      for (const Record& r : records) writer->add(r);
+      writer->end_step();
+      if (user) user(records);
+    };
+  }
+  audit_ = std::make_unique<torch::Audit>(std::move(pairs), std::move(options));
+}
+
+AuditEngine::~AuditEngine() {
+  try {
+    close();
+  } catch (...) {  // a destructor must not throw; close() reports the same error when called
+  }
+}
+
+const torch::Audit& AuditEngine::audit() const {
+  if (!audit_) throw Error("audit: closed (the with-block has ended); start a new Audit");
+  return *audit_;
+}
+torch::Audit& AuditEngine::audit() {
+  if (!audit_) throw Error("audit: closed (the with-block has ended); start a new Audit");
+  return *audit_;
+}
+
+void AuditEngine::tap(const std::string& id, const at::Tensor& x) { audit().tap(id, x); }
+void AuditEngine::pre_activation(const std::string& id, const at::Tensor& x) {
+  audit().record_pre_activation(id, x);
+}
+void AuditEngine::step(const std::function<void()>& apply_update) { audit().step(apply_update); }
+bool AuditEngine::audited() const { return audit_ && audit_->current_step() % sample_every_ == 0; }
+int64_t AuditEngine::current_step() const { return audit_ ? audit_->current_step() : report_.steps; }
+
+Report AuditEngine::report() const { return audit_ ? audit_->report() : report_; }
+std::vector<Record> AuditEngine::records() const { return audit_ ? audit_->records() : records_; }
+std::vector<std::string> AuditEngine::node_ids() const { return audit_ ? audit_->node_ids() : node_ids_; }
+Architecture AuditEngine::architecture() const { return audit_ ? audit_->architecture() : architecture_; }
+std::vector<std::string> AuditEngine::warnings() const { return audit_ ? audit_->warnings() : warnings_; }
+
+void AuditEngine::close() {
+  if (audit_) {
+    report_ = audit_->report();
+    records_ = audit_->records();
+    node_ids_ = audit_->node_ids();
+    architecture_ = audit_->architecture();
+    warnings_ = audit_->warnings();
+    audit_.reset();  // removes the hooks it installed; those on live activations go inert
+  }
+  if (writer_) {
+    std::unique_ptr<RunWriter> writer = std::move(writer_);
+    writer->close();
+  }
+}
+
+EmbeddingEngine::EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
+                                 std::string layer, torch::EmbeddingTrackerOptions options) {
+  if (!weight.defined() || weight.dim() != 2)
+    throw Error("embedding '" + layer + "': weight must be a defined 2-D tensor");
+  // A one-row module whose weight is then PyTorch's: the tracker reads `weight` only.
+  if (bag) {
+    auto m = std::make_shared<::torch::nn::EmbeddingBagImpl>(::torch::nn::EmbeddingBagOptions(1, weight.size(1)));
+    m->weight = weight;
+    if (padding_idx) m->options.padding_idx(*padding_idx);
+    module_ = m;
+  } else {
+    auto m = std::make_shared<::torch::nn::EmbeddingImpl>(::torch::nn::EmbeddingOptions(1, weight.size(1)));
+    m->weight = weight;
+    if (padding_idx) m->options.padding_idx(*padding_idx);
+    module_ = m;
+  }
+  tracker_ = std::make_unique<torch::EmbeddingTracker>(module_, std::move(layer), std::move(options));
+}
+
+void EmbeddingEngine::observe(const at::Tensor& indices, bool negative) {
+  tracker_->observe(indices, negative ? torch::Role::kNegative : torch::Role::kLookup);
+}
+
+}  // namespace gradscope::python

@@ -1,0 +1,111 @@
+// The engine behind the Python module: the C++ Audit and EmbeddingTracker over tensors that
+// PyTorch owns. Python names the nodes and their parameters; the engine builds a parameter-only
+// LibTorch module per node (the tensors are shared, never copied) and audits those, so every
+// number comes from the same kernels, rules and run store as in C++.
+//
+//   gradscope::python::NodeSpec fc{"fc1", "Linear", {{"", "Linear"}}, {{"weight", w}, {"bias", b}}};
+//   gradscope::python::AuditEngine engine({fc}, {}, RunSpec{"runs/exp1"});
+//   engine.tap("fc1", y);                 // from a forward hook
+//   engine.step([&] { /* optimizer.step() */ });
+//   std::cout << gradscope::render_table(engine.report());
+//
+// No Python here: module.cpp binds it (and is the one file that includes torch/extension.h).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gradscope/core/architecture.h"
+#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/record.h"
+#include "gradscope/core/report.h"
+#include "gradscope/io/run_writer.h"
+#include "gradscope/torch/audit.h"
+#include "gradscope/torch/embedding.h"
+
+namespace gradscope::python {
+
+/// One audited node as Python sees it: its submodules (path relative to the node, "" for the
+/// node itself, and type name) and its parameters (path relative to the node).
+struct NodeSpec {
+  std::string id;
+  std::string type;
+  std::vector<std::pair<std::string, std::string>> modules;
+  std::vector<std::pair<std::string, at::Tensor>> params;
+};
+
+/// Where a run is written (a RunWriter directory) and what its metadata says.
+struct RunSpec {
+  std::string dir;
+  std::string name;
+  std::string command_line;
+  bool overwrite = false;
+};
+
+/// A C++ Audit over PyTorch's tensors, with an optional run store.
+class AuditEngine {
+ public:
+  /// Throws Error for no nodes, a node without parameters, or a parameter not on the CPU.
+  AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions options, std::optional<RunSpec> run);
+  ~AuditEngine();
+
+  /// Audit::tap (activation now, output gradient in backward).
+  void tap(const std::string& id, const at::Tensor& x);
+  /// Audit::record_pre_activation.
+  void pre_activation(const std::string& id, const at::Tensor& x);
+  /// Audit::step; each audited step's records also go to the run.
+  void step(const std::function<void()>& apply_update);
+  /// Whether the current step is audited (sample_every).
+  bool audited() const;
+  int64_t current_step() const;
+
+  Report report() const;
+  std::vector<Record> records() const;
+  std::vector<std::string> node_ids() const;
+  Architecture architecture() const;
+  std::vector<std::string> warnings() const;
+
+  /// Keeps the findings, destroys the audit (its hooks go) and closes the run. Idempotent.
+  void close();
+  bool closed() const { return !audit_; }
+
+ private:
+  const torch::Audit& audit() const;
+  torch::Audit& audit();
+  int sample_every_ = 1;
+  std::vector<std::shared_ptr<::torch::nn::Module>> shells_;
+  std::unique_ptr<RunWriter> writer_;
+  std::unique_ptr<torch::Audit> audit_;
+  // After close(): what the audit found.
+  Report report_;
+  std::vector<Record> records_;
+  std::vector<std::string> node_ids_, warnings_;
+  Architecture architecture_;
+};
+
+/// A C++ EmbeddingTracker over a PyTorch Embedding or EmbeddingBag weight.
+class EmbeddingEngine {
+ public:
+  /// `bag`: the weight belongs to an EmbeddingBag. Throws Error for a weight the tracker
+  /// cannot read (not 2-D, not on the CPU, not floating point).
+  EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
+                  torch::EmbeddingTrackerOptions options);
+  void observe(const at::Tensor& indices, bool negative);
+  void before_step() { tracker_->before_step(); }
+  void after_step() { tracker_->after_step(); }
+  void step(const std::function<void()>& apply_update) { tracker_->step(apply_update); }
+  int64_t current_step() const { return tracker_->current_step(); }
+  const torch::EmbeddingTracker& tracker() const { return *tracker_; }
+
+ private:
+  std::shared_ptr<::torch::nn::Module> module_;
+  std::unique_ptr<torch::EmbeddingTracker> tracker_;
+};
+
+}  // namespace gradscope::python

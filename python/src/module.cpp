@@ -1,0 +1,246 @@
+// gradscope._engine: the pybind11 bindings. The one translation unit that includes
+// torch/extension.h (slow to compile); the engine itself is in engine.cpp and saved_run.cpp.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+#include <torch/extension.h>
+
+#include "engine.h"
+#include "gradscope/core/error.h"
+#include "gradscope/core/thresholds.h"
+#include "gradscope/io/csv.h"
+#include "gradscope/io/embedding_json.h"
+#include "gradscope/io/json.h"
+#include "gradscope/io/run_metadata.h"
+#include "gradscope/io/table.h"
+#include "gradscope/torch/tensor.h"
+#include "saved_run.h"
+
+namespace py = pybind11;
+using namespace gradscope;
+namespace gt = gradscope::torch;
+using gradscope::python::AuditEngine;
+using gradscope::python::EmbeddingEngine;
+
+namespace {
+
+std::vector<std::string> flag_names(const FlagSet& flags) {
+  std::vector<std::string> names;
+  for (Flag f : flags.list()) names.emplace_back(flag_name(f));
+  return names;
+}
+
+void bind_stats(py::module_& m) {
+  py::class_<Stats>(m, "Stats", "A mergeable summary of one tensor (gradscope::Stats).")
+      .def_readonly("count", &Stats::count)
+      .def_readonly("finite", &Stats::finite)
+      .def_readonly("nan", &Stats::nan)
+      .def_readonly("pos_inf", &Stats::pos_inf)
+      .def_readonly("neg_inf", &Stats::neg_inf)
+      .def_readonly("zero", &Stats::zero)
+      .def_readonly("saturated", &Stats::saturated)
+      .def_readonly("sum", &Stats::sum)
+      .def_readonly("sum_sq", &Stats::sum_sq)
+      .def_readonly("sum_abs", &Stats::sum_abs)
+      .def_readonly("min", &Stats::min)
+      .def_readonly("max", &Stats::max)
+      .def_readonly("max_abs", &Stats::max_abs)
+      .def_property_readonly("mean", &Stats::mean)
+      .def_property_readonly("mean_abs", &Stats::mean_abs)
+      .def_property_readonly("std", &Stats::stddev)
+      .def_property_readonly("l2", &Stats::l2);
+  m.def(
+      "stats",
+      [](const at::Tensor& t, double dead_eps, double saturation) {
+        StatsOptions o;
+        o.dead_eps = dead_eps;
+        o.saturation = saturation;
+        return gt::stats_of(t, "tensor", o);
+      },
+      py::arg("tensor"), py::arg("dead_eps") = 1e-7, py::arg("saturation") = 50.0,
+      "The fused statistics pass over one CPU tensor (the same kernel the audit runs).");
+  py::class_<Record>(m, "Record")
+      .def_readonly("step", &Record::step)
+      .def_readonly("node", &Record::node)
+      .def_property_readonly("site", [](const Record& r) { return std::string(site_name(r.site)); })
+      .def_readonly("stats", &Record::stats);
+}
+
+void bind_thresholds(py::module_& m) {
+  py::class_<Thresholds> t(m, "Thresholds", "The thresholds every rule judges with (gradscope::Thresholds).");
+  t.def(py::init<>())
+      .def("to_json", [](const Thresholds& x) { return thresholds_to_json(x); })
+      .def_static("from_json", [](const std::string& s) { return thresholds_from_json(s); })
+      .def("validate", &Thresholds::validate);
+#define GRADSCOPE_FIELD(name) t.def_readwrite(#name, &Thresholds::name)
+  GRADSCOPE_FIELD(grad_lo); GRADSCOPE_FIELD(grad_hi); GRADSCOPE_FIELD(activation_saturation);
+  GRADSCOPE_FIELD(saturation_frac); GRADSCOPE_FIELD(dead_eps); GRADSCOPE_FIELD(dead_frac);
+  GRADSCOPE_FIELD(update_ratio_lo); GRADSCOPE_FIELD(stagnant_steps); GRADSCOPE_FIELD(channel_frac);
+  GRADSCOPE_FIELD(ignored_channel_ratio); GRADSCOPE_FIELD(leakage_cka); GRADSCOPE_FIELD(zombie_window);
+  GRADSCOPE_FIELD(zombie_z); GRADSCOPE_FIELD(zombie_damping); GRADSCOPE_FIELD(zombie_min_exposure);
+  GRADSCOPE_FIELD(zombie_oscillation); GRADSCOPE_FIELD(zombie_velocity_ratio); GRADSCOPE_FIELD(velocity_ema);
+  GRADSCOPE_FIELD(oscillation_ema); GRADSCOPE_FIELD(flow_critical_ratio); GRADSCOPE_FIELD(flow_problems_ratio);
+  GRADSCOPE_FIELD(flow_minor_ratio);
+#undef GRADSCOPE_FIELD
+}
+
+void bind_report(py::module_& m) {
+  py::class_<Evidence>(m, "Evidence")
+      .def_property_readonly("flag", [](const Evidence& e) { return std::string(flag_name(e.flag)); })
+      .def_property_readonly("site", [](const Evidence& e) { return std::string(site_name(e.site)); })
+      .def_readonly("first_step", &Evidence::first_step)
+      .def_readonly("value", &Evidence::value)
+      .def_readonly("threshold", &Evidence::threshold)
+      .def_readonly("measure", &Evidence::measure)
+      .def_readonly("detail", &Evidence::detail)
+      .def("__str__", [](const Evidence& e) { return describe_evidence(e); });
+  py::class_<NodeReport>(m, "NodeReport")
+      .def_readonly("node", &NodeReport::node)
+      .def_readonly("steps", &NodeReport::steps)
+      .def_readonly("first_step", &NodeReport::first_step)
+      .def_readonly("last_step", &NodeReport::last_step)
+      .def_readonly("act_mean_abs", &NodeReport::act_mean_abs)
+      .def_readonly("act_std", &NodeReport::act_std)
+      .def_readonly("out_grad_l2", &NodeReport::out_grad_l2)
+      .def_readonly("param_grad_l2", &NodeReport::param_grad_l2)
+      .def_readonly("param_l2", &NodeReport::param_l2)
+      .def_readonly("grad_param_ratio", &NodeReport::grad_param_ratio)
+      .def_readonly("update_ratio", &NodeReport::update_ratio)
+      .def_readonly("grad_snr", &NodeReport::grad_snr)
+      .def_readonly("effective_rank", &NodeReport::effective_rank)
+      .def_readonly("channels", &NodeReport::channels)
+      .def_readonly("dead_channels", &NodeReport::dead_channels)
+      .def_readonly("nan", &NodeReport::nan)
+      .def_readonly("inf", &NodeReport::inf)
+      .def_readonly("evidence", &NodeReport::evidence)
+      .def_property_readonly("flags", [](const NodeReport& n) { return flag_names(n.flags); })
+      .def_property_readonly("label", [](const NodeReport& n) { return n.flags_label(); });
+  py::class_<Report>(m, "Report")
+      .def_readonly("steps", &Report::steps)
+      .def_readonly("nodes", &Report::nodes)
+      .def_readonly("thresholds", &Report::thresholds)
+      .def("healthy", &Report::healthy)
+      .def("flagged_worst_first",
+           [](const Report& r) {
+             std::vector<std::string> ids;
+             for (const NodeReport* n : r.flagged_worst_first()) ids.push_back(n->node);
+             return ids;
+           })
+      .def("table", [](const Report& r, bool verdict) { return render_table(r, verdict); },
+           py::arg("with_verdict") = true)
+      .def("verdict", [](const Report& r) { return render_verdict(r); })
+      .def("json", [](const Report& r, int indent) { return render_json(r, indent); }, py::arg("indent") = 2)
+      .def("csv", [](const Report& r) { return render_csv(r); })
+      .def("assert_healthy", [](const Report& r) { assert_healthy(r); });
+  py::class_<RunMetadata>(m, "RunMetadata")
+      .def_readonly("name", &RunMetadata::name)
+      .def_readonly("start_time", &RunMetadata::start_time)
+      .def_readonly("end_time", &RunMetadata::end_time)
+      .def_readonly("host", &RunMetadata::host)
+      .def_readonly("command_line", &RunMetadata::command_line)
+      .def_readonly("gradscope_version", &RunMetadata::gradscope_version)
+      .def_readonly("thresholds", &RunMetadata::thresholds)
+      .def_readonly("queue_waits", &RunMetadata::queue_waits);
+  py::class_<python::SavedRun>(m, "SavedRun")
+      .def_readonly("path", &python::SavedRun::path)
+      .def_readonly("metadata", &python::SavedRun::meta)
+      .def_readonly("report", &python::SavedRun::report)
+      .def_readonly("steps", &python::SavedRun::steps)
+      .def_readonly("records", &python::SavedRun::records)
+      .def_readonly("warnings", &python::SavedRun::warnings);
+  m.def("read_run", &python::read_run, py::arg("path"), py::arg("partial") = false,
+        py::arg("with_records") = false);
+}
+
+void bind_audit(py::module_& m) {
+  py::class_<gt::ChannelView>(m, "ChannelView")
+      .def(py::init([](int64_t dim, int every, std::vector<std::pair<int64_t, int64_t>> groups) {
+             return gt::ChannelView{dim, every, std::move(groups)};
+           }),
+           py::arg("dim") = 1, py::arg("every") = 10, py::arg("groups") = std::vector<std::pair<int64_t, int64_t>>{})
+      .def_readwrite("dim", &gt::ChannelView::dim)
+      .def_readwrite("every", &gt::ChannelView::every)
+      .def_readwrite("groups", &gt::ChannelView::groups);
+  py::class_<gt::AuditOptions>(m, "AuditOptions")
+      .def(py::init<>())
+      .def_readwrite("thresholds", &gt::AuditOptions::thresholds)
+      .def_readwrite("sample_every", &gt::AuditOptions::sample_every)
+      .def_readwrite("threads", &gt::AuditOptions::threads)
+      .def_readwrite("gradient_snr", &gt::AuditOptions::gradient_snr)
+      .def_readwrite("channels", &gt::AuditOptions::channels)
+      .def_readwrite("channels_all_nodes", &gt::AuditOptions::channels_all_nodes)
+      .def_readwrite("leakage_pairs", &gt::AuditOptions::leakage_pairs)
+      .def_readwrite("leakage_every", &gt::AuditOptions::leakage_every)
+      .def_readwrite("free_nodes", &gt::AuditOptions::free_nodes)
+      .def_readwrite("keep_records", &gt::AuditOptions::keep_records);
+  py::class_<ArchitectureNode>(m, "ArchitectureNode")
+      .def_readonly("id", &ArchitectureNode::id)
+      .def_readonly("type", &ArchitectureNode::type)
+      .def_readonly("order", &ArchitectureNode::order)
+      .def_readonly("parameters", &ArchitectureNode::parameters)
+      .def_readonly("trainable", &ArchitectureNode::trainable);
+  py::class_<AuditEngine>(m, "AuditEngine")
+      .def(py::init([](const std::vector<py::tuple>& nodes, gt::AuditOptions options, py::object run) {
+             std::vector<python::NodeSpec> specs;
+             for (const py::tuple& n : nodes)
+               specs.push_back({n[0].cast<std::string>(), n[1].cast<std::string>(),
+                                n[2].cast<std::vector<std::pair<std::string, std::string>>>(),
+                                n[3].cast<std::vector<std::pair<std::string, at::Tensor>>>()});
+             std::optional<python::RunSpec> spec;
+             if (!run.is_none()) {
+               const py::tuple r = run.cast<py::tuple>();
+               spec = python::RunSpec{r[0].cast<std::string>(), r[1].cast<std::string>(),
+                                      r[2].cast<std::string>(), r[3].cast<bool>()};
+             }
+             return std::make_unique<AuditEngine>(std::move(specs), std::move(options), std::move(spec));
+           }),
+           py::arg("nodes"), py::arg("options"), py::arg("run") = py::none())
+      .def("tap", &AuditEngine::tap)
+      .def("pre_activation", &AuditEngine::pre_activation)
+      .def("step", &AuditEngine::step)
+      .def("audited", &AuditEngine::audited)
+      .def("current_step", &AuditEngine::current_step)
+      .def("report", &AuditEngine::report)
+      .def("records", &AuditEngine::records)
+      .def("node_ids", &AuditEngine::node_ids)
+      .def("architecture", [](const AuditEngine& e) { return e.architecture().nodes; })
+      .def("warnings", &AuditEngine::warnings)
+      .def("close", &AuditEngine::close)
+      .def("closed", &AuditEngine::closed);
+}
+
+void bind_embedding(py::module_& m) {
+  py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
+      .def(py::init([](const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
+                       bool auto_fix, int track_every, Thresholds thresholds, bool windowed) {
+             gt::EmbeddingTrackerOptions o;
+             o.auto_fix = auto_fix;
+             o.track_every = track_every;
+             o.thresholds = thresholds;
+             o.zombie_rule = windowed ? ZombieRule::kWindowed : ZombieRule::kGradTracer;
+             return std::make_unique<EmbeddingEngine>(weight, bag, padding_idx, std::move(layer), std::move(o));
+           }),
+           py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("auto_fix"),
+           py::arg("track_every"), py::arg("thresholds"), py::arg("windowed") = true)
+      .def("observe", &EmbeddingEngine::observe, py::arg("indices"), py::arg("negative") = false)
+      .def("before_step", &EmbeddingEngine::before_step)
+      .def("after_step", &EmbeddingEngine::after_step)
+      .def("step", &EmbeddingEngine::step)
+      .def("current_step", &EmbeddingEngine::current_step)
+      .def("report_json", [](const EmbeddingEngine& e) { return render_embedding_json(e.tracker().report()); })
+      .def("warnings", [](const EmbeddingEngine& e) { return e.tracker().warnings(); })
+      .def("touched_rows", [](const EmbeddingEngine& e) { return e.tracker().touched_rows(); })
+      .def("gradient_norms", [](const EmbeddingEngine& e) { return e.tracker().gradient_norms(); });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_engine, m) {
+  m.doc() = "gradscope's C++ engine (kernels, rules, run store) for PyTorch tensors";
+  auto error = py::register_exception<gradscope::Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception<gradscope::HealthError>(m, "HealthError", error.ptr());
+  bind_stats(m);
+  bind_thresholds(m);
+  bind_report(m);
+  bind_audit(m);
+  bind_embedding(m);
+}

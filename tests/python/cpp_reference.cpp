@@ -1,0 +1,87 @@
+// The C++ side of the Python tests: what the C++ audit says on the same models, so pytest can
+// check that Python gets the same numbers and the same flags.
+//
+//   cpp_reference parity SEED STEPS           one JSON record per line, of a seeded MLP
+//   cpp_reference scenarios DIGITS STEPS NAME...   {"name": {"node": ["FLAG", ...]}, ...}
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "gradscope/torch/audit.h"
+#include "scenario.h"
+
+namespace nn = ::torch::nn;
+using namespace gradscope;
+
+namespace {
+
+// Fc1 -> tanh -> fc2 -> relu -> out, SGD lr 0.1, inputs and targets from the same seed: the
+// model tests/python/test_parity.py builds in PyTorch.
+int parity(uint64_t seed, int steps) {
+  ::torch::manual_seed(seed);
+  nn::Sequential net({{"fc1", nn::Linear(16, 32)},
+                      {"tanh", nn::Tanh()},
+                      {"fc2", nn::Linear(32, 32)},
+                      {"relu", nn::ReLU()},
+                      {"out", nn::Linear(32, 4)}});
+  ::torch::optim::SGD opt(net->parameters(), ::torch::optim::SGDOptions(0.1));
+  gradscope::torch::Audit audit(net);
+  for (int step = 0; step < steps; ++step) {
+    const at::Tensor x = at::randn({8, 16}) * 3;
+    const at::Tensor y = at::randn({8, 4});
+    opt.zero_grad();
+    audit.forward(net, x).sub(y).pow(2).mean().backward();
+    audit.step(opt);
+  }
+  for (const Record& r : audit.records())
+    std::printf(
+        "{\"step\":%lld,\"node\":\"%s\",\"site\":\"%s\",\"count\":%lld,\"zero\":%lld,\"saturated\":%lld,"
+        "\"sum\":%.17g,\"sum_sq\":%.17g,\"sum_abs\":%.17g,\"min\":%.17g,\"max\":%.17g}\n",
+        static_cast<long long>(r.step), r.node.c_str(), site_name(r.site), static_cast<long long>(r.stats.count),
+        static_cast<long long>(r.stats.zero), static_cast<long long>(r.stats.saturated), r.stats.sum,
+        r.stats.sum_sq, r.stats.sum_abs, r.stats.min, r.stats.max);
+  return 0;
+}
+
+int scenarios_flags(const std::string& digits, int steps, int argc, char** argv) {
+  const cli::Digits data = cli::load_digits(digits, 0.2, 7, scenarios::kScenarioBatch);
+  std::printf("{");
+  for (int i = 0; i < argc; ++i) {
+    const scenarios::ScenarioRun run = scenarios::run_scenario(scenarios::scenario(argv[i]), data, steps, 7);
+    std::printf("%s\"%s\":{", i ? "," : "", argv[i]);
+    for (std::size_t n = 0; n < run.report.nodes.size(); ++n) {
+      const NodeReport& node = run.report.nodes[n];
+      std::printf("%s\"%s\":[", n ? "," : "", node.node.c_str());
+      const std::vector<Flag> flags = node.flags.list();
+      for (std::size_t f = 0; f < flags.size(); ++f) std::printf("%s\"%s\"", f ? "," : "", flag_name(flags[f]));
+      std::printf("]");
+    }
+    std::printf("}");
+  }
+  std::printf("}\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "parity" && argc == 4) return parity(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
+    if (mode == "scenarios" && argc >= 5) return scenarios_flags(argv[2], std::atoi(argv[3]), argc - 4, argv + 4);
+    std::cerr << "usage: cpp_reference parity SEED STEPS | scenarios DIGITS STEPS NAME...\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "cpp_reference: error: " << e.what() << "\n";
+    return 3;
+  }
+}
