@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and clang's ASan/UBSan runtimes
                             # (tests/fuzz; clang does not pull the runtimes in by itself)
   chromium                # browser tests of the HTML report (driven by npm playwright-core)
+  dataset-fashion-mnist   # Fashion-MNIST for the compression validation (scripts/fetch-data.sh)
 )
 # Node.js and npm fetch the chart libraries; a machine that already has npm (from nodesource or
 # nvm, say) keeps it, since Debian's nodejs package would conflict with it.

@@ -25,5 +25,6 @@ void add_export_command(CLI::App& app, int& exit_code);
 void add_diff_command(CLI::App& app, int& exit_code);
 void add_ls_command(CLI::App& app, int& exit_code);
 void add_html_command(CLI::App& app, int& exit_code);
+void add_compress_command(CLI::App& app, int& exit_code);
 
 }  // namespace gradscope::cli
