@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps data configure build demo test test-sanitize fuzz bench validate clean
+.PHONY: all deps data configure build demo test test-sanitize fuzz bench validate validate-compression clean
 
 all: build
 
@@ -58,6 +58,12 @@ BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
 
 bench: $(addprefix bench-,$(BENCHES))
 
+# bench-compression trains on Fashion-MNIST and the digits: fetch them first.
+bench-compression: configure
+	@bash scripts/fetch-data.sh fashion-mnist
+	@cmake --build $(BUILD) -j $(JOBS) --target bench_compression
+	@$(BUILD)/bench/bench_compression data
+
 bench-%: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target bench_$*
 	@$(BUILD)/bench/bench_$*
@@ -67,6 +73,13 @@ bench-%: configure
 # validate-faults: planted faults against the embedding findings, ground truth computed apart.
 # validate-embedding: the auto-fix against no fix on the run where zombie rows are real.
 validate: validate-baseline validate-faults validate-embedding
+
+# validate-compression: the dynamics recipe against uniform and magnitude baselines at equal
+# bytes, digits and Fashion-MNIST, 5 seeds (docs/validation.md); not part of `make validate`.
+validate-compression: configure
+	@bash scripts/fetch-data.sh fashion-mnist
+	@cmake --build $(BUILD) -j $(JOBS) --target validate_compression
+	@$(BUILD)/bench/validate_compression data
 
 validate-%: configure
 	@bash scripts/fetch-data.sh movielens

@@ -65,9 +65,16 @@ double accuracy(ScenarioModel& model, const at::Tensor& x, const at::Tensor& y) 
   ::torch::NoGradGuard no_grad;
   model.eval();
   torch::Audit audit(model.audit_root());  // forward needs one; it measures nothing kept
-  const at::Tensor predicted = model.forward(audit, x, 0).argmax(1);
+  // In chunks small enough for malloc to reuse (a CNN's activations for 10,000 images take
+  // hundreds of MB, and mmap-sized buffers page-fault afresh on every call).
+  constexpr int64_t kChunk = 256;
+  int64_t correct = 0;
+  for (int64_t at = 0; at < x.size(0); at += kChunk) {
+    const int64_t n = std::min(kChunk, x.size(0) - at);
+    correct += model.forward(audit, x.narrow(0, at, n), 0).argmax(1).eq(y.narrow(0, at, n)).sum().item<int64_t>();
+  }
   model.train();
-  return predicted.eq(y).to(at::kDouble).mean().item<double>();
+  return x.size(0) ? static_cast<double>(correct) / static_cast<double>(x.size(0)) : 0.0;
 }
 
 Trained train_for_compression(const CompressionTask& task, const cli::Digits& data, uint64_t seed,
@@ -137,6 +144,15 @@ std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data)
       out.push_back(measure(trained, make_recipe(trained.profiles, b, o), data, budget));
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kFp32, uniform.bytes), data, budget));
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, uniform.bytes), data, budget));
+  }
+  // Below uniform INT4, where no uniform precision reaches: the rule (and its ablations)
+  // against magnitude pruning + INT8.
+  const int64_t int4 = uniform_recipe(trained.profiles, Precision::kInt4).bytes;
+  for (const auto& [budget, bytes] : {std::pair<std::string, int64_t>{"int4x0.75", int4 * 3 / 4}, {"int4x0.5", int4 / 2}}) {
+    if (bytes < smallest_bytes(trained.profiles)) continue;
+    for (RuleOptions o : {RuleOptions{}, RuleOptions{false, true}, RuleOptions{true, false}, RuleOptions{false, false}})
+      out.push_back(measure(trained, make_recipe(trained.profiles, Budget::bytes(bytes), o), data, budget));
+    out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, bytes), data, budget));
   }
   return out;
 }

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradscope/core/compress.h"
 #include "gradscope/core/report.h"
 #include "gradscope/core/series.h"
 #include "gradscope/core/timeline.h"
@@ -47,6 +48,8 @@ struct HtmlReportInput {
   const FlowSummary* flow = nullptr;
   const std::vector<NodeSeries>* series = nullptr;
   const EmbeddingRunSummary* embedding = nullptr;
+  /// Optional: compressed variants of the model as measured (compression.json; docs/compression.md).
+  const compress::MeasuredComparison* compression = nullptr;
   /// Heatmap columns: evenly chosen frames when the timeline holds more.
   int max_heatmap_steps = 300;
 };
