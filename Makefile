@@ -75,9 +75,10 @@ bench-%: configure
 validate: validate-baseline validate-faults validate-embedding
 
 # validate-compression: the dynamics recipe against uniform and magnitude baselines at equal
-# bytes, digits and Fashion-MNIST, 5 seeds (docs/validation.md); not part of `make validate`.
+# bytes, digits, Fashion-MNIST and MovieLens MF tables, 5 seeds (docs/validation.md); not part of `make validate`.
 validate-compression: configure
 	@bash scripts/fetch-data.sh fashion-mnist
+	@bash scripts/fetch-data.sh movielens
 	@cmake --build $(BUILD) -j $(JOBS) --target validate_compression
 	@$(BUILD)/bench/validate_compression data
 

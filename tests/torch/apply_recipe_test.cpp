@@ -206,3 +206,39 @@ TEST(ProfileModel, ShapesChainDynamicsAndADeadUnit) {
 
 }  // namespace
 }  // namespace gradscope::compress
+
+namespace gradscope::compress {
+namespace {
+
+TEST(ApplyRows, QuantisesPrunesAndRefusesOtherShapes) {
+  at::Tensor table = at::tensor({1.0f, -0.55f, 0.0f, 0.0f, 0.3f, 2.0f, 4.0f, 4.0f, 4.0f}).view({3, 3});
+  EmbeddingRows rows(3, 3);
+  rows.expose(0, 0);
+  rows.expose(1, 0);  // row 2 never exposed
+  rows.count_lookups(0, 5, 1);
+  const RowProfile p = row_profile("item", table, rows);
+  EXPECT_EQ(p.lookups[0], 4.0);
+  EXPECT_FALSE(p.exposed[2]);
+  // Fallback: the mean of the exposed rows 0 and 1.
+  EXPECT_NEAR(p.fallback[0], 0.5, 1e-7);
+  EXPECT_NEAR(p.fallback[2], 1.0, 1e-7);
+  EXPECT_NEAR(p.fallback_sq[2], 3.5 * 3.5 + 4.125 * 4.125 + 3.0 * 3.0, 1e-5);
+  EXPECT_NEAR(p.sum_sq[1], 0.09 + 4.0, 1e-6);
+  RowRecipe r = uniform_row_recipe(p, kRowInt4);
+  r.level = {kRowInt4, kRowInt8, kRowPruned};
+  const int64_t bytes = apply_rows(table, r);
+  EXPECT_EQ(bytes, (2 + 4) + (3 + 4) + 1 + 12);
+  // Row 0 at INT4: scale 1/7, -0.55 -> -4/7. Row 1 at INT8: scale 2/127. Row 2: the fallback.
+  EXPECT_NEAR(table[0][1].item<float>(), -4.0 / 7, 1e-6);
+  EXPECT_NEAR(table[1][1].item<float>(), std::round(0.3 * 127 / 2) * 2 / 127, 1e-6);
+  EXPECT_NEAR(table[2][0].item<float>(), 0.5, 1e-6);
+  at::Tensor other = at::zeros({4, 3});
+  EXPECT_THAT(error_of([&] { apply_rows(other, r); }), HasSubstr("recipe for [3, 3], table is [4, 3]"));
+  at::Tensor bad = at::zeros({3, 3});
+  bad[0][0] = NAN;
+  EXPECT_THAT(error_of([&] { apply_rows(bad, r); }), HasSubstr("NaN or Inf"));
+  EXPECT_THAT(error_of([&] { row_profile("item", other, rows); }), HasSubstr("differ in shape"));
+}
+
+}  // namespace
+}  // namespace gradscope::compress

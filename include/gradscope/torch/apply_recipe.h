@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "gradscope/core/compress.h"
+#include "gradscope/core/compress_rows.h"
+#include "gradscope/core/embedding_rows.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::compress {
@@ -60,5 +62,16 @@ std::vector<NodeProfile> profile_model(::torch::nn::Module& model, const torch::
 std::vector<NodeProfile> profile_model(::torch::nn::Module& model, const std::vector<std::string>& node_ids,
                                        const std::vector<Record>& records, const std::vector<ChannelRecord>& channels,
                                        int64_t batch, const ProfileOptions& options = {});
+
+/// Applies a row recipe to an embedding table [rows, dim] (float32, in place): rows quantised
+/// per row (symmetric, one scale each), pruned rows replaced by the recipe's fallback row.
+/// Returns the bytes as stored (row_bytes). Throws Error when the shape differs from the
+/// recipe's (naming both) or a row to quantise holds NaN or Inf.
+int64_t apply_rows(at::Tensor& table, const RowRecipe& recipe);
+
+/// The row rule's input from a trained table and its tracker state: per row the positive
+/// lookups (lookups - negatives), whether it was exposed, max |x|, sum x^2 and the squared
+/// distance to the fallback row (the mean of the exposed rows; of all rows when none was).
+RowProfile row_profile(const std::string& name, const at::Tensor& table, const EmbeddingRows& rows);
 
 }  // namespace gradscope::compress
