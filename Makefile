@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps data configure build demo test test-sanitize fuzz bench bench-python validate clean
+.PHONY: all deps data configure build demo test test-sanitize fuzz bench bench-python validate validate-compression clean
 
 all: build
 
@@ -65,6 +65,12 @@ bench-python: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
 	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py
 
+# bench-compression trains on Fashion-MNIST and the digits: fetch them first.
+bench-compression: configure
+	@bash scripts/fetch-data.sh fashion-mnist
+	@cmake --build $(BUILD) -j $(JOBS) --target bench_compression
+	@$(BUILD)/bench/bench_compression data
+
 bench-%: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target bench_$*
 	@$(BUILD)/bench/bench_$*
@@ -74,6 +80,14 @@ bench-%: configure
 # validate-faults: planted faults against the embedding findings, ground truth computed apart.
 # validate-embedding: the auto-fix against no fix on the run where zombie rows are real.
 validate: validate-baseline validate-faults validate-embedding
+
+# validate-compression: the dynamics recipe against uniform and magnitude baselines at equal
+# bytes, digits, Fashion-MNIST and MovieLens MF tables, 5 seeds (docs/validation.md); not part of `make validate`.
+validate-compression: configure
+	@bash scripts/fetch-data.sh fashion-mnist
+	@bash scripts/fetch-data.sh movielens
+	@cmake --build $(BUILD) -j $(JOBS) --target validate_compression
+	@$(BUILD)/bench/validate_compression data
 
 validate-%: configure
 	@bash scripts/fetch-data.sh movielens

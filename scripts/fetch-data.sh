@@ -6,7 +6,8 @@
 #   data/diabetes.csv       sklearn diabetes (442 rows, 10 raw features + target), from
 #                           python3-sklearn, with a header row: age,sex,bmi,...,s6,target
 #   data/movielens.csv      MovieLens ratings from r-cran-dslabs (see below)
-# Usage: fetch-data.sh [movielens]. Without an argument a failure to get MovieLens only warns
+#   data/fashion-mnist/     Fashion-MNIST (IDX files, decompressed) from dataset-fashion-mnist
+# Usage: fetch-data.sh [movielens | fashion-mnist]. Without an argument a failure to get MovieLens only warns
 # (the demo then falls back to the digits pixels); with `movielens` it is an error.
 set -euo pipefail
 
@@ -74,4 +75,41 @@ if [ "${1:-}" = "movielens" ] && [ ! -s "$data/movielens.csv" ]; then
   mv "$data/movielens.csv.part" "$data/movielens.csv"
   rm -f "$failed"
   echo "fetch-data: wrote $data/movielens.csv ($(($(wc -l < "$data/movielens.csv") - 1)) ratings)"
+fi
+
+# Fashion-MNIST (docs/compression.md, `make validate-compression`): Debian's
+# dataset-fashion-mnist ships the four IDX files gzipped under /usr/share/datasets; they are
+# taken from the installed package, else from the downloaded .deb (no root needed), and
+# decompressed into data/fashion-mnist/. The default run tries quietly and only warns.
+fm="$data/fashion-mnist"
+fm_files=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte)
+have_fm() { for f in "${fm_files[@]}"; do [ -s "$fm/$f" ] || return 1; done; }
+fetch_fm() {
+  local src=/usr/share/datasets/fashion-mnist tmp
+  tmp="$(mktemp -d)"
+  chmod 777 "$tmp"
+  if [ ! -s "$src/train-images-idx3-ubyte.gz" ]; then
+    if ! (cd "$tmp" && apt-get download -qq dataset-fashion-mnist 2>/dev/null); then
+      [ "$(id -u)" -eq 0 ] && apt-get update -qq
+      (cd "$tmp" && apt-get download -qq dataset-fashion-mnist)
+    fi
+    dpkg-deb -x "$tmp"/dataset-fashion-mnist_*.deb "$tmp/x"
+    src="$tmp/x/usr/share/datasets/fashion-mnist"
+  fi
+  mkdir -p "$fm"
+  for f in "${fm_files[@]}"; do
+    gzip -dc "$src/$f.gz" > "$fm/$f.part" && mv "$fm/$f.part" "$fm/$f"
+  done
+  rm -rf "$tmp"
+  echo "fetch-data: wrote $fm (Fashion-MNIST, 60000 + 10000 images)"
+}
+if ! have_fm; then
+  if [ "${1:-}" = "fashion-mnist" ]; then
+    fetch_fm
+  elif [ "${1:-}" = "" ] && [ ! -e "$data/.fashion-mnist-failed" ]; then
+    if ! (fetch_fm) 2>/dev/null; then
+      echo "fetch-data: warning: Fashion-MNIST not fetched; retry with: bash scripts/fetch-data.sh fashion-mnist" >&2
+      touch "$data/.fashion-mnist-failed"
+    fi
+  fi
 fi

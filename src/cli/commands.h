@@ -27,5 +27,6 @@ void add_ls_command(CLI::App& app, int& exit_code);
 void add_html_command(CLI::App& app, int& exit_code);
 /// `gradscope trees MODEL`: a boosted model's rounds, judged and saved as a run.
 void add_trees_command(CLI::App& app, int& exit_code);
+void add_compress_command(CLI::App& app, int& exit_code);
 
 }  // namespace gradscope::cli

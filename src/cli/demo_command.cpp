@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "commands.h"
+#include "demo_compress.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_json.h"
 #include "gradscope/io/embedding_store.h"
@@ -217,6 +218,7 @@ int run_demo(DemoOptions opt) {
   std::vector<std::string> summary;
   std::vector<fs::path> pages;
   for (const std::string& name : kDemoScenarios) summary.push_back(run_digits_model(name, data, opt, pages));
+  summary.push_back(run_compression_demo(data, opt.out_dir, opt.steps, opt.seed, pages));
   const scenarios::Interactions interactions = interaction_data(opt);
   for (const MfVariant& variant : kMfVariants) summary.push_back(run_mf_model(interactions, variant, opt, pages));
 

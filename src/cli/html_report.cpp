@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "chart_libraries.h"
+#include "gradscope/io/compress_json.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/html.h"
 #include "gradscope/io/tree_store.h"
@@ -13,8 +14,10 @@ namespace gradscope::cli {
 int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir) {
   const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
   const std::optional<TreeRunSummary> trees = load_tree_summary(run.path);
-  const HtmlReportInput in =
+  HtmlReportInput in =
       html_report_input(run, embedding ? &*embedding : nullptr, trees ? &*trees : nullptr);
+  const std::optional<compress::MeasuredComparison> compression = load_measured_comparison(run.path);
+  in.compression = compression ? &*compression : nullptr;
   const ChartLibraries libraries{web::vega_js(), web::vega_lite_js(), web::vega_embed_js(), web::versions()};
   const std::filesystem::path out(output);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());

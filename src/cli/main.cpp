@@ -32,6 +32,7 @@ int run_command(int argc, char** argv) {
   add_ls_command(app, exit_code);
   add_html_command(app, exit_code);
   add_trees_command(app, exit_code);
+  add_compress_command(app, exit_code);
   set_command_line(argc, argv);
 
   try {

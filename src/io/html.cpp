@@ -208,6 +208,27 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
   return out + "</section>\n";
 }
 
+// Measured compressed variants: the plot and the numbers behind it.
+std::string compression_section(const compress::MeasuredComparison& c, const std::vector<Chart>& charts) {
+  std::string out = "<section id=\"compression\"><h2>Compression</h2>\n<p>" + esc(c.model) +
+                    ": each variant applied to the trained weights and evaluated on held-out data "
+                    "(docs/compression.md).</p>\n<table class=\"stats\"><tr><th>variant</th><th>size set by</th>"
+                    "<th>bytes</th><th>of FP32</th><th>accuracy</th></tr>\n";
+  out += fmt::format("<tr><td class=\"mono\">fp32</td><td></td><td class=\"mono\">{}</td><td class=\"mono\">100%</td>"
+                     "<td class=\"mono\">{}</td></tr>\n",
+                     c.fp32_bytes, fixed(c.fp32_accuracy, "{:.3f}"));
+  for (const compress::MeasuredPoint& p : c.points)
+    out += fmt::format("<tr><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td>"
+                       "<td class=\"mono\">{}</td></tr>\n",
+                       esc(p.method), esc(p.budget), p.bytes,
+                       c.fp32_bytes > 0 ? fixed(100.0 * static_cast<double>(p.bytes) / static_cast<double>(c.fp32_bytes), "{:.1f}%") : "-",
+                       fixed(p.accuracy, "{:.3f}"));
+  out += "</table>\n";
+  for (const Chart& ch : charts)
+    if (ch.name == "compression") out += chart_div(ch);
+  return out + "</section>\n";
+}
+
 // The chart's container, or a line saying why the run has nothing to draw there.
 std::string chart_or_note(const std::vector<Chart>& charts, const std::string& name, const char* missing) {
   for (const Chart& c : charts)
@@ -342,6 +363,7 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
             "</section>\n";
   }
   if (in.embedding && !in.embedding->tables.empty()) page += embedding_section(*in.embedding, charts);
+  if (in.compression && !in.compression->points.empty()) page += compression_section(*in.compression, charts);
 
   page += fmt::format("<footer>gradscope {} &middot; charts: {} &middot; thresholds: grad_lo {}, grad_hi {}, dead_frac {}</footer>\n",
                       esc(kVersion), esc(libs.versions), format_measure(report.thresholds.grad_lo),

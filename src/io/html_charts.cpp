@@ -328,6 +328,30 @@ void embedding_charts(const EmbeddingRunSummary& summary, const Thresholds& t, C
   }
 }
 
+// Held-out accuracy against bytes as stored, one point per measured variant; the dashed line
+// is the FP32 model's accuracy.
+void compression_chart(const compress::MeasuredComparison& c, Charts& out) {
+  json points = json::array();
+  for (const compress::MeasuredPoint& p : c.points)
+    points.push_back({{"method", p.method}, {"budget", p.budget}, {"bytes", p.bytes}, {"accuracy", number(p.accuracy)}});
+  json spec = base("Accuracy against size", c.model + "; FP32: " + std::to_string(c.fp32_bytes) + " bytes, accuracy " +
+                                                fixed(c.fp32_accuracy, 3) + " (dashed)");
+  spec["height"] = 260;
+  const json x = {{"field", "bytes"}, {"type", "quantitative"}, {"title", "bytes as stored"}};
+  const json y = {{"field", "accuracy"}, {"type", "quantitative"}, {"title", "held-out accuracy"}, {"scale", {{"zero", false}}}};
+  spec["layer"] = json::array(
+      {{{"data", {{"values", points}}},
+        {"mark", {{"type", "point"}, {"filled", true}, {"size", 90}}},
+        {"encoding",
+         {{"x", x}, {"y", y}, {"color", {{"field", "method"}, {"type", "nominal"}}},
+          {"shape", {{"field", "budget"}, {"type", "nominal"}}},
+          {"tooltip", json::array({{{"field", "method"}}, {{"field", "budget"}}, {{"field", "bytes"}}, {{"field", "accuracy"}}})}}}},
+       {{"data", {{"values", json::array({{{"accuracy", number(c.fp32_accuracy)}}})}}},
+        {"mark", {{"type", "rule"}, {"strokeDash", {4, 4}}, {"color", theme::kThreshold}}},
+        {"encoding", {{"y", {{"field", "accuracy"}, {"type", "quantitative"}}}}}}});
+  out.add("compression", "Accuracy against size", spec);
+}
+
 }  // namespace
 
 std::vector<Chart> build_charts(const HtmlReportInput& in) {
@@ -340,6 +364,7 @@ std::vector<Chart> build_charts(const HtmlReportInput& in) {
   node_diagram(in, charts);
   node_series(in, charts);
   if (in.embedding) embedding_charts(*in.embedding, in.meta->thresholds, charts);
+  if (in.compression && !in.compression->points.empty()) compression_chart(*in.compression, charts);
   return std::move(charts.list);
 }
 

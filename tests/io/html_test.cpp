@@ -382,3 +382,33 @@ TEST(HtmlPage, InvalidUtf8InANodeNameDoesNotThrow) {
 
 }  // namespace
 }  // namespace gradscope
+
+namespace gradscope {
+namespace {
+
+TEST(HtmlCompression, TheMeasuredPointsAreShownAsGivenAndEscaped) {
+  const Fixture f({"fc1"}, 2);
+  HtmlReportInput in = f.input();
+  EXPECT_EQ(render_html(in, kLibs).find("id=\"compression\""), std::string::npos);  // none saved: no section
+  const compress::MeasuredComparison c{"mlp <b>x</b>", 0.95, 1000,
+                                       {{"dynamics", "quarter", 240, 0.93}, {"uniform-int4", "int4", 140, NAN}}};
+  in.compression = &c;
+  const std::vector<Chart> charts = build_charts(in);
+  const json spec = json::parse(chart(charts, "compression").spec);
+  const json points = spec["layer"][0]["data"]["values"];
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0]["bytes"], 240);
+  EXPECT_DOUBLE_EQ(points[0]["accuracy"].get<double>(), 0.93);
+  EXPECT_TRUE(points[1]["accuracy"].is_null());
+  EXPECT_DOUBLE_EQ(spec["layer"][1]["data"]["values"][0]["accuracy"].get<double>(), 0.95);
+  const std::string page = render_html(in, kLibs);
+  EXPECT_NE(page.find("<p>mlp &lt;b&gt;x&lt;/b&gt;: each variant"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"mono\">240</td><td class=\"mono\">24.0%</td><td class=\"mono\">0.930</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td class=\"mono\">140</td><td class=\"mono\">14.0%</td><td class=\"mono\">-</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("data-chart=\"compression\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gradscope

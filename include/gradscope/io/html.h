@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradscope/core/compress.h"
 #include "gradscope/core/report.h"
 #include "gradscope/core/series.h"
 #include "gradscope/core/timeline.h"
@@ -51,6 +52,8 @@ struct HtmlReportInput {
   /// Optional: a tree run's analysis (load_tree_summary). The page then shows its rounds in
   /// place of the gradient-flow, node and over-steps sections, which a tree run has no data for.
   const TreeRunSummary* trees = nullptr;
+  /// Optional: compressed variants of the model as measured (compression.json; docs/compression.md).
+  const compress::MeasuredComparison* compression = nullptr;
   /// Heatmap columns: evenly chosen frames when the timeline holds more.
   int max_heatmap_steps = 300;
 };

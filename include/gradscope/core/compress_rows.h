@@ -1,0 +1,70 @@
+// Compression of embedding tables, row by row: each row at FP32, FP16, INT8 or INT4 (one FP32
+// scale per row) or pruned and served by the table's fallback row (the mean of its trained
+// rows), chosen by frequency-aware saliency under a byte budget (docs/compression.md).
+//
+//   RowProfile t = ...;                    // rows' lookups (tracker) and norms (final table)
+//   RowRecipe r = gradscope::compress::make_row_recipe(t, /*budget_bytes=*/40000);
+//   // r.level[row]: kRowFp32 .. kRowPruned; r.bytes as stored
+//
+// Storage: kept rows at their precision (+4 bytes of scale for INT8/INT4), a 2-bit code per row
+// when rows differ in precision or any is pruned, and the FP32 fallback row when any is pruned.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradscope::compress {
+
+/// What a row becomes.
+enum RowLevel : uint8_t { kRowFp32 = 0, kRowFp16 = 1, kRowInt8 = 2, kRowInt4 = 3, kRowPruned = 4 };
+
+/// One table: per row its positive lookups during training (how often it was a query or a
+/// positive; the tracker's lookups minus negatives), whether it was ever exposed, and its final
+/// values' max |x|, sum x^2 and squared distance to the fallback row.
+struct RowProfile {
+  std::string table;
+  int64_t rows = 0, dim = 0;
+  std::vector<double> lookups;
+  std::vector<char> exposed;
+  std::vector<double> max_abs, sum_sq, fallback_sq;
+  std::vector<double> fallback;  ///< the fallback row (dim values): the mean of the exposed rows
+};
+
+/// Which signal weighs a row's error (the ablation drops the frequency).
+struct RowRuleOptions {
+  bool use_frequency = true;
+};
+
+struct RowRecipe {
+  std::string table, method;
+  int64_t rows = 0, dim = 0;
+  std::vector<uint8_t> level;  ///< RowLevel per row
+  std::vector<double> fallback;  ///< what pruned rows are served (copied from the profile)
+  int64_t bytes = 0, fp32_bytes = 0;
+  double predicted_cost = 0;   ///< sum over rows of weight x squared error
+  std::string premise, action;
+};
+
+/// Bytes of a table stored as `level` says (the layout above).
+int64_t row_bytes(int64_t dim, const std::vector<uint8_t>& level);
+
+/// Every row at one level (kRowInt8 or kRowInt4 for the uniform baselines).
+RowRecipe uniform_row_recipe(const RowProfile& t, RowLevel level);
+
+/// Rows ordered by `key` ascending are pruned, the rest at `kept`, as many pruned as the budget
+/// needs (the "magnitude" and "frequency" baselines). Throws Error when pruning every row
+/// but one does not fit.
+RowRecipe prune_row_recipe(const RowProfile& t, const std::vector<double>& key, RowLevel kept, int64_t budget_bytes,
+                           const std::string& method);
+
+/// The rule: never-exposed rows are pruned first (they hold their initial values); then,
+/// greedily, the row move (one level down) with the least weighted squared error per byte saved,
+/// weight = positive lookups + 1, until the table fits `budget_bytes`. Throws Error for an
+/// invalid profile or a budget below the smallest reachable size (every row pruned but one).
+RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRuleOptions& options = {});
+
+/// Checks sizes and values of a profile; throws Error naming the table.
+void check_row_profile(const RowProfile& t);
+
+}  // namespace gradscope::compress

@@ -1,0 +1,59 @@
+// Compression recipes and the rule's per-node profile as JSON. A recipe is written by
+// `gradscope compress` and read by gradscope::compress::apply's callers; the profile
+// (units.json beside a run's run.db) holds what the run store does not: shapes, per-unit
+// channel statistics and final weight statistics.
+//
+//   std::string text = gradscope::render_recipe_json(recipe);
+//   gradscope::compress::Recipe back = gradscope::parse_recipe_json(text, "recipe.json");
+//   auto nodes = gradscope::load_compress_profile("runs/exp1/units.json");
+//
+// Non-finite numbers are written as null. Parsing checks every field and names it on error.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/compress.h"
+
+namespace gradscope {
+
+/// {"gradscope_compression_recipe": {"version": 1, "method", "budget_bytes", "max_loss",
+/// "bytes", "fp32_bytes", "predicted_loss", "magnitude_keep", "nodes": [{"node",
+/// "weight_shape", "bias", "next", "next_fan", "precision", "pruned_units", "bytes",
+/// "predicted_loss", "premise", "action", "expected_effect"}]}}.
+std::string render_recipe_json(const compress::Recipe& recipe, int indent = 2);
+
+/// Reads a recipe; throws Error "<source>: <field path>: <what>" on bad input (unknown
+/// precision, negative sizes, a pruned unit outside the node, a missing field, not JSON).
+compress::Recipe parse_recipe_json(const std::string& text, const std::string& source);
+
+/// {"gradscope_compression_profile": {"version": 1, "nodes": [NodeProfile fields]}}.
+std::string render_compress_profile_json(const std::vector<compress::NodeProfile>& nodes, int indent = 2);
+
+/// Reads a profile and checks it (compress::check_profiles); errors name `source` and field.
+std::vector<compress::NodeProfile> parse_compress_profile_json(const std::string& text, const std::string& source);
+
+/// Reads `path` and parses it; a missing or unreadable file is an Error naming it.
+std::vector<compress::NodeProfile> load_compress_profile(const std::string& path);
+compress::Recipe load_recipe(const std::string& path);
+
+}  // namespace gradscope
+
+namespace gradscope {
+
+/// The rule's input from a saved run: `run`/units.json (written beside run.db by whoever
+/// trained it) with grad_sq, update_ratio and steps filled from run.db's records. Throws Error
+/// naming the file when either is missing or damaged.
+std::vector<compress::NodeProfile> load_run_compress_profile(const std::string& run);
+
+/// compression.json in the run directory `run` (measured points; renderers only show them).
+void save_measured_comparison(const std::string& run, const compress::MeasuredComparison& comparison);
+/// Reads <run>/compression.json; nullopt when there is none. Throws Error naming the file and
+/// field when it is damaged.
+std::optional<compress::MeasuredComparison> load_measured_comparison(const std::string& run);
+
+/// units.json in the run directory `run`; replaces it.
+void save_compress_profile(const std::string& run, const std::vector<compress::NodeProfile>& nodes);
+
+}  // namespace gradscope

@@ -1,0 +1,160 @@
+#include "compression_eval.h"
+
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/functional/pooling.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/utils.h>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+
+#include "gradscope/core/error.h"
+#include "gradscope/torch/apply_recipe.h"
+#include "scenario_models.h"
+
+namespace gradscope::scenarios {
+namespace nn = ::torch::nn;
+namespace {
+
+struct FashionCnn : ScenarioModel {
+  nn::Conv2d conv1{nn::Conv2dOptions(1, 8, 3).padding(1)};
+  nn::Conv2d conv2{nn::Conv2dOptions(8, 16, 3).padding(1)};
+  nn::Linear out{16 * 7 * 7, 10};
+  FashionCnn() {
+    register_module("conv1", conv1);
+    register_module("conv2", conv2);
+    register_module("out", out);
+  }
+  at::Tensor forward(torch::Audit& audit, const at::Tensor& x, int64_t) override {
+    const auto pool = nn::functional::MaxPool2dFuncOptions(2);
+    at::Tensor h = audit.tap("conv1", nn::functional::max_pool2d(conv1->forward(x.view({-1, 1, 28, 28})).relu(), pool));
+    h = audit.tap("conv2", nn::functional::max_pool2d(conv2->forward(h).relu(), pool));
+    return audit.tap("out", out->forward(h.flatten(1)));
+  }
+};
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+CompressionTask digits_mlp_task() { return {"digits-mlp", healthy_mlp, 200, kScenarioBatch, 1e-3}; }
+
+CompressionTask fashion_mlp_task() {
+  return {"fashion-mlp",
+          [] {
+            return std::make_shared<SequentialModel>(nn::Sequential({{"fc1", nn::Linear(784, 128)},
+                                                                     {"relu1", nn::ReLU()},
+                                                                     {"fc2", nn::Linear(128, 64)},
+                                                                     {"relu2", nn::ReLU()},
+                                                                     {"out", nn::Linear(64, 10)}}));
+          },
+          1500, kScenarioBatch, 1e-3};
+}
+
+CompressionTask fashion_cnn_task() {
+  return {"fashion-cnn", [] { return std::make_shared<FashionCnn>(); }, 600, kScenarioBatch, 2e-3};
+}
+
+double accuracy(ScenarioModel& model, const at::Tensor& x, const at::Tensor& y) {
+  ::torch::NoGradGuard no_grad;
+  model.eval();
+  torch::Audit audit(model.audit_root());  // forward needs one; it measures nothing kept
+  // In chunks small enough for malloc to reuse (a CNN's activations for 10,000 images take
+  // hundreds of MB, and mmap-sized buffers page-fault afresh on every call).
+  constexpr int64_t kChunk = 256;
+  int64_t correct = 0;
+  for (int64_t at = 0; at < x.size(0); at += kChunk) {
+    const int64_t n = std::min(kChunk, x.size(0) - at);
+    correct += model.forward(audit, x.narrow(0, at, n), 0).argmax(1).eq(y.narrow(0, at, n)).sum().item<int64_t>();
+  }
+  model.train();
+  return x.size(0) ? static_cast<double>(correct) / static_cast<double>(x.size(0)) : 0.0;
+}
+
+Trained train_for_compression(const CompressionTask& task, const cli::Digits& data, uint64_t seed,
+                              const std::function<void(const std::vector<Record>&)>& on_step) {
+  const int64_t n = data.x_train.defined() ? data.x_train.size(0) : 0;
+  if (n < task.batch || !data.x_test.defined() || data.x_test.size(0) < 1)
+    throw Error("compression task '" + task.name + "': " + std::to_string(n) + " training rows, a batch of " +
+                std::to_string(task.batch) + " and a test set are needed");
+  const auto start = std::chrono::steady_clock::now();
+  ::torch::manual_seed(seed);
+  Trained t;
+  t.model = task.make();
+  ::torch::optim::Adam optimizer(t.model->parameters(), ::torch::optim::AdamOptions(task.lr));
+  torch::AuditOptions options = scenario_audit_options(*t.model);
+  options.on_step = on_step;
+  torch::Audit audit(t.model->audit_root(), options);
+  at::Tensor order = at::randperm(n);
+  int64_t cursor = 0;
+  t.model->train();
+  for (int step = 0; step < task.steps; ++step) {
+    if (cursor + task.batch > n) {
+      order = at::randperm(n);
+      cursor = 0;
+    }
+    const at::Tensor idx = order.narrow(0, cursor, task.batch);
+    cursor += task.batch;
+    optimizer.zero_grad();
+    const at::Tensor logits = t.model->forward(audit, data.x_train.index_select(0, idx), step);
+    ::torch::nn::functional::cross_entropy(logits, data.y_train.index_select(0, idx)).backward();
+    audit.step(optimizer);
+  }
+  t.profiles = compress::profile_model(*t.model->audit_root(), audit, task.batch);
+  t.records = audit.records();
+  t.accuracy = accuracy(*t.model, data.x_test, data.y_test);
+  t.seconds = ms_since(start) / 1000.0;
+  return t;
+}
+
+Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Digits& data, const std::string& budget) {
+  std::vector<at::Tensor> saved;
+  for (const at::Tensor& p : trained.model->parameters()) saved.push_back(p.detach().clone());
+  Measured m;
+  m.method = recipe.method;
+  m.budget = budget;
+  m.recipe = recipe;
+  m.predicted_loss = recipe.predicted_loss;
+  const auto start = std::chrono::steady_clock::now();
+  const compress::Applied applied = compress::apply(*trained.model->audit_root(), recipe);
+  m.apply_ms = ms_since(start);
+  m.bytes = applied.bytes;
+  m.accuracy = accuracy(*trained.model, data.x_test, data.y_test);
+  ::torch::NoGradGuard no_grad;
+  std::size_t i = 0;
+  for (at::Tensor& p : trained.model->parameters()) p.copy_(saved[i++]);
+  return m;
+}
+
+std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data) {
+  using namespace compress;
+  std::vector<Measured> out;
+  for (Precision p : {Precision::kInt8, Precision::kInt4}) {
+    const std::string budget = precision_name(p);
+    const Measured uniform = measure(trained, uniform_recipe(trained.profiles, p), data, budget);
+    out.push_back(uniform);
+    const Budget b = Budget::bytes(uniform.bytes);
+    for (RuleOptions o : {RuleOptions{}, RuleOptions{false, true}, RuleOptions{true, false}, RuleOptions{false, false}})
+      out.push_back(measure(trained, make_recipe(trained.profiles, b, o), data, budget));
+    out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kFp32, uniform.bytes), data, budget));
+    out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, uniform.bytes), data, budget));
+  }
+  // Below uniform INT4, where no uniform precision reaches: the rule (and its ablations)
+  // against magnitude pruning + INT8.
+  const int64_t int4 = uniform_recipe(trained.profiles, Precision::kInt4).bytes;
+  for (const auto& [budget, bytes] : {std::pair<std::string, int64_t>{"int4x0.75", int4 * 3 / 4}, {"int4x0.5", int4 / 2}}) {
+    if (bytes < smallest_bytes(trained.profiles)) continue;
+    for (RuleOptions o : {RuleOptions{}, RuleOptions{false, true}, RuleOptions{true, false}, RuleOptions{false, false}})
+      out.push_back(measure(trained, make_recipe(trained.profiles, Budget::bytes(bytes), o), data, budget));
+    out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, bytes), data, budget));
+  }
+  return out;
+}
+
+}  // namespace gradscope::scenarios

@@ -1,0 +1,74 @@
+// Compression, measured: trains a model under the audit (channel views on), builds the rule's
+// profile, and applies recipes and baselines to it, each measured in bytes and held-out
+// accuracy. Shared by the demo, `make validate-compression` and `make bench-compression`.
+//
+//   Trained t = train_for_compression(digits_mlp_task(), digits, /*seed=*/1);
+//   for (const Measured& m : compare_methods(t, digits))
+//     std::cout << m.method << " " << m.bytes << " B " << m.accuracy << "\n";
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "digits.h"
+#include "gradscope/core/compress.h"
+#include "gradscope/core/compress_rule.h"
+#include "scenario.h"
+
+namespace gradscope::scenarios {
+
+/// A model to compress and how it trains (Adam, cross-entropy, the scenario audit policy).
+struct CompressionTask {
+  std::string name;
+  std::function<std::shared_ptr<ScenarioModel>()> make;
+  int steps = 200;
+  int64_t batch = kScenarioBatch;
+  double lr = 1e-3;
+};
+
+/// The healthy digits MLP of the demo (64-64-32-10), 200 steps.
+CompressionTask digits_mlp_task();
+/// Fashion-MNIST: a 784-128-64-10 ReLU MLP, and a CNN (two 3x3 conv + max-pool, linear head).
+CompressionTask fashion_mlp_task();
+CompressionTask fashion_cnn_task();
+
+struct Trained {
+  std::shared_ptr<ScenarioModel> model;
+  std::vector<compress::NodeProfile> profiles;
+  std::vector<Record> records;
+  double accuracy = 0;  ///< held-out, FP32
+  double seconds = 0;
+};
+
+/// Trains `task` on `data` with `seed` and builds the profile; `on_step` gets each step's
+/// records (e.g. for a RunWriter). Throws Error naming the task when the data has fewer rows
+/// than a batch.
+Trained train_for_compression(const CompressionTask& task, const cli::Digits& data, uint64_t seed,
+                              const std::function<void(const std::vector<Record>&)>& on_step = {});
+
+/// Held-out accuracy of `model` on (x, y).
+double accuracy(ScenarioModel& model, const at::Tensor& x, const at::Tensor& y);
+
+/// One compressed variant, measured.
+struct Measured {
+  std::string method;
+  std::string budget;        ///< "int4" or "int8": the uniform baseline whose bytes it matches
+  int64_t bytes = 0;         ///< computed by apply() from what was kept
+  double accuracy = 0;
+  double predicted_loss = 0; ///< the rule's estimate (recipes of the rule only)
+  double apply_ms = 0;
+  compress::Recipe recipe;
+};
+
+/// Applies `recipe` to the trained model, measures it, and restores the FP32 weights.
+Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Digits& data, const std::string& budget);
+
+/// Uniform INT8 and INT4, and at each of their sizes: the dynamics recipe, its ablations
+/// (no Fisher, no unit saliency, neither = "static"), global magnitude pruning (FP32) and
+/// magnitude pruning + INT8; then at 3/4 and 1/2 of uniform INT4's size (which no uniform
+/// precision reaches) the recipe and its ablations against magnitude pruning + INT8.
+std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data);
+
+}  // namespace gradscope::scenarios

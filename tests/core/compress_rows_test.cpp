@@ -1,0 +1,82 @@
+// Embedding-table recipes (compress_rows.h): sizes by hand, never-exposed rows pruned first,
+// frequent rows kept more precise, budgets that cannot be met.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "../common/error_of.h"
+#include "gradscope/core/compress_rows.h"
+
+namespace gradscope::compress {
+namespace {
+
+using ::testing::HasSubstr;
+using test::error_of;
+
+// 8 rows of dim 4, every value at most 1; row 7 never exposed; row i looked up 10^i times.
+RowProfile table() {
+  RowProfile t;
+  t.table = "item";
+  t.rows = 8;
+  t.dim = 4;
+  t.fallback.assign(4, 0.0);
+  for (int i = 0; i < 8; ++i) {
+    t.lookups.push_back(i == 7 ? 0 : std::pow(10.0, i));
+    t.exposed.push_back(i != 7);
+    t.max_abs.push_back(1.0);
+    t.sum_sq.push_back(2.0);
+    t.fallback_sq.push_back(1.0);
+  }
+  return t;
+}
+
+TEST(CompressRows, SizesFollowTheLayout) {
+  // Uniform: no codes. INT8: 4 + 4 scale bytes per row; INT4: 2 + 4.
+  EXPECT_EQ(uniform_row_recipe(table(), kRowInt8).bytes, 8 * 8);
+  EXPECT_EQ(uniform_row_recipe(table(), kRowInt4).bytes, 8 * 6);
+  EXPECT_EQ(uniform_row_recipe(table(), kRowInt4).fp32_bytes, 8 * 16);
+  // Mixed: 2 bytes of codes; one row pruned: nothing for it, 16 for the fallback row.
+  std::vector<uint8_t> l(8, kRowInt8);
+  l[0] = kRowPruned;
+  EXPECT_EQ(row_bytes(4, l), 7 * 8 + 2 + 16);
+  l[0] = kRowFp16;
+  EXPECT_EQ(row_bytes(4, l), 7 * 8 + 8 + 2);
+}
+
+TEST(CompressRows, NeverExposedFirstThenTheRarestRowsLoseBits) {
+  const RowProfile t = table();
+  const RowRecipe r = make_row_recipe(t, 60);
+  EXPECT_LE(r.bytes, 60);
+  EXPECT_EQ(r.level[7], kRowPruned);
+  // The most looked-up row keeps the most bits.
+  for (int i = 0; i < 6; ++i) EXPECT_GE(r.level[i], r.level[6]) << i;
+  EXPECT_LT(r.level[6], kRowInt4);
+  EXPECT_THAT(r.premise, HasSubstr("1 of 8 rows never exposed"));
+  // Without the frequency every exposed row looks alike; row 7 is no longer special.
+  const RowRecipe s = make_row_recipe(t, 60, RowRuleOptions{false});
+  EXPECT_EQ(s.method, "static");
+  EXPECT_LE(s.bytes, 60);
+}
+
+TEST(CompressRows, BaselinesAndBadBudgets) {
+  const RowProfile t = table();
+  std::vector<double> key = {5, 4, 3, 2, 1, 0, 6, 7};
+  const RowRecipe p = prune_row_recipe(t, key, kRowInt8, 60, "magnitude");
+  EXPECT_LE(p.bytes, 60);
+  // 60 - codes 2 - fallback 16 = 42: 5 INT8 rows of 8 bytes; rows 5, 4, 3 (smallest keys) go.
+  EXPECT_EQ(p.level[5], kRowPruned);
+  EXPECT_EQ(p.level[4], kRowPruned);
+  EXPECT_EQ(p.level[3], kRowPruned);
+  EXPECT_EQ(p.level[2], kRowInt8);
+  // Smallest: one INT4 row (6), codes (2), fallback (16).
+  EXPECT_THAT(error_of([&] { make_row_recipe(t, 23); }), HasSubstr("smallest reachable size is 24 bytes"));
+  EXPECT_LE(make_row_recipe(t, 24).bytes, 24);
+  RowProfile bad = t;
+  bad.sum_sq.pop_back();
+  EXPECT_THAT(error_of([&] { make_row_recipe(bad, 60); }), HasSubstr("embedding table 'item': per-row statistics"));
+  bad = t;
+  bad.lookups[2] = -1;
+  EXPECT_THAT(error_of([&] { make_row_recipe(bad, 60); }), HasSubstr("row 2 has a negative"));
+}
+
+}  // namespace
+}  // namespace gradscope::compress
