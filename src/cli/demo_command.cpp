@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "demo_compress.h"
+#include "demo_trees.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_json.h"
 #include "gradscope/io/embedding_store.h"
@@ -213,12 +214,15 @@ int run_demo(DemoOptions opt) {
   std::cout << "gradscope demo" << (opt.quick ? " --quick" : "") << ": sklearn digits ("
             << data.x_train.size(0) << " train / " << data.x_test.size(0) << " test images), "
             << opt.steps << " Adam steps per model, every node audited at every step; then matrix "
-            << "factorisation, " << opt.mf_epochs << " epochs, embedding tables tracked\n";
+            << "factorisation, " << opt.mf_epochs << " epochs, embedding tables tracked; then "
+            << "boosted trees trained live with XGBoost, every round recorded\n";
 
   std::vector<std::string> summary;
   std::vector<fs::path> pages;
   for (const std::string& name : kDemoScenarios) summary.push_back(run_digits_model(name, data, opt, pages));
   summary.push_back(run_compression_demo(data, opt.out_dir, opt.steps, opt.seed, pages));
+  for (std::string& line : run_tree_demo(opt.data_dir, opt.out_dir, opt.seed, pages))
+    summary.push_back(std::move(line));
   const scenarios::Interactions interactions = interaction_data(opt);
   for (const MfVariant& variant : kMfVariants) summary.push_back(run_mf_model(interactions, variant, opt, pages));
 

@@ -71,10 +71,7 @@ int run_trees(const TreesOptions& opt) {
     std::cout << render_tree_timeline(summary) << render_tree_findings(summary);
     std::cout << "\nrun written to " << terminal_text(dir) << " (gradscope html "
               << terminal_text(dir) << " draws its rounds)\n";
-    std::cout << (summary.report.healthy()
-                      ? "verdict: healthy: no tree finding"
-                      : "verdict: unhealthy: " + tree_verdict(&summary).substr(2))
-              << "\n";
+    std::cout << tree_run_verdict(summary) << "\n";
   }
   return summary.report.healthy() ? kExitOk : kExitUnhealthy;
 }

@@ -124,6 +124,11 @@ std::string tree_verdict(const TreeRunSummary* s) {
   return out;
 }
 
+std::string tree_run_verdict(const TreeRunSummary& s) {
+  return s.report.healthy() ? "verdict: healthy: no tree finding"
+                            : "verdict: unhealthy: " + tree_verdict(&s).substr(2);
+}
+
 std::string render_tree_json(const TreeRunSummary& s, int indent) {
   return json_text(internal::tree_summary_to_json(s).dump(
              indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) +

@@ -184,6 +184,35 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
     EXPECT_THAT(slurp(page), HasSubstr("data-chart=\"gradient-flow\"")) << page;
     EXPECT_THAT(r.out, HasSubstr("  " + page.string() + "\n"));
   }
+  // The boosted-tree runs, recorded live: the control is healthy; the overfit fault is flagged
+  // from round 6, where XGBoost's own validation curve turns on these settings
+  // (TreeFaults.DeepUnregularisedTreesOnASmallSplitOverfitWhereValidationLossTurned).
+  if (fs::exists(data_dir() + "/breast_cancer.csv")) {
+    EXPECT_THAT(r.out, ::testing::ContainsRegex(
+                           "trees-healthy +valid logloss [0-9.]+  verdict: healthy: no tree finding"));
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("trees-overfit +valid logloss [0-9.]+  verdict: "
+                                                "unhealthy: trees: .*OVERFITTING from round 6"));
+    const auto healthy_trees =
+        nlohmann::json::parse(slurp(out / "demo-trees-healthy" / "report.json"));
+    EXPECT_TRUE(healthy_trees["gradscope_tree_run"]["findings"].empty());
+    const auto overfit = nlohmann::json::parse(slurp(out / "demo-trees-overfit" / "report.json"));
+    bool overfitting = false;
+    for (const auto& f : overfit["gradscope_tree_run"]["findings"])
+      if (f["flag"] == "OVERFITTING") {
+        overfitting = true;
+        EXPECT_EQ(f["first_round"], 6);
+      }
+    EXPECT_TRUE(overfitting);
+    for (const char* run_name : {"trees-healthy", "trees-overfit"}) {
+      const fs::path page = out / (std::string("demo-") + run_name) / "report.html";
+      EXPECT_THAT(slurp(page), HasSubstr("data-chart=\"tree-loss\"")) << page;
+      EXPECT_THAT(r.out, HasSubstr("  " + page.string() + "\n"));
+      EXPECT_TRUE(fs::exists(out / (std::string("demo-") + run_name) / "model.json"));
+    }
+  } else {
+    EXPECT_FALSE(gradscope::test::in_ci()) << "breast_cancer.csv is missing under CI";
+    EXPECT_THAT(r.out, HasSubstr("breast_cancer.csv not found"));
+  }
   const auto nan = nlohmann::json::parse(slurp(out / "demo-nan-later" / "report.json"));
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["node"], "logfeat");
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["step"], 20);
@@ -289,6 +318,9 @@ TEST(Cli, DemoWithoutMovieLensSaysSoAndFallsBackToDigitsPixels) {
                                "items, a positive where the pixel value >= 8"));
   EXPECT_FALSE(fs::exists(out / "demo-mf-movielens"));
   expect_mf_run(out / "demo-mf-digits-pixels", r);
+  EXPECT_THAT(r.out, HasSubstr("breast_cancer.csv not found in " + data.string() +
+                               " (run scripts/fetch-data.sh): the boosted-tree runs are skipped"));
+  EXPECT_FALSE(fs::exists(out / "demo-trees-healthy"));
   EXPECT_THAT(r.out, HasSubstr("2 epochs"));
   fs::remove_all(out);
   fs::remove_all(data);

@@ -28,6 +28,9 @@ std::string render_tree_findings(const TreeRunSummary& summary);
 /// is none or no summary.
 std::string tree_verdict(const TreeRunSummary* summary);
 
+/// "verdict: healthy: no tree finding", or "verdict: unhealthy: trees: STAGNANT from round 0".
+std::string tree_run_verdict(const TreeRunSummary& summary);
+
 /// A finding in one phrase: "OVERFITTING from round 6", "CONCENTRATED on 'leak'" (escaped).
 std::string tree_finding_label(const TreeDynamicsReport& report, const TreeFinding& finding);
 
