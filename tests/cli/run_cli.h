@@ -6,23 +6,14 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "cli_process.h"
 
 namespace gradscope::test {
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+/// A finished command (cli_process.h), under the name the compress tests use.
+using CliResult = Result;
 
 /// An empty folder under the temporary directory, unique to this process.
 inline std::filesystem::path fresh_dir(const std::string& name) {
