@@ -228,7 +228,9 @@ int run_demo(DemoOptions opt) {
 
   std::cout << "\nsummary\n";
   for (const std::string& s : summary) std::cout << s << "\n";
-  std::cout << "reports: " << opt.out_dir << "/demo-*/report.{txt,json,csv}; embedding tables: "
+  std::cout << "reports: " << opt.out_dir
+            << "/demo-*/report.{txt,json,csv} (tree runs: report.{txt,json}, trees.json); "
+            << "embedding tables: "
             << opt.out_dir << "/demo-mf-*/embedding.json and embedding_report.json\n";
   std::cout << "HTML reports (open in a browser; they work offline):\n";
   for (const fs::path& page : pages) std::cout << "  " << page.string() << "\n";
