@@ -1,6 +1,7 @@
 // ReportBuilder: accumulation of records per node and per step. The judging is in judge.cpp.
 #include "gradscope/core/rules.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gradscope/core/error.h"
@@ -84,7 +85,10 @@ void ReportBuilder::add(const Record& record) {
     ++n.steps;
     if (n.first_step < 0) n.first_step = record.step;
     n.last_step = record.step;
-    all_steps_.insert(record.step);
+    if (record.step > latest_step_) {
+      latest_step_ = record.step;
+      ++steps_;
+    }
   }
   SiteAccum& s = n.sites[static_cast<std::size_t>(record.site)];
   s.seen = true;
@@ -120,12 +124,32 @@ void ReportBuilder::add(const SimilarityRecord& record) {
     n.first_leak[record.other] = record.step;
 }
 
-Report ReportBuilder::build() const {
-  std::vector<NodeAccum> nodes = nodes_;
+Report ReportBuilder::build() const { return build_nodes(nodes_); }
+
+Report ReportBuilder::build(const std::vector<std::string>& order) const {
+  std::vector<NodeAccum> nodes;
+  nodes.reserve(std::max(order.size(), nodes_.size()));
+  std::vector<char> taken(nodes_.size(), 0);
+  for (const std::string& name : order) {
+    const auto it = index_.find(name);
+    if (it == index_.end()) {
+      nodes.emplace_back();
+      nodes.back().node = name;
+    } else if (!taken[it->second]) {
+      taken[it->second] = 1;
+      nodes.push_back(nodes_[it->second]);
+    }
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (!taken[i]) nodes.push_back(nodes_[i]);
+  return build_nodes(std::move(nodes));
+}
+
+Report ReportBuilder::build_nodes(std::vector<NodeAccum> nodes) const {
   for (NodeAccum& n : nodes) n.finish_step(thresholds_);
   Report report;
   report.thresholds = thresholds_;
-  report.steps = static_cast<int64_t>(all_steps_.size());
+  report.steps = steps_;
   report.nodes.reserve(nodes.size());
   for (const NodeAccum& n : nodes) report.nodes.push_back(judge(n));
   report.nonfinite_origin = find_origin(nodes);

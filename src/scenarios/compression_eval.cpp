@@ -90,6 +90,7 @@ Trained train_for_compression(const CompressionTask& task, const cli::Digits& da
   ::torch::optim::Adam optimizer(t.model->parameters(), ::torch::optim::AdamOptions(task.lr));
   torch::AuditOptions options = scenario_audit_options(*t.model);
   options.on_step = on_step;
+  options.keep_steps = 0;  // the profile reads the whole run's records
   torch::Audit audit(t.model->audit_root(), options);
   at::Tensor order = at::randperm(n);
   int64_t cursor = 0;

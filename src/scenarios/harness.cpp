@@ -71,6 +71,7 @@ ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int 
   ::torch::optim::Adam optimizer(trainable, ::torch::optim::AdamOptions(1e-3));
   torch::AuditOptions options = scenario_audit_options(*model);
   options.on_step = on_step;
+  options.keep_steps = 0;  // ScenarioRun::records holds every step
   torch::Audit audit(model->audit_root(), options);
 
   at::Tensor order = at::randperm(n);

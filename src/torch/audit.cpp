@@ -48,6 +48,9 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
   if (o.sample_every < 1) throw Error("audit: sample_every must be >= 1");
   if (o.leakage_every < 1) throw Error("audit: leakage_every must be >= 1");
   if (o.threads < 0) throw Error("audit: threads must be >= 0");
+  if (o.keep_steps < 0) throw Error("audit: keep_steps must be >= 0");
+  s.judged = ReportBuilder(o.thresholds);
+  s.kept = internal::StepRing(static_cast<std::size_t>(o.keep_steps));
   s.stats_options = o.thresholds.stats_options(
       o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   for (const auto& [id, module] : nodes) {
@@ -133,13 +136,18 @@ void install_order_hooks(const std::shared_ptr<Audit::State>& s) {
 }
 
 // A channel view has to fit the tensor its node taps (LibTorch's movedim and narrow would
-// throw their own errors, with a backtrace, deep inside the audit).
-void check_channel_view(const std::string& id, const ChannelView& view, const at::Tensor& x) {
+// throw their own errors, with a backtrace, deep inside the audit), and keep its channel count:
+// the rules add channels up across steps, as each step ends.
+void check_channel_view(const Audit::State::Entry& entry, const ChannelView& view, const at::Tensor& x) {
+  const std::string& id = entry.id;
   const std::string who = "audit: channel view of '" + id + "': ";
   const int64_t dim = view.dim < 0 ? view.dim + x.dim() : view.dim;
   if (dim < 0 || dim >= x.dim())
     throw Error(who + "dim " + std::to_string(view.dim) + " out of range for a tensor with " +
                 std::to_string(x.dim()) + " dims");
+  if (entry.channels > 0 && x.size(dim) > 0 && x.size(dim) != entry.channels)  // 0: nothing to add
+    throw Error(who + std::to_string(x.size(dim)) + " channels, but " + std::to_string(entry.channels) +
+                " at an earlier sampled step; a channel view needs one channel count");
   for (const auto& [begin, end] : view.groups)
     if (end > x.size(dim))
       throw Error(who + "group [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
@@ -250,7 +258,7 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
   for (const auto& [a, b] : o.leakage_pairs) leakage_step |= (a == id || b == id);
   leakage_step &= s.audit_index() % o.leakage_every == 0;
   // Every check before anything is recorded: a tap that throws leaves no trace.
-  if (channel_step) check_channel_view(id, view->second, x);
+  if (channel_step) check_channel_view(entry, view->second, x);
   if (leakage_step) {
     std::lock_guard<std::mutex> lock(s.mutex);
     check_leakage_input(s, id, x);
@@ -260,12 +268,13 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.first_audited < 0) s.first_audited = step;
     s.note_tap(index);
-    s.records.push_back({step, id, Site::kActivation, stats});
+    s.current.records.push_back({step, id, Site::kActivation, stats});
     if (channel_step) {
       ChannelRecord& c = s.pending_channels[index];
       c.step = step;
       c.node = id;
       c.activation = internal::per_channel_stats(x, view->second.dim, s.stats_options);
+      if (!c.activation.empty()) entry.channels = static_cast<int64_t>(c.activation.size());
       c.effective_rank = internal::effective_rank(x, view->second.dim);
       const auto& groups = view->second.groups;
       for (std::size_t i = 0; i < groups.size(); ++i)
@@ -276,7 +285,7 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
           auto name = [&](const std::pair<int64_t, int64_t>& g) {
             return id + "[" + std::to_string(g.first) + ":" + std::to_string(g.second) + "]";
           };
-          s.similarity_records.push_back(
+          s.current.similarities.push_back(
               {step, id, name(groups[i]) + " vs " + name(groups[j]),
                internal::linear_cka(slice(groups[i]), slice(groups[j]))});
         }
@@ -294,7 +303,7 @@ at::Tensor Audit::tap(const std::string& id, const at::Tensor& x) {
       std::vector<Stats> per_channel;
       if (channel_step) per_channel = internal::per_channel_stats(grad, dim, state->stats_options);
       std::lock_guard<std::mutex> lock(state->mutex);
-      state->records.push_back({step, id, Site::kOutputGrad, g});
+      state->current.records.push_back({step, id, Site::kOutputGrad, g});
       if (channel_step) {
         auto& c = state->pending_channels[index];
         if (c.output_grad.empty()) c.output_grad = std::move(per_channel);
@@ -315,7 +324,7 @@ void Audit::record_pre_activation(const std::string& id, const at::Tensor& x) {
   if (!s.entry_audited(s.entries[static_cast<std::size_t>(found->second)])) return;
   const Stats pre = stats_of(x.detach(), id, s.stats_options);
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.records.push_back({s.step, id, Site::kPreActivation, pre});
+  s.current.records.push_back({s.step, id, Site::kPreActivation, pre});
 }
 
 at::Tensor Audit::forward(::torch::nn::SequentialImpl& sequential, at::Tensor x) {
@@ -386,55 +395,9 @@ std::vector<std::string> Audit::node_ids() const {
   return ids;
 }
 
-std::vector<Record> Audit::records() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->records;
-}
-
-std::vector<ChannelRecord> Audit::channel_records() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->channel_records;
-}
-
-std::vector<SimilarityRecord> Audit::similarity_records() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->similarity_records;
-}
-
 std::vector<std::string> Audit::warnings() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->warnings;
-}
-
-Report Audit::report() const {
-  ReportBuilder builder(state_->options.thresholds);
-  for (const std::string& id : node_ids()) builder.declare(id);
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  const State& s = *state_;
-  // Output gradients arrive during backward, after the step's activations; sort so every
-  // node's records are in step order.
-  std::vector<Record> records = s.records;
-  std::stable_sort(records.begin(), records.end(),
-                   [](const Record& a, const Record& b) { return a.step < b.step; });
-  for (const Record& r : records) builder.add(r);
-  for (const ChannelRecord& c : s.channel_records) builder.add(c);
-  for (const SimilarityRecord& r : s.similarity_records) builder.add(r);
-  Report report = builder.build();
-  for (NodeReport& n : report.nodes) {
-    const auto it = s.by_id.find(n.node);
-    if (it == s.by_id.end()) continue;
-    const State::Entry& e = s.entries[static_cast<std::size_t>(it->second)];
-    if (!s.options.gradient_snr || e.snr_steps == 0) continue;
-    // SNR = ||mean g||^2 / (mean ||g||^2 - ||mean g||^2), over audited steps.
-    const double steps = static_cast<double>(e.snr_steps);
-    double mean_sq = 0;
-    for (std::size_t pi : e.params)
-      if (s.params[pi].snr_sum.defined()) mean_sq += s.params[pi].snr_sum.pow(2).sum().item<double>();
-    mean_sq /= steps * steps;
-    const double noise = e.snr_sq_sum / steps - mean_sq;
-    n.grad_snr = noise > 0 ? mean_sq / noise : std::numeric_limits<double>::infinity();
-  }
-  return report;
 }
 
 Architecture Audit::architecture() const {

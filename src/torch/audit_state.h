@@ -7,7 +7,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "gradscope/core/rules.h"
 #include "gradscope/torch/audit.h"
+#include "step_ring.h"
 
 namespace gradscope::torch {
 
@@ -21,6 +23,7 @@ struct Audit::State {
     int parent = -1;      // index of the node, for submodules
     int sample_every = 1; // submodules: every N audited steps
     int64_t grad_order = -1;  // arrival of its first gradient in the first audited backward
+    int64_t channels = 0;     // channel count of its channel view, once sampled
     std::vector<std::size_t> params;  // indices into State::params
     // Gradient SNR state (opt-in): sum over steps of ||g||^2, and the step count.
     double snr_sq_sum = 0;
@@ -49,10 +52,12 @@ struct Audit::State {
   std::vector<int> tap_sequence;  // execution order of tapped entries
   int last_tapped = -1;
   int64_t last_tapped_step = -1;
-  std::vector<Record> records;
-  std::size_t step_records_begin = 0;  // first record of the step being recorded
-  std::vector<ChannelRecord> channel_records;
-  std::vector<SimilarityRecord> similarity_records;
+  // What the step being recorded measured so far; at its end (end_step, audit_records.cpp)
+  // it is judged into `judged`, kept in `kept` and handed to on_step.
+  internal::StepRecords current;
+  internal::StepRecords handed;  // the ended step, when no ring keeps it
+  internal::StepRing kept;
+  ReportBuilder judged;          // every ended step, aggregated per node
   std::map<int, ChannelRecord> pending_channels;  // this step's channel view, by entry
   std::map<int, at::Tensor> leakage_inputs;       // this step's branch activations, by entry
   std::vector<std::string> warnings;
@@ -63,6 +68,11 @@ struct Audit::State {
     return audited() && audit_index() % e.sample_every == 0;
   }
   int add_entry(std::string id, ModulePtr module, int parent);
+  /// Judges, keeps and returns the step's measurements (valid until the next end_step).
+  const internal::StepRecords& end_step();
+  /// Adds a step's measurements to `builder`. Records of a step the builder has already passed
+  /// (a backward run after step()) are left out; returns how many.
+  std::size_t judge_into(ReportBuilder& builder, const internal::StepRecords& step) const;
   void note_tap(int index);
   std::string unknown_id_message(const std::string& id) const;
 };

@@ -119,35 +119,33 @@ void Audit::step(const std::function<void()>& apply_update) {
   }
 
   std::unique_lock<std::mutex> lock(s.mutex);
+  std::vector<Record>& records = s.current.records;
   for (std::size_t e = 0; e < s.entries.size(); ++e) {
     const StepSums& x = sums[e];
     const std::string& id = s.entries[e].id;
-    if (x.any_grad) s.records.push_back({step, id, Site::kParamGrad, x.grad});
-    if (x.any_value) s.records.push_back({step, id, Site::kParam, x.value});
-    if (x.any_frozen) s.records.push_back({step, id, Site::kFrozenParam, x.frozen});
-    if (x.any_update) s.records.push_back({step, id, Site::kUpdate, x.update});
+    if (x.any_grad) records.push_back({step, id, Site::kParamGrad, x.grad});
+    if (x.any_value) records.push_back({step, id, Site::kParam, x.value});
+    if (x.any_frozen) records.push_back({step, id, Site::kFrozenParam, x.frozen});
+    if (x.any_update) records.push_back({step, id, Site::kUpdate, x.update});
   }
-  for (auto& [index, record] : s.pending_channels) s.channel_records.push_back(std::move(record));
+  for (auto& [index, record] : s.pending_channels) s.current.channels.push_back(std::move(record));
   s.pending_channels.clear();
   for (const auto& [a, b] : s.options.leakage_pairs) {
     const auto x = s.leakage_inputs.find(s.by_id.at(a));
     const auto y = s.leakage_inputs.find(s.by_id.at(b));
     if (x == s.leakage_inputs.end() || y == s.leakage_inputs.end()) continue;
     const double cka = internal::linear_cka(x->second, y->second);
-    s.similarity_records.push_back({step, a, b, cka});
-    s.similarity_records.push_back({step, b, a, cka});
+    s.current.similarities.push_back({step, a, b, cka});
+    s.current.similarities.push_back({step, b, a, cka});
   }
   s.leakage_inputs.clear();
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
   s.order_hooks.clear();
-  const std::vector<Record> this_step(s.records.begin() + static_cast<std::ptrdiff_t>(s.step_records_begin),
-                                      s.records.end());
-  if (!s.options.keep_records) s.records.clear();
-  s.step_records_begin = s.records.size();
+  const internal::StepRecords& this_step = s.end_step();  // judged and kept (audit_records.cpp)
   ++s.step;
   lock.unlock();  // the callback may call back into the audit
-  if (s.options.on_step) s.options.on_step(this_step);
+  if (s.options.on_step) s.options.on_step(this_step.records);
 }
 
 }  // namespace gradscope::torch

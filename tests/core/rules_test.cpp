@@ -207,5 +207,42 @@ TEST(Report, StepsCountDistinctStepsOverNodes) {
   EXPECT_EQ(r.steps, 2);
 }
 
+// The step count is kept in O(1): exact in step order and node by node when the first node has
+// every step; a step below those seen, found only by a later node, is the documented miss.
+TEST(Report, StepsCountedAsTheLatestStepRises) {
+  std::vector<Record> node_major;
+  for (const char* node : {"a", "b"})
+    for (int64_t step = 0; step < 5; ++step) node_major.push_back(rec(step, node, Site::kParamGrad, summary(1)));
+  EXPECT_EQ(build_report(node_major).steps, 5);
+  const Report later_beyond = build_report({rec(0, "a", Site::kParamGrad, summary(1)),
+                                            rec(1, "a", Site::kParamGrad, summary(1)),
+                                            rec(7, "b", Site::kParamGrad, summary(1))});
+  EXPECT_EQ(later_beyond.steps, 3);
+  const Report gap_filled_late = build_report({rec(0, "a", Site::kParamGrad, summary(1)),
+                                               rec(2, "a", Site::kParamGrad, summary(1)),
+                                               rec(1, "b", Site::kParamGrad, summary(1))});
+  EXPECT_EQ(gap_filled_late.steps, 2);  // step 1 is not counted (rules.h)
+  EXPECT_EQ(gap_filled_late.nodes.at(1).steps, 1);
+}
+
+TEST(Report, BuildInOrderPutsNamedNodesFirstAndDeclaresUnseenOnes) {
+  Stats nan = summary(1);
+  nan.nan = 1;
+  nan.count += 1;
+  ReportBuilder b;
+  b.add(rec(0, "late", Site::kActivation, nan));  // NaN in both at step 0
+  b.add(rec(0, "early", Site::kActivation, nan));
+  b.add(rec(0, "other", Site::kParamGrad, summary(1)));
+  const Report first_seen = b.build();
+  EXPECT_EQ(first_seen.nonfinite_origin.node, "late");
+  const Report r = b.build({"early", "never", "late"});
+  std::vector<std::string> names;
+  for (const NodeReport& n : r.nodes) names.push_back(n.node);
+  EXPECT_EQ(names, (std::vector<std::string>{"early", "never", "late", "other"}));
+  EXPECT_EQ(r.nonfinite_origin.node, "early");  // the first in execution order
+  EXPECT_TRUE(r.nodes[1].flags.contains(Flag::kNoData));
+  EXPECT_EQ(r.steps, 1);
+}
+
 }  // namespace
 }  // namespace gradscope

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "../common/require_data.h"
+#include "digits_data.h"
 #include "gradscope/core/error.h"
 #include "scenario.h"
 
@@ -15,11 +16,6 @@ namespace gradscope::scenarios {
 namespace {
 
 constexpr int kSteps = 60;
-
-std::string digits_path() {
-  const char* env = std::getenv("GRADSCOPE_DATA_DIR");
-  return std::string(env ? env : GRADSCOPE_DEFAULT_DATA_DIR) + "/digits.csv";
-}
 
 const cli::Digits* digits() {
   static std::unique_ptr<cli::Digits> data;

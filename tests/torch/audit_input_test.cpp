@@ -93,6 +93,23 @@ TEST(AuditInput, EmptyBatchesAndNoChannelsUnderAChannelView) {
   EXPECT_TRUE(std::isnan(none[1].effective_rank));
 }
 
+// The rules add channels up as each step ends, so a channel view keeps one channel count; a
+// tap that changes it throws before recording anything.
+TEST(AuditInput, AChannelViewKeepsItsChannelCount) {
+  auto net = mlp();
+  AuditOptions o;
+  o.channels["fc1"] = ChannelView{1, 1, {}};
+  Audit audit(net, o);
+  audit.tap("fc1", at::ones({2, 8}));
+  audit.step([] {});
+  EXPECT_EQ(error_of([&] { audit.tap("fc1", at::ones({2, 5})); }),
+            "audit: channel view of 'fc1': 5 channels, but 8 at an earlier sampled step; a channel view needs "
+            "one channel count");
+  audit.step([] {});
+  EXPECT_EQ(audit.channel_records().size(), 1u);
+  EXPECT_EQ(audit.report().nodes.at(0).channels, 8);
+}
+
 TEST(AuditInput, LeakagePairsNeedTheSameSamples) {
   nn::Linear a(6, 5), b(6, 5);
   AuditOptions o;

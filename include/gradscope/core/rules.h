@@ -25,13 +25,15 @@
 //   HEALTHY     none of the above.
 // Flags of a node "a/b" also roll up to its parent "a" once per flag, with "in: b, ...".
 // The report also names where NaN/Inf first appeared (NonFiniteOrigin).
+//
+// Memory is O(nodes) (plus channels and branch pairs), whatever the number of records: a run
+// of a million steps is judged from these aggregates, fed step by step (the Audit does so).
 #pragma once
 
 #include <array>
 #include <map>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "gradscope/core/channels.h"
@@ -40,6 +42,10 @@
 namespace gradscope {
 
 /// Accumulates records incrementally (memory per node, not per record) and builds a Report.
+/// Report::steps counts a step when a record arrives with a step above every step seen so far
+/// (O(1) memory): exact for records in step order across nodes (the Audit's and the run
+/// reader's order) and for a feed node by node whose first node has every step; a step that
+/// only a later node of such a feed has, below steps already seen, is not counted.
 class ReportBuilder {
  public:
   explicit ReportBuilder(Thresholds thresholds = {});
@@ -53,6 +59,9 @@ class ReportBuilder {
   void add(const ChannelRecord& record);
   void add(const SimilarityRecord& record);
   Report build() const;
+  /// Same, with the nodes named in `order` first, in that order (declared when not seen), then
+  /// the rest in declaration order: the order that sets NonFiniteOrigin and the report's rows.
+  Report build(const std::vector<std::string>& order) const;
 
  private:
   struct SiteAccum {
@@ -92,10 +101,13 @@ class ReportBuilder {
   static NonFiniteOrigin find_origin(const std::vector<NodeAccum>& nodes);
   static void roll_up(std::vector<NodeReport>& nodes);
 
+  Report build_nodes(std::vector<NodeAccum> nodes) const;
+
   Thresholds thresholds_;
   std::vector<NodeAccum> nodes_;
   std::unordered_map<std::string, std::size_t> index_;
-  std::unordered_set<int64_t> all_steps_;
+  int64_t steps_ = 0;           // distinct steps, counted as the latest step rises
+  int64_t latest_step_ = -1;
 };
 
 /// Convenience: builds a report from a list of records.

@@ -54,8 +54,9 @@ struct ProfileOptions {
 
 /// The rule's input from a trained model and its audit: every audited node with a weight of
 /// 2+ dimensions, its final per-unit weight statistics, its channel view (activation and
-/// output-gradient energy, dead fraction per unit) and its gradients from the records.
-/// `batch` is the training batch size. Throws Error for batch < 1 or no such node.
+/// output-gradient energy, dead fraction per unit) and its gradients from the records, over
+/// the steps the audit keeps (AuditOptions::keep_steps; 0 for the whole run). `batch` is the
+/// training batch size. Throws Error for batch < 1 or no such node.
 std::vector<NodeProfile> profile_model(::torch::nn::Module& model, const torch::Audit& audit, int64_t batch,
                                        const ProfileOptions& options = {});
 /// Same from what an audit kept: its node ids, records and channel records.

@@ -1,0 +1,101 @@
+// Audit: what happens to a step's measurements when it ends (judged into per-node aggregates,
+// kept in the ring, handed to on_step), and the views over them: records() and report().
+#include <algorithm>
+#include <limits>
+
+#include "audit_state.h"
+#include "gradscope/core/error.h"
+
+namespace gradscope::torch {
+
+std::size_t Audit::State::judge_into(ReportBuilder& builder, const internal::StepRecords& step) const {
+  // Output gradients arrive during backward, after the step's activations, and a record may
+  // come from an earlier step's tap: in step order, every node's records are in step order.
+  std::vector<const Record*> order;
+  order.reserve(step.records.size());
+  for (const Record& r : step.records) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](const Record* a, const Record* b) { return a->step < b->step; });
+  std::size_t dropped = 0;
+  for (const Record* r : order) {
+    try {
+      builder.add(*r);
+    } catch (const Error&) {  // its node has been judged past that step
+      ++dropped;
+    }
+  }
+  for (const ChannelRecord& c : step.channels) builder.add(c);
+  for (const SimilarityRecord& r : step.similarities) builder.add(r);
+  return dropped;
+}
+
+const internal::StepRecords& Audit::State::end_step() {
+  if (const std::size_t dropped = judge_into(judged, current))
+    warnings.push_back(std::to_string(dropped) + " record(s) of step " + std::to_string(step) +
+                       " came from a step already judged (a backward run after step()?); left out of report()");
+  if (options.keep_records) {
+    kept.push(current);
+    return kept.newest();
+  }
+  std::swap(handed, current);
+  current.clear();
+  return handed;
+}
+
+namespace {
+
+// The kept steps' `member` lists, oldest first, then the step being recorded's when given.
+template <class T>
+std::vector<T> collect(const internal::StepRing& kept, std::vector<T> internal::StepRecords::*member,
+                       const std::vector<T>* current) {
+  std::vector<T> out;
+  kept.for_each([&](const internal::StepRecords& step) {
+    out.insert(out.end(), (step.*member).begin(), (step.*member).end());
+  });
+  if (current) out.insert(out.end(), current->begin(), current->end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<Record> Audit::records() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return collect(state_->kept, &internal::StepRecords::records, &state_->current.records);
+}
+
+// A step's channel views join it as it ends.
+std::vector<ChannelRecord> Audit::channel_records() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return collect<ChannelRecord>(state_->kept, &internal::StepRecords::channels, nullptr);
+}
+
+std::vector<SimilarityRecord> Audit::similarity_records() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return collect(state_->kept, &internal::StepRecords::similarities, &state_->current.similarities);
+}
+
+Report Audit::report() const {
+  const std::vector<std::string> order = node_ids();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  const State& s = *state_;
+  // The ended steps are judged already; the step being recorded joins a copy (O(nodes)).
+  ReportBuilder builder = s.judged;
+  s.judge_into(builder, s.current);
+  Report report = builder.build(order);
+  for (NodeReport& n : report.nodes) {
+    const auto it = s.by_id.find(n.node);
+    if (it == s.by_id.end()) continue;
+    const State::Entry& e = s.entries[static_cast<std::size_t>(it->second)];
+    if (!s.options.gradient_snr || e.snr_steps == 0) continue;
+    // SNR = ||mean g||^2 / (mean ||g||^2 - ||mean g||^2), over audited steps.
+    const double steps = static_cast<double>(e.snr_steps);
+    double mean_sq = 0;
+    for (std::size_t pi : e.params)
+      if (s.params[pi].snr_sum.defined()) mean_sq += s.params[pi].snr_sum.pow(2).sum().item<double>();
+    mean_sq /= steps * steps;
+    const double noise = e.snr_sq_sum / steps - mean_sq;
+    n.grad_snr = noise > 0 ? mean_sq / noise : std::numeric_limits<double>::infinity();
+  }
+  return report;
+}
+
+}  // namespace gradscope::torch

@@ -1,0 +1,31 @@
+#include "step_ring.h"
+
+#include <utility>
+
+namespace gradscope::torch::internal {
+
+void StepRecords::clear() {
+  records.clear();
+  channels.clear();
+  similarities.clear();
+}
+
+void StepRing::push(StepRecords& step) {
+  if (capacity_ == 0 || slots_.size() < capacity_) {
+    slots_.emplace_back();
+    std::swap(slots_.back(), step);
+  } else {
+    // Full: the oldest slot takes the new step; its old buffers go back to the caller, whose
+    // vectors keep their capacity, so a steady run allocates nothing here.
+    std::swap(slots_[first_], step);
+    first_ = (first_ + 1) % capacity_;
+  }
+  step.clear();
+}
+
+const StepRecords& StepRing::newest() const {
+  if (capacity_ == 0 || slots_.size() < capacity_) return slots_.back();
+  return slots_[(first_ + capacity_ - 1) % capacity_];
+}
+
+}  // namespace gradscope::torch::internal
