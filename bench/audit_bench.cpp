@@ -1,8 +1,15 @@
-// make bench-audit: training-step time of an MLP (4 hidden layers x 1024, batch 256, Adam) on
-// the CPU without the audit, with the audit every step (all nodes, activations tapped), and
-// with the audit every 10th step. The three train from identical weights in one process, one
-// step each in turn; each cycle of 10 such rounds gives paired ratios (every / plain, every-10th
-// / plain), so machine drift cancels; the medians over cycles are reported. Last line: JSON.
+// make bench-audit: training-step time with and without the audit, on the CPU, three cases.
+//   1. A ReLU MLP (4 hidden layers x 1024, batch 256, Adam): no audit, the audit every step
+//      (all nodes, activations tapped), and every 10th step -> ratio_every_step, ratio_sample10.
+//   2. The same MLP with Tanh: no audit against the audit every step with everything on (the
+//      pre-activation pass, a RunWriter attached, channel views every 10 steps)
+//      -> ratio_every_step_full.
+//   3. The demo's digits MLP (64-64-32-10 ReLU, batch 64, Adam; random inputs of the digits'
+//      shape): no audit against every step -> ratio_every_step_small.
+// The arms of a case train from identical weights in one process, one step each in turn; each
+// cycle gives paired ratios, so machine drift cancels; the medians over cycles are reported.
+// BENCH_CYCLES overrides the cycle count; BENCH_ONLY=relu|full|small runs one case;
+// BENCH_PROFILE=N steps only the audited arms N times each, for a profiler. Last line: JSON.
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -10,47 +17,73 @@
 #include <torch/optim/adam.h>
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "gradscope/io/run_writer.h"
 #include "gradscope/torch/audit.h"
 
 namespace {
 
 namespace nn = ::torch::nn;
 
-constexpr int64_t kInput = 64, kHidden = 1024, kClasses = 10, kBatch = 256;
+struct Shape {
+  int64_t input, classes, batch;
+};
 
-nn::Sequential make_mlp() {
+// 64-1024-1024-1024-1024-10 (3.2M parameters).
+nn::Sequential make_mlp(bool tanh) {
   ::torch::manual_seed(0);
   nn::Sequential net;
-  int64_t in = kInput;
+  int64_t in = 64;
   for (int i = 0; i < 4; ++i) {
-    net->push_back("fc" + std::to_string(i), nn::Linear(in, kHidden));
-    net->push_back("relu" + std::to_string(i), nn::ReLU());
-    in = kHidden;
+    net->push_back("fc" + std::to_string(i), nn::Linear(in, 1024));
+    if (tanh) net->push_back("act" + std::to_string(i), nn::Tanh());
+    else net->push_back("act" + std::to_string(i), nn::ReLU());
+    in = 1024;
   }
-  net->push_back("out", nn::Linear(in, kClasses));
+  net->push_back("out", nn::Linear(in, 10));
   return net;
 }
 
+// The demo's digits MLP (src/scenarios/controls.cpp, healthy_mlp).
+nn::Sequential make_digits_mlp() {
+  ::torch::manual_seed(0);
+  return nn::Sequential({{"fc1", nn::Linear(64, 64)}, {"relu1", nn::ReLU()}, {"fc2", nn::Linear(64, 32)},
+                         {"relu2", nn::ReLU()}, {"out", nn::Linear(32, 10)}});
+}
+
 struct Trainer {
-  nn::Sequential net = make_mlp();
-  ::torch::optim::Adam optimizer{net->parameters(), ::torch::optim::AdamOptions(1e-3)};
+  nn::Sequential net;
+  ::torch::optim::Adam optimizer;
+  std::unique_ptr<gradscope::RunWriter> writer;
   std::unique_ptr<gradscope::torch::Audit> audit;
 
-  explicit Trainer(int sample_every) {
-    if (sample_every > 0) {
-      gradscope::torch::AuditOptions o;
-      o.sample_every = sample_every;
-      o.keep_records = false;  // a long run would persist records through on_step instead
-      audit = std::make_unique<gradscope::torch::Audit>(net, o);
+  Trainer(nn::Sequential model, const gradscope::torch::AuditOptions* options, const std::string& run_dir = {})
+      : net(std::move(model)), optimizer(net->parameters(), ::torch::optim::AdamOptions(1e-3)) {
+    if (!options) return;
+    gradscope::torch::AuditOptions o = *options;
+    if (!run_dir.empty()) {
+      gradscope::RunWriterOptions w;
+      w.overwrite = true;
+      writer = std::make_unique<gradscope::RunWriter>(run_dir, w);
+      gradscope::RunWriter* run = writer.get();
+      o.on_step = [run](const std::vector<gradscope::Record>& records) {
+        for (const gradscope::Record& r : records) run->add(r);
+        run->end_step();
+      };
     }
+    audit = std::make_unique<gradscope::torch::Audit>(net, o);
   }
   double step(const at::Tensor& x, const at::Tensor& y) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -68,36 +101,99 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::max(1, std::atoi(v)) : fallback;
+}
+
+bool wanted(const char* name) {
+  const char* only = std::getenv("BENCH_ONLY");
+  return !only || !*only || std::string(only) == name;
+}
+
+// Steps every arm once per round, `steps` rounds a cycle; returns each arm's median step time
+// and, for arms 1.., the median over cycles of (arm cycle time / arm 0 cycle time).
+struct Result {
+  std::vector<double> step_s, ratio;
+};
+Result interleave(std::vector<Trainer*> arms, const Shape& shape, int cycles, int steps) {
+  at::manual_seed(1);
+  const at::Tensor x = at::randn({shape.batch, shape.input});
+  const at::Tensor y = at::randint(0, shape.classes, {shape.batch});
+  if (const int profile = env_int("BENCH_PROFILE", 0)) {  // no ratios: the audited arms only
+    for (int i = 0; i < profile; ++i)
+      for (std::size_t a = 1; a < arms.size(); ++a) arms[a]->step(x, y);
+    return {std::vector<double>(arms.size(), 0.0), std::vector<double>(arms.size(), 0.0)};
+  }
+  for (Trainer* t : arms)
+    for (int i = 0; i < steps; ++i) t->step(x, y);  // warm-up, keeps the sampling phase
+  std::vector<std::vector<double>> times(arms.size()), ratios(arms.size());
+  for (int c = 0; c < cycles; ++c) {
+    std::vector<double> cycle(arms.size(), 0.0);
+    for (int s = 0; s < steps; ++s)
+      for (std::size_t a = 0; a < arms.size(); ++a) cycle[a] += arms[a]->step(x, y);
+    for (std::size_t a = 0; a < arms.size(); ++a) {
+      times[a].push_back(cycle[a] / steps);
+      ratios[a].push_back(cycle[a] / cycle[0]);
+    }
+  }
+  Result r;
+  for (std::size_t a = 0; a < arms.size(); ++a) {
+    r.step_s.push_back(median(times[a]));
+    r.ratio.push_back(median(ratios[a]));
+  }
+  return r;
+}
+
 }  // namespace
 
 int main() {
-  constexpr int kCycles = 20, kStepsPerCycle = 10;  // a cycle holds one audited sample-10 step
-  Trainer plain(0), every(1), sample10(10);
-  at::manual_seed(1);
-  const at::Tensor x = at::randn({kBatch, kInput});
-  const at::Tensor y = at::randint(0, kClasses, {kBatch});
-  for (Trainer* t : {&plain, &every, &sample10})
-    for (int i = 0; i < kStepsPerCycle; ++i) t->step(x, y);  // warm-up, keeps the phase
+  const int cycles = env_int("BENCH_CYCLES", 20);
+  std::string json = "{\"bench\":\"audit_overhead\"";
+  char buf[256];
 
-  std::vector<double> t_plain, t_every, t_sample, r_every, r_sample;
-  for (int c = 0; c < kCycles; ++c) {
-    double cycle_plain = 0, cycle_every = 0, cycle_sample = 0;
-    for (int s = 0; s < kStepsPerCycle; ++s) {
-      cycle_plain += plain.step(x, y);
-      cycle_every += every.step(x, y);
-      cycle_sample += sample10.step(x, y);
-    }
-    t_plain.push_back(cycle_plain / kStepsPerCycle);
-    t_every.push_back(cycle_every / kStepsPerCycle);
-    t_sample.push_back(cycle_sample / kStepsPerCycle);
-    r_every.push_back(cycle_every / cycle_plain);
-    r_sample.push_back(cycle_sample / cycle_plain);
+  if (wanted("relu")) {
+    const Shape relu{64, 10, 256};
+    gradscope::torch::AuditOptions every, sample10;
+    sample10.sample_every = 10;
+    Trainer plain(make_mlp(false), nullptr), a1(make_mlp(false), &every), a10(make_mlp(false), &sample10);
+    const Result r = interleave({&plain, &a1, &a10}, relu, cycles, 10);
+    std::printf("ReLU MLP 64-4x1024-10, batch 256, Adam; %d cycles of 10 steps per arm, steps interleaved\n", cycles);
+    std::printf("step ms (median of cycle means): plain %.2f  audit every step %.2f  every 10th %.2f\n",
+                r.step_s[0] * 1e3, r.step_s[1] * 1e3, r.step_s[2] * 1e3);
+    std::snprintf(buf, sizeof buf, ",\"ratio_every_step\":%.4f,\"ratio_sample10\":%.4f", r.ratio[1], r.ratio[2]);
+    json += buf;
   }
-  const double r1 = median(r_every), r10 = median(r_sample);
-  std::printf("MLP 64-4x1024-10, batch %lld, Adam; %d cycles of %d steps per side, steps interleaved\n",
-              static_cast<long long>(kBatch), kCycles, kStepsPerCycle);
-  std::printf("step ms (median of cycle means): plain %.2f  audit every step %.2f  every 10th %.2f\n",
-              median(t_plain) * 1e3, median(t_every) * 1e3, median(t_sample) * 1e3);
-  std::printf("{\"bench\":\"audit_overhead\",\"ratio_every_step\":%.4f,\"ratio_sample10\":%.4f}\n", r1, r10);
+  if (wanted("full")) {
+    const Shape tanh{64, 10, 256};
+    gradscope::torch::AuditOptions full;
+    full.channels_all_nodes = gradscope::torch::ChannelView{1, 10, {}};
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("gradscope-bench-audit-" + std::to_string(::getpid()));
+    {
+      Trainer plain(make_mlp(true), nullptr), all(make_mlp(true), &full, dir.string());
+      const Result r = interleave({&plain, &all}, tanh, cycles, 10);
+      std::printf("Tanh MLP 64-4x1024-10, batch 256, Adam; audit every step with pre-activations, a RunWriter, "
+                  "channel views every 10 steps; %d cycles of 10 steps per arm\n", cycles);
+      std::printf("step ms (median of cycle means): plain %.2f  audit, everything on %.2f\n", r.step_s[0] * 1e3,
+                  r.step_s[1] * 1e3);
+      std::snprintf(buf, sizeof buf, ",\"ratio_every_step_full\":%.4f", r.ratio[1]);
+      json += buf;
+    }
+    std::filesystem::remove_all(dir);
+  }
+  if (wanted("small")) {
+    const Shape digits{64, 10, 64};
+    gradscope::torch::AuditOptions every;
+    Trainer plain(make_digits_mlp(), nullptr), a1(make_digits_mlp(), &every);
+    const int small_cycles = cycles * 5;
+    const Result r = interleave({&plain, &a1}, digits, small_cycles, 20);
+    std::printf("digits MLP 64-64-32-10, batch 64, Adam; %d cycles of 20 steps per arm\n", small_cycles);
+    std::printf("step ms (median of cycle means): plain %.3f  audit every step %.3f\n", r.step_s[0] * 1e3,
+                r.step_s[1] * 1e3);
+    std::snprintf(buf, sizeof buf, ",\"ratio_every_step_small\":%.4f", r.ratio[1]);
+    json += buf;
+  }
+  std::printf("%s}\n", json.c_str());
   return 0;
 }

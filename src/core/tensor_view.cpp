@@ -58,18 +58,19 @@ TensorView TensorView::strided(const void* data, DType dtype, std::vector<int64_
 }
 
 void TensorView::validate() {
-  const std::string who = "tensor '" + name_ + "': ";
+  // Built on the error paths only: a view is validated on every pass.
+  auto who = [&] { return "tensor '" + name_ + "': "; };
   dtype_size(dtype_);  // throws for a dtype code outside the enum
   if (shape_.size() != strides_.size())
-    throw Error(who + "shape has " + std::to_string(shape_.size()) + " dims but strides have " +
+    throw Error(who() + "shape has " + std::to_string(shape_.size()) + " dims but strides have " +
                 std::to_string(strides_.size()));
   numel_ = 1;
   for (int64_t extent : shape_) {
-    if (extent < 0) throw Error(who + "negative extent " + std::to_string(extent));
+    if (extent < 0) throw Error(who() + "negative extent " + std::to_string(extent));
     numel_ *= extent;
   }
   if (numel_ > 0 && data_ == nullptr)
-    throw Error(who + "null data pointer with " + std::to_string(numel_) + " elements");
+    throw Error(who() + "null data pointer with " + std::to_string(numel_) + " elements");
   // Contiguous means row-major without gaps; extents of 1 may carry any stride.
   contiguous_ = true;
   int64_t expected = 1;

@@ -9,19 +9,23 @@
 namespace gradscope::torch {
 
 std::size_t Audit::State::judge_into(ReportBuilder& builder, const internal::StepRecords& step) const {
-  // Output gradients arrive during backward, after the step's activations, and a record may
-  // come from an earlier step's tap: in step order, every node's records are in step order.
-  std::vector<const Record*> order;
-  order.reserve(step.records.size());
-  for (const Record& r : step.records) order.push_back(&r);
-  std::stable_sort(order.begin(), order.end(), [](const Record* a, const Record* b) { return a->step < b->step; });
+  // A record may come from an earlier step's tap (its backward ran late): fed in step order,
+  // every node's records are in step order. Nearly always they are already.
+  auto by_step = [](const Record& a, const Record& b) { return a.step < b.step; };
   std::size_t dropped = 0;
-  for (const Record* r : order) {
+  auto add = [&](const Record& r) {
     try {
-      builder.add(*r);
+      builder.add(r);
     } catch (const Error&) {  // its node has been judged past that step
       ++dropped;
     }
+  };
+  if (std::is_sorted(step.records.begin(), step.records.end(), by_step)) {
+    for (const Record& r : step.records) add(r);
+  } else {
+    std::vector<Record> sorted = step.records;
+    std::stable_sort(sorted.begin(), sorted.end(), by_step);
+    for (const Record& r : sorted) add(r);
   }
   for (const ChannelRecord& c : step.channels) builder.add(c);
   for (const SimilarityRecord& r : step.similarities) builder.add(r);

@@ -13,7 +13,7 @@
 
 namespace gradscope::torch {
 
-struct Audit::State {
+struct Audit::State : std::enable_shared_from_this<Audit::State> {
   using ModulePtr = std::shared_ptr<::torch::nn::Module>;
 
   /// A node, a scoped submodule ("node/sub") or a free node (tap id without a module).
@@ -24,13 +24,18 @@ struct Audit::State {
     int sample_every = 1; // submodules: every N audited steps
     int64_t grad_order = -1;  // arrival of its first gradient in the first audited backward
     int64_t channels = 0;     // channel count of its channel view, once sampled
+    // Resolved from the options once, so a tap looks nothing up by name.
+    const ChannelView* channel_view = nullptr;
+    bool leakage = false;     // in a leakage pair
+    std::string grad_name;    // "<id> output gradient", for error messages
     std::vector<std::size_t> params;  // indices into State::params
     // Gradient SNR state (opt-in): sum over steps of ||g||^2, and the step count.
     double snr_sq_sum = 0;
     int64_t snr_steps = 0;
   };
   struct Param {
-    std::string name;
+    // "<node>.<path>", and with ".grad", " update", " before the step": names for errors.
+    std::string name, grad_name, update_name, before_name;
     at::Tensor tensor;
     int node = -1, sub = -1;
     at::Tensor snapshot;  // value before the optimizer step, reused across steps
@@ -62,6 +67,23 @@ struct Audit::State {
   std::map<int, at::Tensor> leakage_inputs;       // this step's branch activations, by entry
   std::vector<std::string> warnings;
 
+  // forward(): a Sequential's children resolved to entries once (audit_forward.cpp).
+  struct ForwardPlan {
+    const ::torch::nn::SequentialImpl* sequential = nullptr;
+    std::vector<const ::torch::nn::Module*> children;
+    std::vector<int> pre_activation;  // entry whose pre-activation is child i's output, or -1
+    std::vector<int> tap_after;       // entry tapped with child i's output, or -1
+  };
+  std::vector<ForwardPlan> plans;
+
+  // step()'s per-entry sums of one step, kept to reuse their memory (audit_step.cpp).
+  struct EntrySums {
+    Stats grad, value, frozen, update;
+    bool any_grad = false, any_value = false, any_frozen = false, any_update = false;
+  };
+  std::vector<EntrySums> sums;
+  std::vector<char> snapshotted, had_grad;
+
   bool audited() const { return step % options.sample_every == 0; }
   int64_t audit_index() const { return step / options.sample_every; }
   bool entry_audited(const Entry& e) const {
@@ -73,6 +95,9 @@ struct Audit::State {
   /// Adds a step's measurements to `builder`. Records of a step the builder has already passed
   /// (a backward run after step()) are left out; returns how many.
   std::size_t judge_into(ReportBuilder& builder, const internal::StepRecords& step) const;
+  /// Tap and pre-activation of the entry at `index` (audit_tap.cpp).
+  at::Tensor tap(int index, const at::Tensor& x);
+  void pre_activation(int index, const at::Tensor& x);
   void note_tap(int index);
   std::string unknown_id_message(const std::string& id) const;
 };

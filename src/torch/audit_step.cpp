@@ -11,12 +11,6 @@
 namespace gradscope::torch {
 namespace {
 
-// Per-entry summaries of one step.
-struct StepSums {
-  Stats grad, value, frozen, update;
-  bool any_grad = false, any_value = false, any_frozen = false, any_update = false;
-};
-
 // The gradient SNR sums each parameter's gradients across steps, so it needs one shape; a
 // parameter given another one (weight.set_data) is an error before the step measures anything.
 void check_snr_shapes(const Audit::State& s) {
@@ -49,24 +43,29 @@ void Audit::step(const std::function<void()>& apply_update) {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.first_audited < 0) s.first_audited = step;
   }
-  std::vector<StepSums> sums(s.entries.size());
-  std::vector<char> snapshotted(s.params.size(), 0);
+  // Per-entry sums and flags of this step, in buffers kept across steps (no allocation).
+  using Sums = State::EntrySums;
+  std::vector<Sums>& sums = s.sums;
+  sums.assign(s.entries.size(), Sums{});
+  s.snapshotted.assign(s.params.size(), 0);
+  s.had_grad.assign(s.entries.size(), 0);
   auto into = [&](const State::Param& p, auto&& add) {
     add(sums[static_cast<std::size_t>(p.node)]);
     if (p.sub >= 0 && s.entry_audited(s.entries[static_cast<std::size_t>(p.sub)]))
       add(sums[static_cast<std::size_t>(p.sub)]);
   };
-  std::vector<char> node_had_grad(s.entries.size(), 0);
 
+  // The parameters' data are read in place: a detached alias (a new TensorImpl a parameter,
+  // every step) is only made on the rare paths that hand the tensor to LibTorch ops.
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     State::Param& p = s.params[i];
-    const at::Tensor value = p.tensor.detach();
+    const at::Tensor& value = p.tensor;
     if (!p.tensor.requires_grad()) {
       const Stats v = stats_of(value, p.name, s.stats_options);
-      into(p, [&](StepSums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
+      into(p, [&](Sums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
       continue;
     }
-    at::Tensor grad = p.tensor.grad();
+    const at::Tensor& grad = p.tensor.grad();
     // Only parameters with a gradient are updated by the optimizer step: snapshot those, in
     // the same read that measures them when the parameter is contiguous.
     const TensorView view = view_of(value, p.name);
@@ -74,54 +73,54 @@ void Audit::step(const std::function<void()>& apply_update) {
     if (grad.defined() && view.is_contiguous()) {
       if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
           p.snapshot.scalar_type() != value.scalar_type())
-        p.snapshot = at::empty_like(value, at::MemoryFormat::Contiguous);
+        p.snapshot = at::empty_like(value.detach(), at::MemoryFormat::Contiguous);
       v = compute_and_copy(view, p.snapshot.data_ptr(), s.stats_options);
-      snapshotted[i] = 1;
+      s.snapshotted[i] = 1;
     } else {
       v = compute(view, s.stats_options);
       if (grad.defined()) {
-        p.snapshot = value.clone(at::MemoryFormat::Contiguous);
-        snapshotted[i] = 1;
+        p.snapshot = value.detach().clone(at::MemoryFormat::Contiguous);
+        s.snapshotted[i] = 1;
       }
     }
-    into(p, [&](StepSums& x) { x.value = merge(x.value, v), x.any_value = true; });
+    into(p, [&](Sums& x) { x.value = merge(x.value, v), x.any_value = true; });
     if (grad.defined()) {
       // Sparse gradients (Embedding with sparse=true): the summed values of touched rows.
-      const at::Tensor dense_part = grad.is_sparse() ? grad.coalesce().values() : grad;
-      const Stats g = stats_of(dense_part, p.name + ".grad", s.stats_options);
-      into(p, [&](StepSums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
+      const Stats g = grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, s.stats_options)
+                                       : stats_of(grad, p.grad_name, s.stats_options);
+      into(p, [&](Sums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
       if (s.options.gradient_snr && !grad.is_sparse()) {
         if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
         p.snr_sum.add_(grad.to(at::kDouble));
         s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
-        node_had_grad[static_cast<std::size_t>(p.node)] = 1;
+        s.had_grad[static_cast<std::size_t>(p.node)] = 1;
       }
     }
   }
   for (std::size_t e = 0; e < s.entries.size(); ++e)
-    if (node_had_grad[e]) ++s.entries[e].snr_steps;
+    if (s.had_grad[e]) ++s.entries[e].snr_steps;
 
   apply_update();
 
   for (std::size_t i = 0; i < s.params.size(); ++i) {
-    if (!snapshotted[i]) continue;
+    if (!s.snapshotted[i]) continue;
     State::Param& p = s.params[i];
-    const TensorView after = view_of(p.tensor.detach(), p.name);
-    const TensorView before = view_of(p.snapshot, p.name + " before the step");
+    const TensorView after = view_of(p.tensor, p.name);
     Stats d;
     if (after.is_contiguous()) {
+      const TensorView before = view_of(p.snapshot, p.before_name);
       d = compute_difference(after, before, s.stats_options);  // after - before, never stored
     } else {
       at::sub_out(p.snapshot, p.tensor.detach(), p.snapshot);
-      d = stats_of(p.snapshot, p.name + " update", s.stats_options);
+      d = stats_of(p.snapshot, p.update_name, s.stats_options);
     }
-    into(p, [&](StepSums& x) { x.update = merge(x.update, d), x.any_update = true; });
+    into(p, [&](Sums& x) { x.update = merge(x.update, d), x.any_update = true; });
   }
 
   std::unique_lock<std::mutex> lock(s.mutex);
   std::vector<Record>& records = s.current.records;
   for (std::size_t e = 0; e < s.entries.size(); ++e) {
-    const StepSums& x = sums[e];
+    const Sums& x = sums[e];
     const std::string& id = s.entries[e].id;
     if (x.any_grad) records.push_back({step, id, Site::kParamGrad, x.grad});
     if (x.any_value) records.push_back({step, id, Site::kParam, x.value});

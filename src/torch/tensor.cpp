@@ -18,17 +18,18 @@ DType dtype_of(c10::ScalarType type, const std::string& name) {
 }
 
 TensorView view_of(const at::Tensor& tensor, const std::string& name) {
-  const std::string who = "tensor '" + name + "': ";
-  if (!tensor.defined()) throw Error(who + "undefined tensor");
+  // The message prefix is built only on the error paths: views are made on every audited step.
+  auto who = [&] { return "tensor '" + name + "': "; };
+  if (!tensor.defined()) throw Error(who() + "undefined tensor");
   if (tensor.layout() != c10::kStrided)
   {
     std::ostringstream layout;
     layout << tensor.layout();
-    throw Error(who + "layout " + layout.str() +
+    throw Error(who() + "layout " + layout.str() +
                 " is not supported (dense tensors only; use .to_dense() or the values)");
   }
   if (!tensor.device().is_cpu())
-    throw Error(who + "on device " + tensor.device().str() +
+    throw Error(who() + "on device " + tensor.device().str() +
                 ", which this build cannot read (CPU only; copy with .cpu())");
   const DType dtype = dtype_of(tensor.scalar_type(), name);
   return TensorView::strided(tensor.data_ptr(), dtype, tensor.sizes().vec(), tensor.strides().vec(),
