@@ -8,6 +8,10 @@
 //      shape): no audit against every step -> ratio_every_step_small.
 // The arms of a case train from identical weights in one process, one step each in turn; each
 // cycle gives paired ratios, so machine drift cancels; the medians over cycles are reported.
+// glibc is told to keep freed memory (mallopt below): LibTorch frees and re-allocates
+// multi-MB temporaries every step (Adam's), glibc hands them back to the kernel, and the
+// next allocation faults their pages in again, which on this VM was 70% of a plain step
+// (110 ms against 36) and landed on whichever arm allocated next: the ratios swung by +-0.05.
 // BENCH_CYCLES overrides the cycle count; BENCH_ONLY=relu|full|small runs one case;
 // BENCH_PROFILE=N steps only the audited arms N times each, for a profiler. Last line: JSON.
 #include <torch/nn/functional/loss.h>
@@ -18,6 +22,7 @@
 
 #include <ATen/ATen.h>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +31,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -148,6 +154,9 @@ Result interleave(std::vector<Trainer*> arms, const Shape& shape, int cycles, in
 }  // namespace
 
 int main() {
+  // Freed memory stays in the process for both arms (see the top): no per-step page faults.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
   const int cycles = env_int("BENCH_CYCLES", 20);
   std::string json = "{\"bench\":\"audit_overhead\"";
   char buf[256];

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <unordered_map>
@@ -119,7 +120,6 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
   }
   db_ = std::make_unique<internal::Database>(path_, internal::OpenMode::kReadWrite);
   db_->exec(options_.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
-  current_.records.reserve(kChunkRecords);
   thread_ = std::thread(&RunWriter::run_thread, this);
 }
 
@@ -168,7 +168,9 @@ void RunWriter::push(bool ends_step) {
   if (current_.records.empty() && !ends_step) return;
   Chunk chunk = std::move(current_);
   current_ = Chunk{};
-  current_.records.reserve(kChunkRecords);
+  // The next chunk is likely the size of this one (a step records the same sites each time);
+  // reserving kChunkRecords for a step of 20 records would hold 600 KB per queued step.
+  current_.records.reserve(std::min(kChunkRecords, chunk.records.size()));
   chunk.ends_step = ends_step;
   chunk.seq = next_seq_++;
   if (ends_step) {

@@ -74,7 +74,9 @@ struct AuditOptions {
   /// (a ring; the oldest step goes first). A record takes about 150 bytes, so 100 steps of a
   /// model of 10 nodes with 4 sites each keep about 600 KB. 0 keeps every step (memory grows
   /// with the run). report() needs none of them: it judges per-node aggregates updated as
-  /// each step ends, so it covers every audited step however many are kept.
+  /// each step ends, so it covers every audited step however many are kept. A million audited
+  /// steps of a 10-node model with a RunWriter attached grow the resident set by less than
+  /// 64 MiB, nearly all of it the writer's queue (tests/torch/audit_memory_test.cpp).
   int64_t keep_steps = 100;
   /// false: keep no records in memory at all (on_step persists them); report() is the same.
   bool keep_records = true;
