@@ -260,8 +260,7 @@ CLI::Validator seed_text() {
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<DemoOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo", "Train a healthy model and sick ones on real data and report where each fails");
+  CLI::App* cmd = app.add_subcommand("demo", kDemoSummary);
   cmd->add_option("--data-dir", opt->data_dir,
                   "folder with digits.csv (and movielens.csv when fetched; scripts/fetch-data.sh)")
       ->capture_default_str();
