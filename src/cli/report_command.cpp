@@ -22,7 +22,7 @@ struct ReportOptions {
 };
 
 int run_report(const ReportOptions& opt) {
-  const LoadedRun run = load_run(opt.run, opt.partial);
+  const LoadedRun run = load_run(opt.run, opt.partial, {}, false, /*frames=*/false);
   const std::optional<EmbeddingRunSummary> saved = load_embedding_summary(run.path);
   const EmbeddingRunSummary* embedding = saved ? &*saved : nullptr;
   const std::optional<TreeRunSummary> tree_run = load_tree_summary(run.path);
