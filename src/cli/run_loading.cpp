@@ -7,8 +7,8 @@
 #include <iostream>
 #include <streambuf>
 
-#include "gradscope/core/rules.h"
 #include "gradscope/io/safe_text.h"
+#include "gradscope/io/saved_report.h"
 #include "gradscope/io/terminal.h"
 
 namespace gradscope::cli {
@@ -67,17 +67,15 @@ void print_warnings(const RunReader& reader) {
 LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool series) {
   RunReader reader(path, ReadOptions{partial});
   if (reader.step_count() == 0) throw Error("run '" + path + "': no steps recorded");
-  LoadedRun run{path, reader.metadata(), {}, Timeline(reader.metadata().thresholds), {}, {}, 0};
-  ReportBuilder builder(run.meta.thresholds);
+  LoadedRun run{path, reader.metadata(), {}, reader.summary(), Timeline(reader.metadata().thresholds), {}, {}, 0};
+  SavedReportBuilder builder(run.summary);
   SeriesBuilder steps(kSeriesSteps);
   ProgressBar bar("reading " + path);
-  run.steps = reader.for_each(
-      [&](const Record& r) {
-        builder.add(r);
-        run.timeline.add(r);
-        if (series) steps.add(r);
-      },
-      range, [&](int64_t done, int64_t total) { bar.update(done, total); });
+  run.steps = reader.for_each(builder.visitor([&](const Record& r) {
+                                run.timeline.add(r);
+                                if (series) steps.add(r);
+                              }),
+                              range, [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
   print_warnings(reader);
   if (run.steps == 0) throw Error("run '" + path + "': no steps recorded in the selected range");
