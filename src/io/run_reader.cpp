@@ -206,10 +206,12 @@ void RunReader::refresh_metadata() {
   // Opened before its writer logged a transaction: follow the log from now on.
   if (mode_ == internal::OpenMode::kImmutable && internal::log_state(path_).has_frames) open_database();
   const std::string where = "run database '" + path_ + "': table meta, ";
+  int64_t stored_version = -1;  // meta's schema_version, when the metadata is used
   try {
     internal::Statement s =
         db_->prepare(version_ >= 2 ? "SELECT key, value, checksum FROM meta" : "SELECT key, value, 0 FROM meta");
     RunMetadata m;
+    bool has_version = false;
     while (s.step()) {
       const std::string key = s.column_text(0), value = s.column_text(1);
       if (version_ >= 2 && internal::row_checksum({key, value}) != s.column_int(2))
@@ -228,7 +230,10 @@ void RunReader::refresh_metadata() {
       else if (key == "host") m.host = value;
       else if (key == "command_line") m.command_line = value;
       else if (key == "gradscope_version") m.gradscope_version = value;
-      else if (key == "schema_version") m.schema_version = integer();
+      else if (key == "schema_version") {
+        m.schema_version = integer();
+        has_version = true;
+      }
       else if (key == "queue_waits") m.queue_waits = integer();
       else if (key == "thresholds") {
         try {
@@ -239,9 +244,17 @@ void RunReader::refresh_metadata() {
       }
     }
     meta_ = m;
+    if (has_version) stored_version = m.schema_version;
   } catch (const Error& e) {
     tolerate(e.what(), "the metadata is not used");
   }
+  // The header's user_version decides which tables are read: one damaged header byte must not
+  // make a schema-3 run look like an older one without its channel views (the meta row is
+  // checksummed, the header is not).
+  if (stored_version >= 0 && stored_version != version_)
+    tolerate(where + "key 'schema_version': " + std::to_string(stored_version) + ", but the database header says " +
+                 std::to_string(version_) + " (a damaged header)",
+             "read as schema " + std::to_string(version_));
 }
 
 std::vector<std::pair<int64_t, std::string>> RunReader::named_rows(const std::string& table, int64_t max_id,

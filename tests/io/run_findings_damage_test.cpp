@@ -179,6 +179,19 @@ TEST(RunFindingsDamage, RowsThatVerifyButContradictTheOtherTablesAreErrors) {
   }
 }
 
+TEST(RunFindingsDamage, AHeaderThatSaysAnOlderSchemaIsDamageNotAnOldRun) {
+  // One flipped bit of the header's user_version (3 -> 2) would hide every schema-3 table; the
+  // checksummed meta row says which schema the writer wrote.
+  const fs::path dir = full_run("fd-header");
+  Edit(dir).sql("PRAGMA user_version = 2");
+  EXPECT_THAT(strict_error(dir), HasSubstr("table meta, key 'schema_version': 3, but the database header says 2"));
+  const Read r = read(dir, true);
+  EXPECT_EQ(r.steps, 6);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_THAT(r.warnings[0], HasSubstr("(a damaged header); read as schema 2"));
+  fs::remove_all(dir);
+}
+
 RunSummary summary_of(const fs::path& dir, bool partial, std::vector<std::string>* warnings = nullptr) {
   RunReader r(dir.string(), ReadOptions{partial});
   RunSummary s = r.summary();
