@@ -9,6 +9,7 @@
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
+#include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
 #include "gradscope/io/tree_text.h"
 #include "run_loading.h"
@@ -33,6 +34,8 @@ int run_report(const ReportOptions& opt) {
     std::cout << render_csv(run.report);
   } else {
     std::cout << render_run_header(run.meta, run.path);
+    // What the audit warned about while it ran (stderr then), kept with the run.
+    for (const std::string& w : run.summary.warnings) std::cout << "audit warning: " << terminal_text(w) << "\n";
     // A tree run's nodes are rounds, features and losses: the tree rules judge them.
     if (trees)
       std::cout << render_tree_timeline(*trees) << render_tree_findings(*trees);

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <streambuf>
 
-#include "gradscope/core/rules.h"
 #include "gradscope/io/safe_text.h"
+#include "gradscope/io/saved_report.h"
 #include "gradscope/io/terminal.h"
 
 namespace gradscope::cli {
@@ -68,8 +68,8 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
   RunReader reader(path, ReadOptions{partial});
   if (reader.step_count() == 0) throw Error("run '" + path + "': no steps recorded");
   const Thresholds& thresholds = reader.metadata().thresholds;
-  LoadedRun run{path, reader.metadata(), {}, Timeline(thresholds, frames ? 0 : 1), {}, {}, 0};
-  ReportBuilder builder(thresholds);
+  LoadedRun run{path, reader.metadata(), {}, reader.summary(), Timeline(thresholds, frames ? 0 : 1), {}, {}, 0};
+  SavedReportBuilder builder(run.summary);
   SeriesBuilder steps(kSeriesSteps);
   // The flow summary takes each frame as the timeline closes it (at most one per add), so it
   // is the same whether the timeline keeps every frame or only the last.
@@ -82,14 +82,12 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
     frames_summarized = closed;
   };
   ProgressBar bar("reading " + path);
-  run.steps = reader.for_each(
-      [&](const Record& r) {
-        builder.add(r);
-        run.timeline.add(r);
-        summarize_closed_frame();
-        if (series) steps.add(r);
-      },
-      range, [&](int64_t done, int64_t total) { bar.update(done, total); });
+  run.steps = reader.for_each(builder.visitor([&](const Record& r) {
+                                run.timeline.add(r);
+                                summarize_closed_frame();
+                                if (series) steps.add(r);
+                              }),
+                              range, [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
   print_warnings(reader);
   if (run.steps == 0) throw Error("run '" + path + "': no steps recorded in the selected range");

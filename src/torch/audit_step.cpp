@@ -3,6 +3,8 @@
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 
+#include <iterator>
+
 #include "audit_state.h"
 #include "channel_math.h"
 #include "gradscope/core/error.h"
@@ -27,6 +29,19 @@ void check_snr_shapes(const Audit::State& s) {
       throw Error("audit: parameter '" + p.name + "': gradient shape changed from " + shape_of(p.snr_sum) + " to " +
                   shape_of(grad) + " since an earlier audited step; gradient_snr needs one shape");
   }
+}
+
+// The channel and similarity records of `step`: the last ones kept, since steps only grow.
+StepRecords step_findings(const Audit::State& s, int64_t step) {
+  StepRecords out;
+  out.step = step;
+  auto first = s.channel_records.end();
+  while (first != s.channel_records.begin() && std::prev(first)->step == step) --first;
+  out.channels.assign(first, s.channel_records.end());
+  auto from = s.similarity_records.end();
+  while (from != s.similarity_records.begin() && std::prev(from)->step == step) --from;
+  out.similarities.assign(from, s.similarity_records.end());
+  return out;
 }
 
 }  // namespace
@@ -141,13 +156,19 @@ void Audit::step(const std::function<void()>& apply_update) {
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
   s.order_hooks.clear();
-  const std::vector<Record> this_step(s.records.begin() + static_cast<std::ptrdiff_t>(s.step_records_begin),
-                                      s.records.end());
+  std::vector<Record> this_step(s.records.begin() + static_cast<std::ptrdiff_t>(s.step_records_begin),
+                                s.records.end());
+  StepRecords sunk;
+  if (s.options.sink) sunk = step_findings(s, step);
   if (!s.options.keep_records) s.records.clear();
   s.step_records_begin = s.records.size();
   ++s.step;
-  lock.unlock();  // the callback may call back into the audit
+  lock.unlock();  // the callbacks may call back into the audit
   if (s.options.on_step) s.options.on_step(this_step);
+  if (s.options.sink) {
+    sunk.records = std::move(this_step);
+    s.options.sink->add_step(sunk);
+  }
 }
 
 }  // namespace gradscope::torch

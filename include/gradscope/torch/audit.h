@@ -31,6 +31,7 @@
 #include "gradscope/core/channels.h"
 #include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/torch/scope.h"
 
 namespace gradscope::torch {
@@ -67,11 +68,16 @@ struct AuditOptions {
   int leakage_every = 10;
   /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
   std::vector<std::string> free_nodes;
-  /// Called at the end of every audited step with that step's records (e.g. a RunWriter).
+  /// Called at the end of every audited step with that step's records (a run store wants
+  /// `sink`, which also gets the channel and similarity records and the summary).
   std::function<void(const std::vector<Record>&)> on_step;
-  /// Keep every record in memory for records() and report(). With on_step persisting them,
+  /// Keep every record in memory for records() and report(). With a sink persisting them,
   /// false bounds memory; report() then covers nothing.
   bool keep_records = true;
+  /// Gets every audited step as it ends (records, channel and similarity records), and the
+  /// run's summary from finish(): e.g. a RunWriter, so the saved run holds the whole report.
+  /// Not owned; it must outlive the audit's last step() and finish().
+  RunSink* sink = nullptr;
 };
 
 class Audit {
@@ -133,6 +139,10 @@ class Audit {
   Architecture architecture() const;
   /// Warnings raised so far (e.g. a scope truncated by max_modules).
   std::vector<std::string> warnings() const;
+  /// Hands options.sink the run's summary: the thresholds, architecture(), warnings() and
+  /// the per-node values report() computes from the audit's state (gradient SNR). Call after
+  /// the last step; a later call replaces the earlier summary. Does nothing without a sink.
+  void finish() const;
 
   struct State;
 
