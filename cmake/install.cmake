@@ -16,6 +16,9 @@ install(FILES ${PROJECT_BINARY_DIR}/include/gradscope/version.h DESTINATION ${CM
 if(TARGET gradscope)
   install(TARGETS gradscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET gradscope_demo)  # beside gradscope, where `gradscope demo` looks for it
+  install(TARGETS gradscope_demo RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 set(GRADSCOPE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gradscope)
 install(EXPORT gradscopeTargets NAMESPACE gradscope:: DESTINATION ${GRADSCOPE_CMAKE_DIR})

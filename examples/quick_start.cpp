@@ -17,7 +17,7 @@ int main() {
   nn::Sequential net({{"fc1", nn::Linear(8, 16)}, {"act", nn::Tanh()}, {"fc2", nn::Linear(16, 1)}});
   torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.05));
 
-  gradscope::torch::Audit audit(net);  // nodes fc1, fc2; default thresholds (design.md)
+  gradscope::torch::Audit audit(net);  // nodes fc1, fc2; default thresholds (docs/architecture.md)
 
   const at::Tensor x = torch::randn({256, 8});
   const at::Tensor y = x.sum(1, /*keepdim=*/true).sin();

@@ -6,7 +6,8 @@ from ._report import Report
 
 
 class Run:
-    """A saved run: metadata, report over every committed step, and (if asked) its records."""
+    """A saved run: metadata, report over every committed step, the audit's architecture and
+    warnings, and (if asked) its records."""
 
     def __init__(self, native):
         self._native = native
@@ -15,7 +16,9 @@ class Run:
         self.steps = native.steps
         self.report = Report(native.report)
         self.records = list(native.records)
-        self.warnings = list(native.warnings)
+        self.warnings = list(native.warnings)  # what a partial read skipped
+        self.architecture = list(native.architecture)  # the audit's nodes, as Audit.architecture()
+        self.audit_warnings = list(native.audit_warnings)  # as Audit.warnings()
 
     def __repr__(self):
         return f"<gradscope.Run {self.path!r} {self.metadata.name!r}, {self.steps} steps>"

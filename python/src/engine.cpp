@@ -3,6 +3,7 @@
 
 #include <torch/nn/modules/embedding.h>
 
+#include <exception>
 #include <map>
 
 #include "gradscope/core/error.h"
@@ -91,13 +92,7 @@ AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions option
     store.thresholds = options.thresholds;
     store.overwrite = run->overwrite;
     writer_ = std::make_unique<RunWriter>(run->dir, store);
-    RunWriter* writer = writer_.get();
-    auto user = options.on_step;
-    options.on_step = [writer, user](const std::vector<Record>& records) {
-      for (const Record& r : records) writer->add(r);
-      writer->end_step();
-      if (user) user(records);
-    };
+    options.sink = writer_.get();  // every audited step, and the summary at close()
   }
   audit_ = std::make_unique<torch::Audit>(std::move(pairs), std::move(options));
 }
@@ -134,12 +129,22 @@ std::vector<std::string> AuditEngine::warnings() const { return audit_ ? audit_-
 
 void AuditEngine::close() {
   if (audit_) {
+    std::exception_ptr failed;  // the writer's; the audit still goes, then the writer closes
+    try {
+      audit_->finish();
+    } catch (...) {
+      failed = std::current_exception();
+    }
     report_ = audit_->report();
     records_ = audit_->records();
     node_ids_ = audit_->node_ids();
     architecture_ = audit_->architecture();
     warnings_ = audit_->warnings();
     audit_.reset();  // removes the hooks it installed; those on live activations go inert
+    if (failed) {
+      writer_.reset();  // its destructor swallows what close() would throw again
+      std::rethrow_exception(failed);
+    }
   }
   if (writer_) {
     std::unique_ptr<RunWriter> writer = std::move(writer_);

@@ -59,7 +59,7 @@ class AuditEngine {
   void tap(const std::string& id, const at::Tensor& x);
   /// Audit::record_pre_activation.
   void pre_activation(const std::string& id, const at::Tensor& x);
-  /// Audit::step; each audited step's records also go to the run.
+  /// Audit::step; each audited step also goes to the run.
   void step(const std::function<void()>& apply_update);
   /// Whether the current step is audited (sample_every).
   bool audited() const;
@@ -71,7 +71,8 @@ class AuditEngine {
   Architecture architecture() const;
   std::vector<std::string> warnings() const;
 
-  /// Keeps the findings, destroys the audit (its hooks go) and closes the run. Idempotent.
+  /// Keeps the findings, hands the run the audit's summary (Audit::finish), destroys the audit
+  /// (its hooks go) and closes the run. Idempotent.
   void close();
   bool closed() const { return !audit_; }
 

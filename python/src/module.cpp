@@ -146,7 +146,9 @@ void bind_report(py::module_& m) {
       .def_readonly("report", &python::SavedRun::report)
       .def_readonly("steps", &python::SavedRun::steps)
       .def_readonly("records", &python::SavedRun::records)
-      .def_readonly("warnings", &python::SavedRun::warnings);
+      .def_readonly("warnings", &python::SavedRun::warnings)
+      .def_property_readonly("architecture", [](const python::SavedRun& r) { return r.summary.architecture.nodes; })
+      .def_property_readonly("audit_warnings", [](const python::SavedRun& r) { return r.summary.warnings; });
   m.def("read_run", &python::read_run, py::arg("path"), py::arg("partial") = false,
         py::arg("with_records") = false);
 }

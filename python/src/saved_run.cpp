@@ -1,9 +1,9 @@
-// read_run: RunReader + ReportBuilder, the same pass `gradscope report` makes.
+// read_run: RunReader + SavedReportBuilder, the same pass `gradscope report` makes.
 #include "saved_run.h"
 
 #include "gradscope/core/error.h"
-#include "gradscope/core/rules.h"
 #include "gradscope/io/run_reader.h"
+#include "gradscope/io/saved_report.h"
 
 namespace gradscope::python {
 
@@ -13,11 +13,11 @@ SavedRun read_run(const std::string& path, bool partial, bool with_records) {
   SavedRun run;
   run.path = path;
   run.meta = reader.metadata();
-  ReportBuilder builder(run.meta.thresholds);
-  run.steps = reader.for_each([&](const Record& r) {
-    builder.add(r);
+  run.summary = reader.summary();
+  SavedReportBuilder builder(run.summary);
+  run.steps = reader.for_each(builder.visitor([&](const Record& r) {
     if (with_records) run.records.push_back(r);
-  });
+  }));
   run.report = builder.build();
   run.warnings = reader.warnings();
   return run;

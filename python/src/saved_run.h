@@ -1,5 +1,5 @@
 // A saved run read back for Python: its metadata, the report over every committed step (as
-// `gradscope report` builds it) and, on request, the records.
+// `gradscope report` builds it), the audit's summary and, on request, the records.
 //
 //   gradscope::python::SavedRun run = gradscope::python::read_run("runs/exp1", false, true);
 //   std::cout << run.steps << " steps, " << run.report.nodes.size() << " nodes\n";
@@ -10,6 +10,7 @@
 
 #include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/io/run_metadata.h"
 
 namespace gradscope::python {
@@ -19,8 +20,9 @@ struct SavedRun {
   RunMetadata meta;
   Report report;
   int64_t steps = 0;
+  RunSummary summary;            ///< architecture, the audit's warnings, per-node values
   std::vector<Record> records;  ///< empty unless asked for
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  ///< what a partial read skipped
 };
 
 /// Reads `path` (a run directory or its run.db). Throws Error naming the file as RunReader

@@ -16,8 +16,12 @@ class UsageError : public Error {
   using Error::Error;
 };
 
-/// Registers `gradscope demo`; its run sets `exit_code`.
+/// Registers `gradscope demo`: in gradscope-demo, the demo itself (src/demo), whose run sets
+/// `exit_code`; in gradscope, a launcher that execs gradscope-demo (demo_launcher.cpp).
 void add_demo_command(CLI::App& app, int& exit_code);
+/// The demo's line in `gradscope --help`, the same from both.
+inline constexpr const char* kDemoSummary =
+    "Train a healthy model and sick ones on real data and report where each fails";
 /// Subcommands over saved runs (src/cli/<name>_command.cpp).
 void add_report_command(CLI::App& app, int& exit_code);
 void add_animate_command(CLI::App& app, int& exit_code);

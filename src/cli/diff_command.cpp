@@ -67,7 +67,8 @@ std::string ratio_text(double a, double b) {
 }
 
 int run_diff(const DiffOptions& opt) {
-  const LoadedRun a = load_run(opt.run_a, opt.partial), b = load_run(opt.run_b, opt.partial);
+  const LoadedRun a = load_run(opt.run_a, opt.partial, {}, false, /*frames=*/false),
+                  b = load_run(opt.run_b, opt.partial, {}, false, /*frames=*/false);
   const std::optional<TreeRunSummary> trees_a = load_tree_summary(a.path),
                                       trees_b = load_tree_summary(b.path);
   if (trees_a && trees_b) {  // their nodes are rounds and features: compare the findings

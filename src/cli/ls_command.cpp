@@ -41,7 +41,7 @@ int run_ls(const LsOptions& opt) {
   for (const auto& r : runs) {
     const std::string name = terminal_text(r.filename().string());
     try {
-      const LoadedRun run = load_run(r.string(), false);
+      const LoadedRun run = load_run(r.string(), false, {}, false, /*frames=*/false);
       const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
       const std::optional<TreeRunSummary> trees = load_tree_summary(run.path);
       const TreeRunSummary* tree_run = trees ? &*trees : nullptr;

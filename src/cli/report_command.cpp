@@ -9,6 +9,7 @@
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
+#include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
 #include "gradscope/io/tree_text.h"
 #include "run_loading.h"
@@ -22,7 +23,7 @@ struct ReportOptions {
 };
 
 int run_report(const ReportOptions& opt) {
-  const LoadedRun run = load_run(opt.run, opt.partial);
+  const LoadedRun run = load_run(opt.run, opt.partial, {}, false, /*frames=*/false);
   const std::optional<EmbeddingRunSummary> saved = load_embedding_summary(run.path);
   const EmbeddingRunSummary* embedding = saved ? &*saved : nullptr;
   const std::optional<TreeRunSummary> tree_run = load_tree_summary(run.path);
@@ -33,6 +34,8 @@ int run_report(const ReportOptions& opt) {
     std::cout << render_csv(run.report);
   } else {
     std::cout << render_run_header(run.meta, run.path);
+    // What the audit warned about while it ran (stderr then), kept with the run.
+    for (const std::string& w : run.summary.warnings) std::cout << "audit warning: " << terminal_text(w) << "\n";
     // A tree run's nodes are rounds, features and losses: the tree rules judge them.
     if (trees)
       std::cout << render_tree_timeline(*trees) << render_tree_findings(*trees);

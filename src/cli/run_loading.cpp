@@ -7,8 +7,8 @@
 #include <iostream>
 #include <streambuf>
 
-#include "gradscope/core/rules.h"
 #include "gradscope/io/safe_text.h"
+#include "gradscope/io/saved_report.h"
 #include "gradscope/io/terminal.h"
 
 namespace gradscope::cli {
@@ -64,26 +64,37 @@ void print_warnings(const RunReader& reader) {
   for (const std::string& w : reader.warnings()) std::cerr << "gradscope: warning: " << terminal_text(w) << "\n";
 }
 
-LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool series) {
+LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool series, bool frames) {
   RunReader reader(path, ReadOptions{partial});
   if (reader.step_count() == 0) throw Error("run '" + path + "': no steps recorded");
-  LoadedRun run{path, reader.metadata(), {}, Timeline(reader.metadata().thresholds), {}, {}, 0};
-  ReportBuilder builder(run.meta.thresholds);
+  const Thresholds& thresholds = reader.metadata().thresholds;
+  LoadedRun run{path, reader.metadata(), {}, reader.summary(), Timeline(thresholds, frames ? 0 : 1), {}, {}, 0};
+  SavedReportBuilder builder(run.summary);
   SeriesBuilder steps(kSeriesSteps);
+  // The flow summary takes each frame as the timeline closes it (at most one per add), so it
+  // is the same whether the timeline keeps every frame or only the last.
+  FlowSummaryBuilder flow(thresholds);
+  int64_t frames_summarized = 0;
+  const auto summarize_closed_frame = [&] {
+    const int64_t closed = static_cast<int64_t>(run.timeline.frames().size()) + run.timeline.dropped();
+    if (closed == frames_summarized) return;
+    flow.add(run.timeline.frames().back());
+    frames_summarized = closed;
+  };
   ProgressBar bar("reading " + path);
-  run.steps = reader.for_each(
-      [&](const Record& r) {
-        builder.add(r);
-        run.timeline.add(r);
-        if (series) steps.add(r);
-      },
-      range, [&](int64_t done, int64_t total) { bar.update(done, total); });
+  run.steps = reader.for_each(builder.visitor([&](const Record& r) {
+                                run.timeline.add(r);
+                                summarize_closed_frame();
+                                if (series) steps.add(r);
+                              }),
+                              range, [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
   print_warnings(reader);
   if (run.steps == 0) throw Error("run '" + path + "': no steps recorded in the selected range");
   run.timeline.finish();
+  summarize_closed_frame();
   run.report = builder.build();
-  run.flow = summarize_flow(run.timeline);
+  run.flow = flow.finish(run.timeline.nodes());
   if (series) run.series = steps.finish();
   return run;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gradscope/core/report.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/core/series.h"
 #include "gradscope/core/timeline.h"
 #include "gradscope/io/run_reader.h"
@@ -17,7 +18,8 @@ namespace gradscope::cli {
 struct LoadedRun {
   std::string path;
   RunMetadata meta;
-  Report report;
+  Report report;      ///< as the audit that wrote the run built it (io/saved_report.h)
+  RunSummary summary; ///< the audit's architecture, warnings and per-node values (schema 3)
   Timeline timeline;
   FlowSummary flow;
   std::vector<NodeSeries> series;  ///< per-node measures over at most kSeriesSteps steps (when asked)
@@ -27,10 +29,14 @@ struct LoadedRun {
 /// Steps kept per node series (evenly spread over the run): enough for a chart's width.
 inline constexpr int64_t kSeriesSteps = 400;
 
-/// Reads `path` (in `range`). Throws Error "run '<path>': no steps recorded" for an empty run;
+/// Reads `path` (in `range`): records, channel and similarity records, and the run's summary.
+/// Throws Error "run '<path>': no steps recorded" for an empty run;
 /// warnings of a partial read go to stderr. `series` also fills LoadedRun::series (only the
-/// HTML report draws it; the other commands skip the work).
-LoadedRun load_run(const std::string& path, bool partial, StepRange range = {}, bool series = false);
+/// HTML report draws it; the other commands skip the work). `frames` = false keeps only the
+/// last frame in LoadedRun::timeline (the flow summary is the same): the commands that draw no
+/// frames spare the memory, a third of `gradscope report`'s time over 1M records.
+LoadedRun load_run(const std::string& path, bool partial, StepRange range = {}, bool series = false,
+                   bool frames = true);
 
 /// Prints a partial reader's warnings to stderr as "gradscope: warning: ...", escaped by
 /// terminal_text (they quote paths and node names).

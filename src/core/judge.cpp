@@ -28,8 +28,10 @@ int64_t first_nonfinite(int64_t nan_step, int64_t inf_step) {
 NodeReport ReportBuilder::judge(NodeAccum n) const {
   const Thresholds& t = thresholds_;
   auto site = [&](Site which) -> const SiteAccum& { return n.sites[static_cast<std::size_t>(which)]; };
+  // Over the steps with a finite value; steps whose values were all NaN or Inf are left out
+  // (and counted in nonfinite_steps) rather than averaged in as 0.
   auto mean_l2 = [](const SiteAccum& s) {
-    return s.steps ? s.sum_l2 / static_cast<double>(s.steps) : NodeReport::kNone;
+    return s.finite_steps ? s.sum_l2 / static_cast<double>(s.finite_steps) : NodeReport::kNone;
   };
 
   NodeReport r;
@@ -56,8 +58,8 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   // Frozen parameters count towards the node's parameter norm.
   const SiteAccum& param = site(Site::kParam);
   const SiteAccum& frozen = site(Site::kFrozenParam);
-  if (param.steps || frozen.steps) {
-    const double steps = static_cast<double>(std::max(param.steps, frozen.steps));
+  if (param.finite_steps || frozen.finite_steps) {
+    const double steps = static_cast<double>(std::max(param.finite_steps, frozen.finite_steps));
     r.param_l2 = (param.sum_l2 + frozen.sum_l2) / steps;
   }
   r.grad_param_ratio = r.param_grad_l2 / r.param_l2;  // NaN when either is absent
@@ -76,6 +78,7 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     const SiteAccum& s = n.sites[static_cast<std::size_t>(i)];
     r.nan += s.total.nan;
     r.inf += s.total.inf();
+    r.nonfinite_steps = std::max(r.nonfinite_steps, s.steps - s.finite_steps);
     if (s.first_nan >= 0 && (nan_ev.first_step < 0 || s.first_nan < nan_ev.first_step)) {
       nan_ev.site = static_cast<Site>(i);
       nan_ev.first_step = s.first_nan;
@@ -85,14 +88,19 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
       inf_ev.first_step = s.first_inf;
     }
   }
+  // The first of the NaN/Inf flags says how many steps the means left out.
+  std::string left_out;
+  if (r.nonfinite_steps > 0)
+    left_out = "; " + std::to_string(r.nonfinite_steps) + " steps without a finite value left out of the means";
   if (r.nan > 0) {
     nan_ev.value = static_cast<double>(r.nan);
-    nan_ev.measure = "NaN elements over all sites and steps";
+    nan_ev.measure = "NaN elements over all sites and steps" + left_out;
+    left_out.clear();
     raise(nan_ev);
   }
   if (r.inf > 0) {
     inf_ev.value = static_cast<double>(r.inf);
-    inf_ev.measure = "Inf elements over all sites and steps";
+    inf_ev.measure = "Inf elements over all sites and steps" + left_out;
     raise(inf_ev);
   }
 
@@ -101,7 +109,7 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   if (g.steps) {
     const double m = mean_l2(g);
     const std::string measure = std::string("mean ") + site_name(grad_site) + " L2 over " +
-                                std::to_string(g.steps) + " steps";
+                                std::to_string(g.finite_steps) + " steps";
     if (m < t.grad_lo) {
       raise({Flag::kVanishing, grad_site, g.first_below_lo, m, t.grad_lo, measure, {}});
     } else if (m > t.grad_hi) {

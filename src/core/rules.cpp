@@ -21,10 +21,15 @@ void ReportBuilder::SiteAccum::finish_step(int64_t step, const Thresholds& t) {
   set_first(first_inf, s.inf() > 0, step);
   if (s.count > 0) {
     ++steps;
-    const double l2 = s.l2();
-    sum_l2 += l2;
-    set_first(first_below_lo, l2 < t.grad_lo, step);
-    set_first(first_above_hi, l2 > t.grad_hi, step);
+    // A step with no finite value has no L2 (Stats::l2 reads 0 for it): it stays out of the
+    // means and of the gradient thresholds, and is counted so the report can say so.
+    if (s.has_finite()) {
+      ++finite_steps;
+      const double l2 = s.l2();
+      sum_l2 += l2;
+      set_first(first_below_lo, l2 < t.grad_lo, step);
+      set_first(first_above_hi, l2 > t.grad_hi, step);
+    }
     max_frac_zero = std::max(max_frac_zero, s.frac_zero());
     max_frac_saturated = std::max(max_frac_saturated, s.frac_saturated());
     set_first(first_dead, s.frac_zero() > t.dead_frac, step);

@@ -125,45 +125,66 @@ FlowHealth classify_flow(int64_t frames, int64_t issue_frames, bool any_vanishin
 }
 
 FlowSummary summarize_flow(const Timeline& timeline) {
-  const Thresholds& t = timeline.thresholds();
-  FlowSummary s;
-  s.nodes.resize(timeline.nodes().size());
-  std::vector<std::vector<double>> norms(s.nodes.size());
-  for (std::size_t i = 0; i < s.nodes.size(); ++i) s.nodes[i].node = timeline.nodes()[i];
-  bool any_vanishing = false, any_exploding = false;
-  for (const Frame& f : timeline.frames()) {
-    if (s.first_step < 0) s.first_step = f.step;
-    s.last_step = f.step;
-    ++s.frames;
-    if (f.has_issue()) ++s.issue_frames;
-    for (const FlowEntry& e : f.layers) {
-      NodeFlow& n = s.nodes[e.node];
-      ++n.frames;
-      if (e.is_vanishing) {
-        any_vanishing = true;
-        if (n.vanishing_frames++ == 0) n.first_vanishing = f.step;
-      }
-      if (e.is_exploding) {
-        any_exploding = true;
-        if (n.exploding_frames++ == 0) n.first_exploding = f.step;
-      }
-      if (!std::isnan(e.grad_norm)) norms[e.node].push_back(e.grad_norm);
+  FlowSummaryBuilder builder(timeline.thresholds());
+  for (const Frame& f : timeline.frames()) builder.add(f);
+  return builder.finish(timeline.nodes());
+}
+
+FlowSummaryBuilder::FlowSummaryBuilder(Thresholds thresholds) : thresholds_(thresholds) {
+  thresholds_.validate();
+}
+
+void FlowSummaryBuilder::add(const Frame& f) {
+  FlowSummary& s = summary_;
+  if (s.first_step < 0) s.first_step = f.step;
+  s.last_step = f.step;
+  ++s.frames;
+  if (f.has_issue()) ++s.issue_frames;
+  for (const FlowEntry& e : f.layers) {
+    if (e.node >= s.nodes.size()) {
+      s.nodes.resize(e.node + 1);
+      norms_.resize(e.node + 1);
     }
+    NodeFlow& n = s.nodes[e.node];
+    ++n.frames;
+    if (e.is_vanishing) {
+      any_vanishing_ = true;
+      if (n.vanishing_frames++ == 0) n.first_vanishing = f.step;
+    }
+    if (e.is_exploding) {
+      any_exploding_ = true;
+      if (n.exploding_frames++ == 0) n.first_exploding = f.step;
+    }
+    if (!std::isnan(e.grad_norm)) norms_[e.node].push_back(e.grad_norm);
   }
+}
+
+FlowSummary FlowSummaryBuilder::finish(const std::vector<std::string>& nodes) {
+  const Thresholds& t = thresholds_;
+  FlowSummary s = std::move(summary_);
+  summary_ = FlowSummary{};
+  s.nodes.resize(nodes.size());
+  norms_.resize(nodes.size());
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
     NodeFlow& n = s.nodes[i];
-    std::vector<double>& v = norms[i];
+    n.node = nodes[i];
+    std::vector<double>& v = norms_[i];
     if (v.empty()) {
       n.median_norm = n.min_norm = n.max_norm = kNaN;
       continue;
     }
-    std::sort(v.begin(), v.end());
-    n.min_norm = v.front();
-    n.max_norm = v.back();
-    n.median_norm = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    // The median by selection, not a full sort: the same value in linear time.
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    n.median_norm = v.size() % 2 ? *mid : (*std::max_element(v.begin(), mid) + *mid) / 2;
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    n.min_norm = *lo;
+    n.max_norm = *hi;
   }
+  norms_.clear();
   s.issue_ratio = s.frames > 0 ? static_cast<double>(s.issue_frames) / static_cast<double>(s.frames) : 0.0;
-  s.health = classify_flow(s.frames, s.issue_frames, any_vanishing, any_exploding, t);
+  s.health = classify_flow(s.frames, s.issue_frames, any_vanishing_, any_exploding_, t);
+  any_vanishing_ = any_exploding_ = false;
 
   for (const NodeFlow& n : s.nodes) {
     if (n.vanishing_frames > 0)

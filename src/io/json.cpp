@@ -59,6 +59,7 @@ std::string render_json(const Report& report, int indent) {
                      {"ignored_channels", n.ignored_channels},
                      {"nan", n.nan},
                      {"inf", n.inf},
+                     {"nonfinite_steps", n.nonfinite_steps},
                      {"flags", flags},
                      {"evidence", evidence}});
   }

@@ -11,10 +11,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "gradscope/core/error.h"
 #include "internal/record_codec.h"
+#include "internal/run_schema.h"
 #include "internal/sqlite_db.h"
 #include "internal/wal_check.h"
 
@@ -85,13 +87,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kPartialHint = " (use --partial to read the complete steps that remain)";
-
-// Ends the read transaction however for_each leaves.
-struct ReadTransaction {
-  explicit ReadTransaction(internal::Database& db) : db(db) { db.exec("BEGIN"); }
-  ~ReadTransaction() { sqlite3_exec(db.handle(), "COMMIT", nullptr, nullptr, nullptr); }
-  internal::Database& db;
-};
 
 std::string plural(int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -211,10 +206,12 @@ void RunReader::refresh_metadata() {
   // Opened before its writer logged a transaction: follow the log from now on.
   if (mode_ == internal::OpenMode::kImmutable && internal::log_state(path_).has_frames) open_database();
   const std::string where = "run database '" + path_ + "': table meta, ";
+  int64_t stored_version = -1;  // meta's schema_version, when the metadata is used
   try {
     internal::Statement s =
         db_->prepare(version_ >= 2 ? "SELECT key, value, checksum FROM meta" : "SELECT key, value, 0 FROM meta");
     RunMetadata m;
+    bool has_version = false;
     while (s.step()) {
       const std::string key = s.column_text(0), value = s.column_text(1);
       if (version_ >= 2 && internal::row_checksum({key, value}) != s.column_int(2))
@@ -233,7 +230,10 @@ void RunReader::refresh_metadata() {
       else if (key == "host") m.host = value;
       else if (key == "command_line") m.command_line = value;
       else if (key == "gradscope_version") m.gradscope_version = value;
-      else if (key == "schema_version") m.schema_version = integer();
+      else if (key == "schema_version") {
+        m.schema_version = integer();
+        has_version = true;
+      }
       else if (key == "queue_waits") m.queue_waits = integer();
       else if (key == "thresholds") {
         try {
@@ -244,9 +244,17 @@ void RunReader::refresh_metadata() {
       }
     }
     meta_ = m;
+    if (has_version) stored_version = m.schema_version;
   } catch (const Error& e) {
     tolerate(e.what(), "the metadata is not used");
   }
+  // The header's user_version decides which tables are read: one damaged header byte must not
+  // make a schema-3 run look like an older one without its channel views (the meta row is
+  // checksummed, the header is not).
+  if (stored_version >= 0 && stored_version != version_)
+    tolerate(where + "key 'schema_version': " + std::to_string(stored_version) + ", but the database header says " +
+                 std::to_string(version_) + " (a damaged header)",
+             "read as schema " + std::to_string(version_));
 }
 
 std::vector<std::pair<int64_t, std::string>> RunReader::named_rows(const std::string& table, int64_t max_id,
@@ -328,7 +336,12 @@ int64_t RunReader::step_count() {
 
 int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRange range,
                             const std::function<void(int64_t, int64_t)>& progress) {
-  ReadTransaction tx(*db_);
+  return for_each(RunVisitor{fn, {}, {}}, range, progress);
+}
+
+int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
+                            const std::function<void(int64_t, int64_t)>& progress) {
+  internal::ReadTransaction tx(*db_);
   load_nodes();
   int64_t total = -1;
   if (progress) {
@@ -349,6 +362,9 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
   int64_t steps = 0, since_progress = 0, last_step = -1, rows = 0;
   int64_t previous_row = std::numeric_limits<int64_t>::min();
   bool stopped = false;
+  // Channel and similarity rows are delivered after the steps, for the steps delivered.
+  const bool extras = version_ >= 3 && (visit.channel || visit.similarity);
+  StepsRead read;
   internal::StoredRecord stored;
   std::vector<internal::StoredRecord> records;
   for (;;) {
@@ -362,6 +378,7 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
     }
     ++rows;
     const int64_t step = s.column_int(0);
+    if (extras) read.rows.push_back(step);
     const std::string bad = "run database '" + path_ + "': step " + std::to_string(step);
     const std::string row = "run database '" + path_ + "': table steps, row step " + std::to_string(step) + ": ";
     if (s.column_text(4) != "integer" || s.column_text(5) != "integer" || s.column_text(6) != "integer" ||
@@ -425,8 +442,9 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
       rec.step = step;
       rec.site = static_cast<Site>(site_map_[r.site]);
       rec.stats = r.stats;
-      fn(rec);
+      if (visit.record) visit.record(rec);
     }
+    if (extras) read.delivered.push_back(step);
     ++steps;
     last_step = step;
     since_progress += static_cast<int64_t>(records.size());
@@ -438,19 +456,34 @@ int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRa
   if (progress) progress(steps, total < 0 ? steps : total);
   const bool whole_run = range.from == std::numeric_limits<int64_t>::min() &&
                          range.to == std::numeric_limits<int64_t>::max();
-  if (version_ >= 2 && whole_run && !stopped) check_step_count(rows);
+  if (version_ >= 2 && whole_run && !stopped) check_row_count(internal::kStepRowsKey, "steps", rows);
+  if (extras) {
+    read.stopped = stopped;
+    std::sort(read.rows.begin(), read.rows.end());  // rows out of order were skipped, not lost
+    for (const auto& [table, key, wanted] : {std::make_tuple("channels", internal::kChannelRowsKey, bool(visit.channel)),
+                                             std::make_tuple("similarities", internal::kSimilarityRowsKey,
+                                                             bool(visit.similarity))}) {
+      if (!wanted) continue;
+      const int64_t n = read_step_table(table, range, read, visit);
+      if (whole_run && !stopped && n >= 0) check_row_count(key, table, n);
+    }
+  }
   return steps;
 }
 
-void RunReader::check_step_count(int64_t rows) {
+void RunReader::check_row_count(const char* key, const std::string& table, int64_t rows, bool absent_is_zero) {
   // Read in the same transaction as the rows: the writer updates both in one.
   const std::string where = "run database '" + path_ + "': table ";
   try {
-    internal::Statement c = db_->prepare("SELECT value FROM meta WHERE key = 'steps'");
-    if (!c.step()) return tolerate(where + "meta has no key 'steps' (the committed step count)");
-    const std::string value = c.column_text(0);
+    internal::Statement c = db_->prepare("SELECT value FROM meta WHERE key = ?");
+    c.bind(1, std::string_view(key));
+    std::string value = "0";
+    if (c.step())
+      value = c.column_text(0);
+    else if (!absent_is_zero)
+      return tolerate(where + "meta has no key '" + key + "' (the committed count of table " + table + ")");
     if (value != std::to_string(rows))
-      tolerate(where + "steps holds " + plural(rows, "row", "rows") + " but the writer committed " + value +
+      tolerate(where + table + " holds " + plural(rows, "row", "rows") + " but the writer committed " + value +
                    " (rows lost or added by damage)",
                "the rows that verify are read");
   } catch (const Error& e) {

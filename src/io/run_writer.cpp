@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <unordered_map>
 
 #include "gradscope/core/error.h"
 #include "gradscope/version.h"
 #include "internal/record_codec.h"
+#include "internal/run_schema.h"
 #include "internal/sqlite_db.h"
+#include "internal/step_rows.h"
 
 namespace gradscope {
 namespace {
@@ -19,35 +20,10 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kChunkRecords = 4096;  // records the producer batches per hand-over
 
-// Schema 2: every row carries a checksum (internal/record_codec.h) and meta 'steps' counts the
-// committed step rows, so a reader notices a damaged row and a lost one.
-constexpr const char* kSchema = R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
-CREATE TABLE sites(id INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum INTEGER NOT NULL);
-CREATE TABLE nodes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, checksum INTEGER NOT NULL);
-CREATE TABLE steps(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
-                   checksum INTEGER NOT NULL, records BLOB NOT NULL);
-)sql";
-
 std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
-}
-
-constexpr const char* kPutMeta = "INSERT OR REPLACE INTO meta(key, value, checksum) VALUES(?, ?, ?)";
-
-void put_meta(internal::Statement& s, const std::string& key, const std::string& value) {
-  s.reset();
-  s.bind(1, key);
-  s.bind(2, value);
-  s.bind(3, internal::row_checksum({key, value}));
-  s.step();
-}
-
-void put_meta(internal::Database& db, const std::string& key, const std::string& value) {
-  internal::Statement s = db.prepare(kPutMeta);
-  put_meta(s, key, value);
 }
 
 }  // namespace
@@ -83,7 +59,7 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
       throw Error("run database '" + path_ + "': cannot switch to WAL mode (network file system?)");
     mode = internal::Statement();
     db.exec("BEGIN");
-    db.exec(kSchema);
+    db.exec(internal::kRunSchema);
     for (int i = 0; i < kSiteCount; ++i) {
       internal::Statement s = db.prepare("INSERT INTO sites(id, name, checksum) VALUES(?, ?, ?)");
       const std::string site = site_name(static_cast<Site>(i));
@@ -92,6 +68,7 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
       s.bind(3, internal::row_checksum({std::to_string(i), site}));
       s.step();
     }
+    using internal::put_meta;
     put_meta(db, "name", name.empty() ? dir : name);
     put_meta(db, "start_time", utc_now_iso8601());
     put_meta(db, "host", host_name());
@@ -99,7 +76,9 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
     put_meta(db, "gradscope_version", kVersion);
     put_meta(db, "thresholds", thresholds_to_json(options_.thresholds));
     put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
-    put_meta(db, "steps", "0");
+    put_meta(db, internal::kStepRowsKey, "0");
+    put_meta(db, internal::kChannelRowsKey, "0");
+    put_meta(db, internal::kSimilarityRowsKey, "0");
     db.exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
     db.exec("COMMIT");
   } catch (...) {
@@ -152,20 +131,55 @@ void RunWriter::check_step(int64_t step) {
   current_.step = step;
 }
 
+void RunWriter::grew(std::size_t weight) {
+  current_.weight += weight;
+  if (current_.weight >= kChunkRecords) push(false);
+}
+
 void RunWriter::add(const Record& record) {
   check_step(record.step);
   current_.records.push_back(record);
-  if (current_.records.size() >= kChunkRecords) push(false);
+  grew(1);
 }
 
 void RunWriter::add(Record&& record) {
   check_step(record.step);
   current_.records.push_back(std::move(record));
-  if (current_.records.size() >= kChunkRecords) push(false);
+  grew(1);
+}
+
+void RunWriter::add(const ChannelRecord& record) {
+  check_step(record.step);
+  current_.channels.push_back(record);
+  grew(1 + record.activation.size() + record.output_grad.size());
+}
+
+void RunWriter::add(const SimilarityRecord& record) {
+  check_step(record.step);
+  current_.similarities.push_back(record);
+  grew(1);
+}
+
+void RunWriter::add_step(const StepRecords& step) {
+  for (const Record& r : step.records) add(r);
+  for (const ChannelRecord& c : step.channels) add(c);
+  for (const SimilarityRecord& r : step.similarities) add(r);
+  end_step();
+}
+
+void RunWriter::set_summary(const RunSummary& summary) {
+  if (closed_) throw Error("run database '" + path_ + "': summary set after close()");
+  summary.thresholds.validate();
+  Chunk chunk;
+  chunk.step = -1;
+  chunk.weight = 1 + summary.architecture.nodes.size() + summary.warnings.size() + summary.values.size();
+  chunk.summary = std::make_shared<const RunSummary>(summary);
+  chunk.seq = next_seq_++;
+  enqueue(std::move(chunk));
 }
 
 void RunWriter::push(bool ends_step) {
-  if (current_.records.empty() && !ends_step) return;
+  if (current_.weight == 0 && !ends_step) return;
   Chunk chunk = std::move(current_);
   current_ = Chunk{};
   // The next chunk is likely the size of this one (a step records the same sites each time);
@@ -178,7 +192,11 @@ void RunWriter::push(bool ends_step) {
     open_step_ = -1;
   }
   current_.step = open_step_;
-  const std::size_t n = chunk.records.size();
+  enqueue(std::move(chunk));
+}
+
+void RunWriter::enqueue(Chunk chunk) {
+  const std::size_t n = chunk.weight;
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (queued_records_ > 0 && queued_records_ + n > options_.queue_capacity && !failure_) {
@@ -227,8 +245,8 @@ void RunWriter::close() {
   if (thread_.joinable()) thread_.join();
   if (error) std::rethrow_exception(error);
   db_->exec("BEGIN");
-  put_meta(*db_, "end_time", utc_now_iso8601());
-  put_meta(*db_, "queue_waits", std::to_string(queue_waits()));
+  internal::put_meta(*db_, "end_time", utc_now_iso8601());
+  internal::put_meta(*db_, "queue_waits", std::to_string(queue_waits()));
   db_->exec("COMMIT");
   db_.reset();  // the last connection checkpoints the WAL into run.db
 }
@@ -241,16 +259,9 @@ int64_t RunWriter::queue_waits() const {
 void RunWriter::run_thread() {
   internal::Database& db = *db_;
   std::deque<Chunk> batch;
-  std::unordered_map<std::string, uint32_t> ids;
-  std::string body;  // records of the step being encoded
-  uint64_t in_body = 0;
   bool in_tx = false;
   try {
-    internal::Statement insert_step =
-        db.prepare("INSERT INTO steps(step, n_records, checksum, records) VALUES(?, ?, ?, ?)");
-    internal::Statement insert_node = db.prepare("INSERT INTO nodes(id, name, checksum) VALUES(?, ?, ?)");
-    internal::Statement count_steps = db.prepare(kPutMeta);
-    int64_t steps = 0;  // committed step rows, kept in meta 'steps' with each transaction
+    internal::StepRows rows(db);
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -264,33 +275,13 @@ void RunWriter::run_thread() {
       db.exec("BEGIN");
       in_tx = true;
       for (Chunk& chunk : batch) {
-        for (const Record& r : chunk.records) {
-          auto it = ids.find(r.node);
-          if (it == ids.end()) {
-            const auto id = static_cast<uint32_t>(ids.size());
-            insert_node.reset();
-            insert_node.bind(1, int64_t{id});
-            insert_node.bind(2, r.node);
-            insert_node.bind(3, internal::row_checksum({std::to_string(id), r.node}));
-            insert_node.step();
-            it = ids.emplace(r.node, id).first;
-          }
-          internal::append_record(body, it->second, static_cast<uint8_t>(r.site), r.stats);
-          ++in_body;
-        }
-        if (chunk.ends_step) {
-          insert_step.reset();
-          insert_step.bind(1, chunk.step);
-          insert_step.bind(2, static_cast<int64_t>(in_body));
-          insert_step.bind(3, internal::step_checksum(chunk.step, body));
-          insert_step.bind_blob(4, body.data(), body.size());
-          insert_step.step();
-          ++steps;
-          body.clear();
-          in_body = 0;
-        }
+        for (const Record& r : chunk.records) rows.add(r);
+        for (const ChannelRecord& c : chunk.channels) rows.add(c);
+        for (const SimilarityRecord& r : chunk.similarities) rows.add(r);
+        if (chunk.ends_step) rows.end_step(chunk.step);
+        if (chunk.summary) internal::write_summary(db, *chunk.summary);
       }
-      put_meta(count_steps, "steps", std::to_string(steps));
+      rows.put_counts();
       db.exec("COMMIT");
       in_tx = false;
       batch.clear();

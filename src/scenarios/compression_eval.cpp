@@ -77,8 +77,7 @@ double accuracy(ScenarioModel& model, const at::Tensor& x, const at::Tensor& y) 
   return x.size(0) ? static_cast<double>(correct) / static_cast<double>(x.size(0)) : 0.0;
 }
 
-Trained train_for_compression(const CompressionTask& task, const cli::Digits& data, uint64_t seed,
-                              const std::function<void(const std::vector<Record>&)>& on_step) {
+Trained train_for_compression(const CompressionTask& task, const cli::Digits& data, uint64_t seed, RunSink* sink) {
   const int64_t n = data.x_train.defined() ? data.x_train.size(0) : 0;
   if (n < task.batch || !data.x_test.defined() || data.x_test.size(0) < 1)
     throw Error("compression task '" + task.name + "': " + std::to_string(n) + " training rows, a batch of " +
@@ -89,7 +88,7 @@ Trained train_for_compression(const CompressionTask& task, const cli::Digits& da
   t.model = task.make();
   ::torch::optim::Adam optimizer(t.model->parameters(), ::torch::optim::AdamOptions(task.lr));
   torch::AuditOptions options = scenario_audit_options(*t.model);
-  options.on_step = on_step;
+  options.sink = sink;
   options.keep_steps = 0;  // the profile reads the whole run's records
   torch::Audit audit(t.model->audit_root(), options);
   at::Tensor order = at::randperm(n);
@@ -107,8 +106,10 @@ Trained train_for_compression(const CompressionTask& task, const cli::Digits& da
     ::torch::nn::functional::cross_entropy(logits, data.y_train.index_select(0, idx)).backward();
     audit.step(optimizer);
   }
+  audit.finish();
   t.profiles = compress::profile_model(*t.model->audit_root(), audit, task.batch);
   t.records = audit.records();
+  t.report = audit.report();
   t.accuracy = accuracy(*t.model, data.x_test, data.y_test);
   t.seconds = ms_since(start) / 1000.0;
   return t;

@@ -15,6 +15,7 @@
 #include "digits.h"
 #include "gradscope/core/compress.h"
 #include "gradscope/core/compress_rule.h"
+#include "gradscope/core/run_sink.h"
 #include "scenario.h"
 
 namespace gradscope::scenarios {
@@ -38,15 +39,16 @@ struct Trained {
   std::shared_ptr<ScenarioModel> model;
   std::vector<compress::NodeProfile> profiles;
   std::vector<Record> records;
+  Report report;        ///< the training audit's
   double accuracy = 0;  ///< held-out, FP32
   double seconds = 0;
 };
 
-/// Trains `task` on `data` with `seed` and builds the profile; `on_step` gets each step's
-/// records (e.g. for a RunWriter). Throws Error naming the task when the data has fewer rows
+/// Trains `task` on `data` with `seed` and builds the profile; `sink` (e.g. a RunWriter) gets
+/// every step and the audit's summary. Throws Error naming the task when the data has fewer rows
 /// than a batch.
 Trained train_for_compression(const CompressionTask& task, const cli::Digits& data, uint64_t seed,
-                              const std::function<void(const std::vector<Record>&)>& on_step = {});
+                              RunSink* sink = nullptr);
 
 /// Held-out accuracy of `model` on (x, y).
 double accuracy(ScenarioModel& model, const at::Tensor& x, const at::Tensor& y);

@@ -54,8 +54,7 @@ torch::AuditOptions scenario_audit_options(const ScenarioModel& model) {
 }
 
 ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int steps, uint64_t seed,
-                         const std::function<void(int)>& progress,
-                         const std::function<void(const std::vector<Record>&)>& on_step) {
+                         const std::function<void(int)>& progress, RunSink* sink) {
   constexpr int64_t kBatch = kScenarioBatch;
   const int64_t n = data.x_train.defined() ? data.x_train.size(0) : 0;
   const int64_t n_test = data.x_test.defined() ? data.x_test.size(0) : 0;
@@ -70,7 +69,7 @@ ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int 
     if (p.requires_grad()) trainable.push_back(p);
   ::torch::optim::Adam optimizer(trainable, ::torch::optim::AdamOptions(1e-3));
   torch::AuditOptions options = scenario_audit_options(*model);
-  options.on_step = on_step;
+  options.sink = sink;
   options.keep_steps = 0;  // ScenarioRun::records holds every step
   torch::Audit audit(model->audit_root(), options);
 
@@ -93,8 +92,11 @@ ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int 
     run.final_loss = loss.item<double>();
     if (progress) progress(step + 1);
   }
+  audit.finish();
   run.report = audit.report();
   run.records = audit.records();
+  run.architecture = audit.architecture();
+  run.warnings = audit.warnings();
   {
     ::torch::NoGradGuard no_grad;
     model->eval();

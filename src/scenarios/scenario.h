@@ -18,6 +18,7 @@
 #include "digits.h"
 #include "gradscope/core/flags.h"
 #include "gradscope/core/report.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::scenarios {
@@ -65,6 +66,8 @@ torch::AuditOptions scenario_audit_options(const ScenarioModel& model);
 struct ScenarioRun {
   Report report;
   std::vector<Record> records;
+  Architecture architecture;
+  std::vector<std::string> warnings;
   double test_accuracy = 0;
   double final_loss = 0;
   double seconds = 0;
@@ -74,10 +77,10 @@ struct ScenarioRun {
 constexpr int64_t kScenarioBatch = 64;
 
 /// Trains with Adam (lr 1e-3, batch kScenarioBatch) for `steps` steps under the audit;
-/// `on_step` gets each step's records as the step ends (e.g. for a RunWriter). Throws Error
-/// naming the scenario when `data` has fewer than kScenarioBatch training or no test images.
+/// `sink` (e.g. a RunWriter) gets each step as it ends and, after the last, the audit's summary.
+/// Throws Error naming the scenario when `data` has fewer than kScenarioBatch training or no
+/// test images.
 ScenarioRun run_scenario(const Scenario& scenario, const cli::Digits& data, int steps, uint64_t seed,
-                         const std::function<void(int)>& progress = {},
-                         const std::function<void(const std::vector<Record>&)>& on_step = {});
+                         const std::function<void(int)>& progress = {}, RunSink* sink = nullptr);
 
 }  // namespace gradscope::scenarios

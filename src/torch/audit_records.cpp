@@ -8,7 +8,7 @@
 
 namespace gradscope::torch {
 
-std::size_t Audit::State::judge_into(ReportBuilder& builder, const internal::StepRecords& step) const {
+std::size_t Audit::State::judge_into(ReportBuilder& builder, const StepRecords& step) const {
   // A record may come from an earlier step's tap (its backward ran late): fed in step order,
   // every node's records are in step order. Nearly always they are already.
   auto by_step = [](const Record& a, const Record& b) { return a.step < b.step; };
@@ -32,7 +32,8 @@ std::size_t Audit::State::judge_into(ReportBuilder& builder, const internal::Ste
   return dropped;
 }
 
-const internal::StepRecords& Audit::State::end_step() {
+const StepRecords& Audit::State::end_step() {
+  current.step = step;
   if (const std::size_t dropped = judge_into(judged, current))
     warnings.push_back(std::to_string(dropped) + " record(s) of step " + std::to_string(step) +
                        " came from a step already judged (a backward run after step()?); left out of report()");
@@ -41,7 +42,7 @@ const internal::StepRecords& Audit::State::end_step() {
     return kept.newest();
   }
   std::swap(handed, current);
-  current.clear();
+  internal::clear_step(current);
   return handed;
 }
 
@@ -49,10 +50,10 @@ namespace {
 
 // The kept steps' `member` lists, oldest first, then the step being recorded's when given.
 template <class T>
-std::vector<T> collect(const internal::StepRing& kept, std::vector<T> internal::StepRecords::*member,
+std::vector<T> collect(const internal::StepRing& kept, std::vector<T> StepRecords::*member,
                        const std::vector<T>* current) {
   std::vector<T> out;
-  kept.for_each([&](const internal::StepRecords& step) {
+  kept.for_each([&](const StepRecords& step) {
     out.insert(out.end(), (step.*member).begin(), (step.*member).end());
   });
   if (current) out.insert(out.end(), current->begin(), current->end());
@@ -63,18 +64,18 @@ std::vector<T> collect(const internal::StepRing& kept, std::vector<T> internal::
 
 std::vector<Record> Audit::records() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return collect(state_->kept, &internal::StepRecords::records, &state_->current.records);
+  return collect(state_->kept, &StepRecords::records, &state_->current.records);
 }
 
 // A step's channel views join it as it ends.
 std::vector<ChannelRecord> Audit::channel_records() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return collect<ChannelRecord>(state_->kept, &internal::StepRecords::channels, nullptr);
+  return collect<ChannelRecord>(state_->kept, &StepRecords::channels, nullptr);
 }
 
 std::vector<SimilarityRecord> Audit::similarity_records() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return collect(state_->kept, &internal::StepRecords::similarities, &state_->current.similarities);
+  return collect(state_->kept, &StepRecords::similarities, &state_->current.similarities);
 }
 
 Report Audit::report() const {

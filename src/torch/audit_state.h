@@ -59,8 +59,8 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   int64_t last_tapped_step = -1;
   // What the step being recorded measured so far; at its end (end_step, audit_records.cpp)
   // it is judged into `judged`, kept in `kept` and handed to on_step.
-  internal::StepRecords current;
-  internal::StepRecords handed;  // the ended step, when no ring keeps it
+  StepRecords current;
+  StepRecords handed;  // the ended step, when no ring keeps it
   internal::StepRing kept;
   ReportBuilder judged;          // every ended step, aggregated per node
   std::map<int, ChannelRecord> pending_channels;  // this step's channel view, by entry
@@ -91,10 +91,10 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   }
   int add_entry(std::string id, ModulePtr module, int parent);
   /// Judges, keeps and returns the step's measurements (valid until the next end_step).
-  const internal::StepRecords& end_step();
+  const StepRecords& end_step();
   /// Adds a step's measurements to `builder`. Records of a step the builder has already passed
   /// (a backward run after step()) are left out; returns how many.
-  std::size_t judge_into(ReportBuilder& builder, const internal::StepRecords& step) const;
+  std::size_t judge_into(ReportBuilder& builder, const StepRecords& step) const;
   /// Tap and pre-activation of the entry at `index` (audit_tap.cpp).
   at::Tensor tap(int index, const at::Tensor& x);
   void pre_activation(int index, const at::Tensor& x);

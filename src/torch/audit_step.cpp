@@ -3,6 +3,8 @@
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 
+#include <iterator>
+
 #include "audit_state.h"
 #include "channel_math.h"
 #include "gradscope/core/error.h"
@@ -141,10 +143,11 @@ void Audit::step(const std::function<void()>& apply_update) {
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
   s.order_hooks.clear();
-  const internal::StepRecords& this_step = s.end_step();  // judged and kept (audit_records.cpp)
+  const StepRecords& this_step = s.end_step();  // judged and kept (audit_records.cpp)
   ++s.step;
-  lock.unlock();  // the callback may call back into the audit
+  lock.unlock();  // the callbacks may call back into the audit
   if (s.options.on_step) s.options.on_step(this_step.records);
+  if (s.options.sink) s.options.sink->add_step(this_step);
 }
 
 }  // namespace gradscope::torch

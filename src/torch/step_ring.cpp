@@ -4,10 +4,11 @@
 
 namespace gradscope::torch::internal {
 
-void StepRecords::clear() {
-  records.clear();
-  channels.clear();
-  similarities.clear();
+void clear_step(StepRecords& step) {
+  step.step = 0;
+  step.records.clear();
+  step.channels.clear();
+  step.similarities.clear();
 }
 
 void StepRing::push(StepRecords& step) {
@@ -20,7 +21,7 @@ void StepRing::push(StepRecords& step) {
     std::swap(slots_[first_], step);
     first_ = (first_ + 1) % capacity_;
   }
-  step.clear();
+  clear_step(step);
 }
 
 const StepRecords& StepRing::newest() const {

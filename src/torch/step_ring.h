@@ -6,18 +6,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "gradscope/core/channels.h"
-#include "gradscope/core/record.h"
+#include "gradscope/core/run_sink.h"
 
 namespace gradscope::torch::internal {
 
-/// What one audited step measured.
-struct StepRecords {
-  std::vector<Record> records;
-  std::vector<ChannelRecord> channels;
-  std::vector<SimilarityRecord> similarities;
-  void clear();
-};
+/// Empties `step`'s lists, keeping their capacity for the next step.
+void clear_step(StepRecords& step);
 
 class StepRing {
  public:

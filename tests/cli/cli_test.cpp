@@ -661,6 +661,20 @@ TEST(CliRuns, DemoWritesRunsThatReportReads) {
   EXPECT_THAT(r.out, HasSubstr("command: " GRADSCOPE_CLI " demo --quick --steps 40"));
   r = run("report " + (out / "demo-healthy-mlp").string());
   EXPECT_EQ(r.code, 0) << r.out;
+  // report.json, report.html and `gradscope report` all come from the saved run, which holds
+  // the whole report (channel findings, node order, NaN origin): they say the same.
+  for (const char* name : {"healthy-mlp", "vanishing-trunk", "dying-relu", "nan-later", "compress-mlp"}) {
+    const fs::path dir = out / (std::string("demo-") + name);
+    r = run("report --json " + dir.string());
+    ASSERT_LE(r.code, 1) << r.err;
+    const auto saved = nlohmann::json::parse(r.out).at("gradscope_report");
+    if (name != std::string("compress-mlp")) {
+      EXPECT_EQ(nlohmann::json::parse(slurp(dir / "report.json")).at("gradscope_report"), saved) << name;
+    }
+    int64_t channels = 0;
+    for (const auto& node : saved.at("nodes")) channels += node.at("channels").get<int64_t>();
+    EXPECT_GT(channels, 0) << name << ": the demo's channel views are in its saved run";
+  }
   fs::remove_all(out);
 }
 

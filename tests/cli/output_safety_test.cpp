@@ -111,6 +111,9 @@ fs::path make_hostile_run(const fs::path& dir, int steps = 6) {
       w.add({step, "-1+1", gradscope::Site::kParamGrad, grad(0.5)});
       w.add({step, "café/層", gradscope::Site::kParamGrad, grad(0.5)});
     }
+    gradscope::RunSummary summary;
+    summary.warnings = {"w" + kHostile};  // an audit's warning quotes node names
+    w.set_summary(summary);
     w.close();
   }
   set_meta(dir, "host", "h" + kHostile);
@@ -155,6 +158,7 @@ TEST(OutputSafety, ReportShowsHostileNamesAndMetadataEscaped) {
                                   ", ended "));
   EXPECT_THAT(res.out, HasSubstr(", host h" + kShown + ", gradscope "));
   EXPECT_THAT(res.out, HasSubstr("\ncommand: train" + kShown + "\n"));
+  EXPECT_THAT(res.out, HasSubstr("\naudit warning: w" + kShown + "\n"));  // kept with the run
   EXPECT_THAT(res.out, HasSubstr("\n" + kShown + "  "));  // its table row
   EXPECT_THAT(res.out, HasSubstr("\n  " + kShown + " VANISHING since step 0"));
   EXPECT_THAT(res.out, HasSubstr("worst " + kShown + " [VANISHING]"));

@@ -125,6 +125,50 @@ TEST(Rules, NaNAndInfNameTheFirstStepAndSite) {
   EXPECT_EQ(n.evidence[1].site, Site::kOutputGrad);
 }
 
+// A step whose values are all NaN has no L2 to average: the means cover the steps with finite
+// values and the report says how many were left out (the nan-later demo's logfeat read a mean
+// |param| of 45.4 where its finite steps average 432).
+TEST(Rules, MeansLeaveOutStepsWithoutFiniteValues) {
+  Stats all_nan;
+  all_nan.count = 4;
+  all_nan.nan = 4;
+  std::vector<Record> records;
+  for (int64_t step = 0; step < 4; ++step) {
+    const bool broken = step >= 2;
+    records.push_back(rec(step, "fc", Site::kParam, broken ? all_nan : summary(10.0 * (step + 1))));
+    records.push_back(rec(step, "fc", Site::kParamGrad, broken ? all_nan : summary(1.0)));
+    records.push_back(rec(step, "fc", Site::kOutputGrad, broken ? all_nan : summary(3.0)));
+  }
+  const NodeReport n = only(build_report(records));
+  EXPECT_DOUBLE_EQ(n.param_l2, 15.0);  // (10 + 20) / 2, not (10 + 20 + 0 + 0) / 4
+  EXPECT_DOUBLE_EQ(n.param_grad_l2, 1.0);
+  EXPECT_DOUBLE_EQ(n.out_grad_l2, 3.0);
+  EXPECT_EQ(n.nonfinite_steps, 2);
+  ASSERT_TRUE(n.flags.contains(Flag::kNaN));
+  EXPECT_THAT(n.evidence[0].measure, HasSubstr("2 steps without a finite value left out of the means"));
+  // A partly NaN step keeps the L2 of its finite values.
+  Stats partial = summary(2.0);
+  partial.nan = 3;
+  partial.count += 3;
+  const NodeReport p = only(build_report({rec(0, "fc", Site::kParamGrad, partial),
+                                          rec(1, "fc", Site::kParamGrad, summary(4.0))}));
+  EXPECT_DOUBLE_EQ(p.param_grad_l2, 3.0);
+  EXPECT_EQ(p.nonfinite_steps, 0);
+}
+
+// A node whose every gradient step is NaN has no mean to judge: NaN, not VANISHING.
+TEST(Rules, AllNaNGradientsAreNotVanishing) {
+  Stats all_nan;
+  all_nan.count = 4;
+  all_nan.nan = 4;
+  const NodeReport n = only(build_report({rec(0, "fc", Site::kParamGrad, all_nan),
+                                          rec(1, "fc", Site::kParamGrad, all_nan)}));
+  EXPECT_TRUE(n.flags.contains(Flag::kNaN));
+  EXPECT_FALSE(n.flags.contains(Flag::kVanishing));
+  EXPECT_TRUE(std::isnan(n.param_grad_l2));
+  EXPECT_EQ(n.nonfinite_steps, 2);
+}
+
 TEST(Rules, NoDataForDeclaredAndEmptyNodes) {
   ReportBuilder b;
   b.declare("never");

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "gradscope/core/error.h"
 #include "../common/stats_fixture.h"
@@ -196,6 +197,74 @@ TEST(FlowHealth, SummaryCoversOnlyTheWindow) {
   EXPECT_EQ(s.issue_frames, 0);
   EXPECT_EQ(s.health, FlowHealth::kHealthy);
   EXPECT_EQ(s.recommendations.back(), "healthy: 0 of 4 frames with issues; no action needed");
+}
+
+// The builder fed each frame as a one-frame window closes it (as `gradscope report` reads a
+// run) says what summarize_flow says over every frame kept.
+TEST(FlowSummaryBuilder, FrameByFrameFromAOneFrameWindowEqualsTheWholeTimeline) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  Timeline all, last_only({}, 1);
+  FlowSummaryBuilder builder;
+  int64_t fed = 0;
+  const auto feed = [&] {
+    const int64_t closed = static_cast<int64_t>(last_only.frames().size()) + last_only.dropped();
+    if (closed > fed) builder.add(last_only.frames().back());
+    fed = closed;
+  };
+  // "a": norms 5, 1, 4, 2 (median of an even count: (2 + 4) / 2 = 3); "b": a NaN, then Inf;
+  // "late": first seen at step 2, one vanishing norm; "nan": only NaN norms.
+  const double a[] = {5, 1, 4, 2}, b[] = {kNaN, 1, kInf, 2};
+  for (int step = 0; step < 4; ++step) {
+    std::vector<Record> records = {rec(step, "a", grad(a[step])), rec(step, "nan", grad(kNaN))};
+    records.push_back(std::isnan(b[step]) ? rec(step, "b", grad(kNaN))
+                                          : rec(step, "b", grad(b[step])));
+    if (step == 2) records.push_back(rec(step, "late", grad(1e-9)));
+    for (const Record& r : records) {
+      all.add(r);
+      last_only.add(r);
+      feed();
+    }
+  }
+  all.finish();
+  last_only.finish();
+  feed();
+  const FlowSummary whole = summarize_flow(all), streamed = builder.finish(last_only.nodes());
+  EXPECT_EQ(last_only.frames().size(), 1u);
+  ASSERT_EQ(streamed.nodes.size(), 4u);
+  EXPECT_EQ(streamed.nodes[0].node, "a");
+  EXPECT_DOUBLE_EQ(streamed.nodes[0].median_norm, 3.0);
+  EXPECT_DOUBLE_EQ(streamed.nodes[0].min_norm, 1.0);
+  EXPECT_DOUBLE_EQ(streamed.nodes[0].max_norm, 5.0);
+  EXPECT_EQ(streamed.nodes[2].node, "b");
+  EXPECT_DOUBLE_EQ(streamed.nodes[2].median_norm, 2.0);  // of 1, 2, Inf: the NaN step left out
+  EXPECT_EQ(streamed.nodes[2].max_norm, kInf);
+  EXPECT_EQ(streamed.nodes[2].first_exploding, 0);       // the NaN step explodes
+  EXPECT_TRUE(std::isnan(streamed.nodes[1].median_norm));
+  EXPECT_EQ(streamed.nodes[3].node, "late");
+  EXPECT_EQ(streamed.nodes[3].first_vanishing, 2);
+  EXPECT_EQ(streamed.frames, 4);
+  EXPECT_EQ(streamed.health, FlowHealth::kCritical);
+  EXPECT_EQ(streamed.frames, whole.frames);
+  EXPECT_EQ(streamed.issue_frames, whole.issue_frames);
+  EXPECT_EQ(streamed.first_step, whole.first_step);
+  EXPECT_EQ(streamed.last_step, whole.last_step);
+  EXPECT_EQ(streamed.health, whole.health);
+  EXPECT_EQ(streamed.recommendations, whole.recommendations);
+  ASSERT_EQ(streamed.nodes.size(), whole.nodes.size());
+  for (std::size_t i = 0; i < whole.nodes.size(); ++i) {
+    SCOPED_TRACE(whole.nodes[i].node);
+    const NodeFlow &x = streamed.nodes[i], &y = whole.nodes[i];
+    EXPECT_EQ(x.node, y.node);
+    EXPECT_EQ(x.frames, y.frames);
+    EXPECT_EQ(x.vanishing_frames, y.vanishing_frames);
+    EXPECT_EQ(x.exploding_frames, y.exploding_frames);
+    EXPECT_EQ(x.first_vanishing, y.first_vanishing);
+    EXPECT_EQ(x.first_exploding, y.first_exploding);
+    for (const auto& [u, v] : {std::pair{x.median_norm, y.median_norm}, {x.min_norm, y.min_norm},
+                               {x.max_norm, y.max_norm}})
+      EXPECT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << u << " vs " << v;
+  }
 }
 
 TEST(Timeline, EmbeddingRowsGradientCountsAsTheTablesGradient) {

@@ -14,6 +14,7 @@
 
 #include "gradscope/core/error.h"
 #include "gradscope/io/run_writer.h"
+#include "internal/channel_codec.h"
 #include "internal/record_codec.h"
 #include "internal/sqlite_db.h"
 #include "run_input.h"
@@ -36,6 +37,9 @@ void write_killed_run(const fs::path& dir, const SampleRun& run, int commits) {
       int done = 0;
       for (int64_t step = 0; step < run.steps; ++step) {
         for (Record& r : sample_step(run, step)) writer.add(std::move(r));
+        const StepRecords findings = sample_findings(run, step);
+        for (const ChannelRecord& c : findings.channels) writer.add(c);
+        for (const SimilarityRecord& x : findings.similarities) writer.add(x);
         if (step % run.commit_every == run.commit_every - 1) {
           writer.commit();
           if (++done == commits) kill(getpid(), SIGKILL);
@@ -90,19 +94,22 @@ std::string edited(const fs::path& db, const fs::path& work, const std::string& 
   return read_bytes(copy);
 }
 
-// A copy of `db` whose step `step` holds `blob` with n_records `count` and a valid checksum.
+// A copy of `db` whose step `step` in `table` (steps, channels or similarities) holds `blob`
+// with n_records `count` and a valid checksum.
 std::string with_step(const fs::path& db, const fs::path& work, int64_t step, int64_t count,
-                      const std::string& blob) {
+                      const std::string& blob, const std::string& table = "steps") {
   const fs::path copy = work / "edited.db";
   fs::remove(copy);
   fs::copy_file(db, copy);
   {
     internal::Database d(copy.string(), internal::OpenMode::kReadWrite);
-    internal::Statement s = d.prepare(
-        "INSERT OR REPLACE INTO steps(step, n_records, checksum, records) VALUES(?, ?, ?, ?)");
+    const std::string sql =
+        "INSERT OR REPLACE INTO " + table + "(step, n_records, checksum, records) VALUES(?, ?, ?, ?)";
+    internal::Statement s = d.prepare(sql.c_str());
     s.bind(1, step);
     s.bind(2, count);
-    s.bind(3, internal::step_checksum(step, blob));
+    s.bind(3, table == "steps" ? internal::step_checksum(step, blob)
+                               : internal::table_step_checksum(table, step, blob));
     s.bind_blob(4, blob.data(), blob.size());
     s.step();
   }
@@ -261,6 +268,41 @@ void write_run_seeds(const fs::path& out, const fs::path& work) {
       runs, "step_largest",
       join_run_input(with_step(base, work, std::numeric_limits<int64_t>::max(), 1, one), {}));
   write_seed(runs, "step_empty_blob", join_run_input(with_step(base, work, 20, 0, ""), {}));
+
+  // The schema-3 tables: damaged, missing, or saying what no writer says.
+  seed_sql("channels_checksum_mismatch", "UPDATE channels SET checksum = checksum + 1 WHERE step = 2");
+  seed_sql("no_channels_table", "DROP TABLE channels");
+  seed_sql("no_similarities_table", "DROP TABLE similarities");
+  seed_sql("no_architecture_table", "DROP TABLE architecture");
+  seed_sql("no_node_values_table", "DROP TABLE node_values");
+  seed_sql("architecture_row_edited", "UPDATE architecture SET type = 'evil' WHERE position = 1");
+  seed_sql("warning_as_blob", "UPDATE warnings SET text = CAST(text AS BLOB)");
+  seed_sql("node_value_as_text", "UPDATE node_values SET value = 'high' WHERE position = 0");
+  seed_sql("summary_counts_wrong", "UPDATE meta SET value = '99' WHERE key IN ('architecture_rows', 'channel_steps')");
+  seed_sql("channel_rows_lost", "DELETE FROM channels WHERE step >= 4");
+  const auto channel_blob = [&](uint32_t node, const ChannelRecord& c) {
+    std::string blob;
+    internal::append_channel(blob, node, c);
+    return blob;
+  };
+  const ChannelRecord view = sample_findings(plain, 0).channels.at(0);
+  ChannelRecord wider = view;
+  wider.activation.push_back(ok);
+  std::string many_channels;
+  internal::append_varint(many_channels, 1);
+  internal::append_varint(many_channels, uint64_t{1} << 60);
+  std::string unknown_other;
+  internal::append_similarity(unknown_other, 3000, SimilarityRecord{0, "", "x", 0.5});
+  const auto seed_row = [&](const std::string& name, const std::string& table, int64_t step, int64_t count,
+                            const std::string& blob) {
+    write_seed(runs, name, join_run_input(with_step(base, work, step, count, blob, table), {}));
+  };
+  seed_row("channels_blob_cut", "channels", 2, 1, channel_blob(1, view).substr(0, 40));
+  seed_row("channels_count_huge", "channels", 2, 1, many_channels);
+  seed_row("channels_other_width", "channels", 4, 1, channel_blob(1, wider));
+  seed_row("channels_without_step_row", "channels", 500, 1, channel_blob(1, view));
+  seed_row("similarity_unknown_node", "similarities", 3, 1, unknown_other);
+  seed_row("similarity_count_above_blob", "similarities", 3, int64_t{1} << 40, unknown_other);
 }
 
 }  // namespace gradscope::fuzz

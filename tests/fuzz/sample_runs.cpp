@@ -85,6 +85,44 @@ std::vector<Record> sample_step(const SampleRun& run, int64_t step) {
   return out;
 }
 
+StepRecords sample_findings(const SampleRun& run, int64_t step) {
+  StepRecords out;
+  out.step = step;
+  const StatsOptions options = run.thresholds.stats_options();
+  if (step % 2 == 0) {
+    ChannelRecord c;
+    c.step = step;
+    c.node = node_name(run, 1);
+    for (int channel = 0; channel < 4; ++channel) {
+      // Channels 0-2 dead like the node, channel 3 alive; the gradient reaches channel 3 only.
+      std::vector<float> act = values(step, 10 + channel, Site::kActivation, 1.0, channel < 3 ? 1.0 : 0.0);
+      std::vector<float> grad = values(step, 20 + channel, Site::kOutputGrad, channel < 3 ? 0.0 : 1e-3, 0.0);
+      c.activation.push_back(compute(TensorView::contiguous(act.data(), DType::kFloat32, {64}), options));
+      c.output_grad.push_back(compute(TensorView::contiguous(grad.data(), DType::kFloat32, {64}), options));
+    }
+    c.effective_rank = step == 0 ? std::numeric_limits<double>::quiet_NaN() : 1.0 + 0.1 * static_cast<double>(step);
+    out.channels.push_back(std::move(c));
+  }
+  out.similarities.push_back({step, node_name(run, 0), node_name(run, 2), 0.97});
+  out.similarities.push_back({step, node_name(run, 2), node_name(run, 0), 0.97});
+  return out;
+}
+
+RunSummary sample_summary(const SampleRun& run) {
+  RunSummary s;
+  s.thresholds = run.thresholds;
+  for (int n = 0; n < static_cast<int>(std::size(kNodes)); ++n) {
+    const int64_t parameters = kNodes[n].frozen ? 640 : 64 * (n + 1);
+    s.architecture.nodes.push_back({node_name(run, n), kNodes[n].embedding ? "torch::nn::EmbeddingImpl" : "torch::nn::LinearImpl",
+                                    n, parameters, kNodes[n].frozen ? 0 : parameters});
+    if (!kNodes[n].frozen)
+      s.values.push_back({node_name(run, n), kGradSnr, n == 2 ? std::numeric_limits<double>::infinity() : 0.5 * n});
+  }
+  s.architecture.nodes.push_back({"never_ran", "free", -1, 0, 0});
+  s.warnings.push_back("node '" + node_name(run, 0) + "': scope matched 9 submodules, kept the first 3 (max_modules)");
+  return s;
+}
+
 void write_sample_run(const std::string& dir, const SampleRun& run) {
   RunWriterOptions options;
   options.command_line = "train.py --fuzz-seed";
@@ -92,10 +130,12 @@ void write_sample_run(const std::string& dir, const SampleRun& run) {
   options.overwrite = true;
   RunWriter writer(dir, options);
   for (int64_t step = 0; step < run.steps; ++step) {
-    for (Record& r : sample_step(run, step)) writer.add(std::move(r));
-    writer.end_step();
+    StepRecords findings = sample_findings(run, step);
+    findings.records = sample_step(run, step);
+    writer.add_step(findings);
     if (run.commit_every > 0 && step % run.commit_every == run.commit_every - 1) writer.commit();
   }
+  writer.set_summary(sample_summary(run));
   writer.close();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gradscope/core/record.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/core/thresholds.h"
 
 namespace gradscope::fuzz {
@@ -25,7 +26,15 @@ struct SampleRun {
 /// ReLU, a saturated tanh, an embedding table, a frozen layer) over all eight sites.
 std::vector<Record> sample_step(const SampleRun& run, int64_t step);
 
-/// Writes `run` into the run directory `dir` (replacing a run there) and closes it.
+/// The channel view and branch similarity a probe would measure at `step` (the records empty):
+/// encoder/relu's 4 channels every other step, and encoder/fc1 against encoder/fc2 (LEAKAGE).
+StepRecords sample_findings(const SampleRun& run, int64_t step);
+
+/// What an audit hands over when it finishes: the six nodes in order, a warning, gradient SNRs.
+RunSummary sample_summary(const SampleRun& run);
+
+/// Writes `run` (records, findings, summary) into the run directory `dir` (replacing a run
+/// there) and closes it.
 void write_sample_run(const std::string& dir, const SampleRun& run);
 
 }  // namespace gradscope::fuzz

@@ -11,11 +11,17 @@ function(step)
 endfunction()
 
 step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(f include/gradscope/core/stats.h include/gradscope/version.h lib/cmake/gradscope/gradscopeConfig.cmake)
+foreach(f include/gradscope/core/stats.h include/gradscope/version.h lib/cmake/gradscope/gradscopeConfig.cmake
+          bin/gradscope bin/gradscope-demo)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "install lacks ${f}")
   endif()
 endforeach()
+# The installed run tool finds the installed demo beside it: the help is the demo's own.
+step(${prefix}/bin/gradscope demo --help)
+if(NOT last_output MATCHES "--mf-epochs")
+  message(FATAL_ERROR "gradscope demo --help printed: ${last_output}")
+endif()
 step(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G Ninja -DCMAKE_BUILD_TYPE=Release
      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)

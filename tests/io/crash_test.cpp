@@ -1,5 +1,5 @@
 // kill -9 of a process writing a run: every step it saw committed is there, and nothing is
-// half-written.
+// half-written: each step read has all its records, its channel record and its similarity record.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,6 +21,8 @@ using test::stats_for;
 
 constexpr int kNodes = 12;
 
+ChannelRecord channel_for(int64_t step) { return {step, node_name(3), {stats_for(step, 1), stats_for(step, 2)}, {}, 2.0}; }
+
 // The child: writes steps forever, reporting on `ack` each step it has seen committed.
 [[noreturn]] void child_writes(const std::string& dir, int ack) {
   try {
@@ -29,6 +31,8 @@ constexpr int kNodes = 12;
     RunWriter w(dir, opt);
     for (int64_t step = 0; step < 1000000; ++step) {
       for (int n = 0; n < kNodes; ++n) w.add(Record{step, node_name(n), Site::kParamGrad, stats_for(step, n)});
+      w.add(channel_for(step));
+      w.add(SimilarityRecord{step, node_name(0), "other", static_cast<double>(step)});
       if (step % 5 == 4) {  // the steps in between may or may not be on disk at the kill
         w.commit();
         if (write(ack, &step, sizeof step) != sizeof step) _exit(2);
@@ -69,8 +73,14 @@ TEST(RunStoreCrash, KillDashNineKeepsEveryCommittedStepAndNoPartialOne) {
     RunReader r(run);
     EXPECT_EQ(r.metadata().end_time, "");  // never closed
     std::map<int64_t, std::vector<Record>> steps;
-    r.for_each([&](const Record& rec) { steps[rec.step].push_back(rec); });
+    std::map<int64_t, std::vector<ChannelRecord>> channels;
+    std::map<int64_t, std::vector<SimilarityRecord>> similarities;
+    r.for_each(RunVisitor{[&](const Record& rec) { steps[rec.step].push_back(rec); },
+                          [&](const ChannelRecord& c) { channels[c.step].push_back(c); },
+                          [&](const SimilarityRecord& x) { similarities[x.step].push_back(x); }});
     EXPECT_TRUE(r.warnings().empty());
+    ASSERT_EQ(channels.size(), steps.size());
+    ASSERT_EQ(similarities.size(), steps.size());
     ASSERT_GE(steps.size(), static_cast<std::size_t>(committed + 1));
     int64_t expect = 0;
     for (const auto& [s, records] : steps) {
@@ -80,6 +90,10 @@ TEST(RunStoreCrash, KillDashNineKeepsEveryCommittedStepAndNoPartialOne) {
         ASSERT_EQ(records[n].node, node_name(n));
         ASSERT_TRUE(same_stats(records[n].stats, stats_for(s, n))) << "step " << s << " node " << n;
       }
+      ASSERT_EQ(channels[s].size(), 1u) << "step " << s << " without its channel record";
+      ASSERT_TRUE(same_stats(channels[s][0].activation.at(1), channel_for(s).activation[1]));
+      ASSERT_EQ(similarities[s].size(), 1u) << "step " << s << " without its similarity record";
+      ASSERT_EQ(similarities[s][0].cka, static_cast<double>(s));
     }
   }
   std::filesystem::remove_all(dir);

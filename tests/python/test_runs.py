@@ -1,4 +1,6 @@
 """Runs written from Python are ordinary runs; load_run reads any run."""
+import json
+import math
 import os
 import subprocess
 
@@ -6,6 +8,7 @@ import pytest
 
 import gradscope
 from models import batches, mlp, train
+from scenarios import NAN_STEP, load_digits, run as run_scenario
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +62,35 @@ def test_load_run_errors_name_the_file(tmp_path):
     (bad / "run.db").write_bytes(b"not a database" * 100)
     with pytest.raises(gradscope.Error, match="run.db"):
         gradscope.load_run(bad)
+
+
+def _architecture(nodes):
+    return [(n.id, n.type, n.order, n.parameters, n.trainable) for n in nodes]
+
+
+def test_a_run_with_channels_snr_and_leakage_reads_back_as_the_audits_report(tmp_path):
+    path = tmp_path / "full"
+    model = mlp()
+    with gradscope.Audit(model, run=path, gradient_snr=True, channels_all_nodes=gradscope.ChannelView(1, 2),
+                         leakage_pairs=[("fc1", "fc2")], leakage_every=2) as audit:
+        train(model, batches(9), audit)
+    saved, memory = gradscope.load_run(path).report, audit.report()
+    # The JSON holds every flag, piece of evidence and value, doubles to the last bit.
+    assert saved.to_json() == memory.to_json()
+    for a, b in zip(saved.nodes, memory.nodes):
+        assert a.node == b.node
+        assert not math.isnan(a.grad_snr) and a.grad_snr == b.grad_snr  # computed from state, saved
+        assert a.channels > 0 and a.channels == b.channels              # from the channel records
+        assert a.effective_rank == b.effective_rank
+    run = gradscope.load_run(path)
+    assert _architecture(run.architecture) == _architecture(audit.architecture())
+    assert run.audit_warnings == audit.warnings()
+
+
+def test_a_python_nan_run_reads_back_with_its_origin(tmp_path, digits_csv):
+    x, y = load_digits(digits_csv)
+    audit = run_scenario("nan-later", x, y, NAN_STEP + 3, run_dir=str(tmp_path / "nan"))
+    saved, memory = gradscope.load_run(tmp_path / "nan").report, audit.report()
+    assert saved.to_json() == memory.to_json()
+    origin = json.loads(saved.to_json())["gradscope_report"]["nonfinite_origin"]
+    assert origin["node"] == "logfeat" and origin["step"] == NAN_STEP and origin["phase"] == "forward"

@@ -1,6 +1,6 @@
 // The LightGBM readers against LightGBM itself: each fixture model (text and dump_model JSON)
 // evaluated by gradscope must give, for every fixture row, the raw scores and probabilities
-// LightGBM computed (../shared/fixtures/trees/README.md), and land in the leaves LightGBM
+// LightGBM computed (the fixtures: docs/architecture.md), and land in the leaves LightGBM
 // reported. Small models whose expected outputs follow by hand from their leaf values check
 // missing values and category sets that the fixture rows never exercise.
 #include <gtest/gtest.h>

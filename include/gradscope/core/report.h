@@ -37,6 +37,8 @@ struct NodeReport {
   int64_t channels = 0;             ///< channels seen by the channel view (0: not enabled)
   int64_t dead_channels = 0;
   int64_t ignored_channels = 0;
+  int64_t nonfinite_steps = 0;      ///< steps whose values at some site were all NaN or Inf,
+                                    ///< left out of that site's means (most over the sites)
   int64_t nan = 0;                  ///< NaN elements seen at any site
   int64_t inf = 0;                  ///< +-Inf elements seen at any site
   FlagSet flags;

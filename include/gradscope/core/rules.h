@@ -69,6 +69,7 @@ class ReportBuilder {
     Stats current;      // merge of this step's records
     Stats total;        // merge of every record
     int64_t steps = 0;  // finished steps with data
+    int64_t finite_steps = 0;  // of those, steps with a finite value: sum_l2 covers these
     double sum_l2 = 0;
     double max_frac_zero = 0, max_frac_saturated = 0;
     int64_t first_nan = -1, first_inf = -1, first_below_lo = -1, first_above_hi = -1;

@@ -1,10 +1,11 @@
-// Thresholds: every number a rule compares against, in one struct, with the seeds' defaults.
+// Thresholds: every number a rule compares against, in one struct, with its predecessors' defaults.
 //
 //   gradscope::Thresholds t;          // grad_lo 1e-7, grad_hi 1e3, dead_frac 0.95, ...
 //   t.grad_hi = 1e2;                  // stricter explosion check
 //   t.validate();                     // throws gradscope::Error for nonsense values
 //
-// Defaults come from Soma's audit and GradTracer (../shared/seeds, design.md).
+// Defaults come from Soma's audit, GradTracer and trustformers: docs/architecture.md says which
+// come from whom, docs/prior-art.md what those systems do.
 #pragma once
 
 #include "gradscope/core/stats.h"

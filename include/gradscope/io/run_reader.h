@@ -4,6 +4,7 @@
 //   gradscope::ReportBuilder b(run.metadata().thresholds);
 //   run.for_each([&](const gradscope::Record& r) { b.add(r); });
 //   std::cout << gradscope::render_table(b.build());
+//   // the whole report, as the audit built it: io/saved_report.h
 //
 // Only committed steps are visible, each complete. The reader never writes: it opens run.db,
 // run.db-wal and run.db-shm read-only and never checkpoints, so a run on a read-only mount,
@@ -21,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/channels.h"
 #include "gradscope/core/record.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/io/run_metadata.h"
 
 namespace gradscope {
@@ -44,6 +47,13 @@ struct StepRange {
   int64_t to = std::numeric_limits<int64_t>::max();
 };
 
+/// What for_each calls for each kind of stored item; kinds whose function is empty are not read.
+struct RunVisitor {
+  std::function<void(const Record&)> record;
+  std::function<void(const ChannelRecord&)> channel;        ///< schema 3 and later
+  std::function<void(const SimilarityRecord&)> similarity;  ///< schema 3 and later
+};
+
 /// An open run. Each call reads a consistent snapshot of what is committed at that moment.
 class RunReader {
  public:
@@ -64,6 +74,15 @@ class RunReader {
   /// number of steps visited.
   int64_t for_each(const std::function<void(const Record&)>& fn, StepRange range = {},
                    const std::function<void(int64_t, int64_t)>& progress = {});
+  /// Same for every kind of item. The channel and similarity records come after the records
+  /// of the range, each only when its step's records came (whole steps, also when partial).
+  int64_t for_each(const RunVisitor& visit, StepRange range = {},
+                   const std::function<void(int64_t, int64_t)>& progress = {});
+  /// The summary the run's adapter handed over (architecture, warnings, per-node values), with
+  /// the metadata's thresholds; those three are empty for a run of schema 1 or 2, or whose
+  /// adapter never finished. A damaged row is an Error naming the table and row (partial: the
+  /// row is skipped, with a warning).
+  RunSummary summary();
   /// Re-reads the metadata (the end time appears when the writer closes). A run opened before
   /// its writer logged anything is reopened to follow the log.
   void refresh_metadata();
@@ -79,7 +98,17 @@ class RunReader {
                                                          const std::string& id_rule);
   void load_sites();
   void load_nodes();
-  void check_step_count(int64_t rows);
+  // Checks a meta key holding a row count against the rows read; `absent_is_zero` for keys a
+  // writer only puts once it has such rows.
+  void check_row_count(const char* key, const std::string& table, int64_t rows, bool absent_is_zero = false);
+  // Steps that for_each saw rows of, and those it delivered (ascending).
+  struct StepsRead {
+    std::vector<int64_t> rows, delivered;
+    bool stopped = false;
+  };
+  // Reads table channels or similarities (`table`) in `range` after the steps; returns the rows.
+  int64_t read_step_table(const std::string& table, StepRange range, const StepsRead& steps,
+                          const RunVisitor& visit);
   [[noreturn]] void damaged(const std::string& what) const;
   // Throws (strict) or records a warning `what; action` (partial).
   void tolerate(const std::string& what, const std::string& action = {});

@@ -6,10 +6,14 @@
 //   for (...) { for (auto& r : probe.measure(step)) run.add(r); run.end_step(); }
 //   run.close();                                          // everything is on disk
 //
+// A RunWriter is a RunSink (core/run_sink.h): AuditOptions::sink = &run hands it every audited
+// step with its channel and similarity records, and Audit::finish() the run's summary
+// (architecture, warnings, gradient SNR), so the saved run holds all the report needs.
+//
 // The training thread only copies records into a batch; a background thread encodes them and
-// writes one row per step to SQLite in WAL mode. Each transaction holds whole steps only, so
-// after a crash (even `kill -9`) reopening the run yields every step committed before it and
-// no half-written step. synchronous=NORMAL survives process crashes; a power loss can lose the
+// writes one row per step to SQLite in WAL mode (and that step's channel and similarity records
+// in the same transaction). Each transaction holds whole steps only, so after a crash (even
+// `kill -9`) reopening the run yields every step committed before it and no half-written step. synchronous=NORMAL survives process crashes; a power loss can lose the
 // last transactions (set `durable` to fsync every commit). Readers may open the run at any
 // time while it is written (WAL readers never block the writer).
 //
@@ -28,7 +32,9 @@
 #include <thread>
 #include <vector>
 
+#include "gradscope/core/channels.h"
 #include "gradscope/core/record.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/io/run_metadata.h"
 
 namespace gradscope {
@@ -47,14 +53,14 @@ struct RunWriterOptions {
   bool durable = false;               ///< fsync every commit (synchronous=FULL)
 };
 
-/// Writes one run. add/end_step/commit/close are for one producer thread.
-class RunWriter {
+/// Writes one run. add/end_step/commit/close/add_step/set_summary are for one producer thread.
+class RunWriter final : public RunSink {
  public:
   /// Creates `dir` and its database. Throws Error naming the path when it cannot, or when a
   /// run exists there and `overwrite` is false.
   explicit RunWriter(const std::string& dir, RunWriterOptions options = {});
   /// Closes the run; errors are swallowed here, so call close() to see them.
-  ~RunWriter();
+  ~RunWriter() override;
   RunWriter(const RunWriter&) = delete;
   RunWriter& operator=(const RunWriter&) = delete;
 
@@ -62,6 +68,14 @@ class RunWriter {
   /// Error for a step that goes back, or when the background writer failed (disk full, ...).
   void add(const Record& record);
   void add(Record&& record);
+  /// Channel and similarity records belong to their step like records, and are committed with it.
+  void add(const ChannelRecord& record);
+  void add(const SimilarityRecord& record);
+  /// RunSink: adds everything of `step` and ends it.
+  void add_step(const StepRecords& step) override;
+  /// RunSink: replaces the run's summary and the thresholds in its metadata, committed with the
+  /// next transaction. Throws Error for invalid thresholds.
+  void set_summary(const RunSummary& summary) override;
   /// Ends the current step now, so the writer can commit it without waiting for the next.
   void end_step();
   /// Ends the current step and blocks until every step so far is committed to disk.
@@ -79,10 +93,16 @@ class RunWriter {
     int64_t step = 0;
     bool ends_step = false;
     uint64_t seq = 0;
+    std::size_t weight = 0;  // records, channel summaries and similarities: the queue's unit
     std::vector<Record> records;
+    std::vector<ChannelRecord> channels;
+    std::vector<SimilarityRecord> similarities;
+    std::shared_ptr<const RunSummary> summary;  // set: replaces the run's summary
   };
   void check_step(int64_t step);
+  void grew(std::size_t weight);
   void push(bool ends_step);
+  void enqueue(Chunk chunk);
   void run_thread();
   void rethrow_failure();
 

@@ -31,6 +31,7 @@
 #include "gradscope/core/channels.h"
 #include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/torch/scope.h"
 
 namespace gradscope::torch {
@@ -67,7 +68,8 @@ struct AuditOptions {
   int leakage_every = 10;
   /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
   std::vector<std::string> free_nodes;
-  /// Called at the end of every audited step with that step's records (e.g. a RunWriter).
+  /// Called at the end of every audited step with that step's records (a run store wants
+  /// `sink`, which also gets the channel and similarity records and the summary).
   std::function<void(const std::vector<Record>&)> on_step;
   /// Records, channel records and similarity records kept in memory for records(),
   /// channel_records() and similarity_records(): those of the last `keep_steps` audited steps
@@ -78,8 +80,13 @@ struct AuditOptions {
   /// steps of a 10-node model with a RunWriter attached grow the resident set by less than
   /// 64 MiB, nearly all of it the writer's queue (tests/torch/audit_memory_test.cpp).
   int64_t keep_steps = 100;
-  /// false: keep no records in memory at all (on_step persists them); report() is the same.
+  /// false: keep no records in memory at all (a sink or on_step persists them); report() is
+  /// the same.
   bool keep_records = true;
+  /// Gets every audited step as it ends (records, channel and similarity records), and the
+  /// run's summary from finish(): e.g. a RunWriter, so the saved run holds the whole report.
+  /// Not owned; it must outlive the audit's last step() and finish().
+  RunSink* sink = nullptr;
 };
 
 class Audit {
@@ -144,6 +151,10 @@ class Audit {
   Architecture architecture() const;
   /// Warnings raised so far (e.g. a scope truncated by max_modules).
   std::vector<std::string> warnings() const;
+  /// Hands options.sink the run's summary: the thresholds, architecture(), warnings() and
+  /// the per-node values report() computes from the audit's state (gradient SNR). Call after
+  /// the last step; a later call replaces the earlier summary. Does nothing without a sink.
+  void finish() const;
 
   struct State;
 

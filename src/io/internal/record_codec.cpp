@@ -23,9 +23,15 @@ inline void put_double(char* at, double v) {
 
 }  // namespace
 
-void append_record(std::string& blob, uint32_t node, uint8_t site, const Stats& s) {
-  put_varint(blob, node);
-  blob.push_back(static_cast<char>(site));
+void append_varint(std::string& blob, uint64_t v) { put_varint(blob, v); }
+
+void append_double(std::string& blob, double v) {
+  char buf[8];
+  put_double(buf, v);
+  blob.append(buf, sizeof buf);
+}
+
+void append_stats(std::string& blob, const Stats& s) {
   put_varint(blob, static_cast<uint64_t>(s.count));
   put_varint(blob, static_cast<uint64_t>(s.count - s.finite));
   put_varint(blob, static_cast<uint64_t>(s.nan));
@@ -43,12 +49,13 @@ void append_record(std::string& blob, uint32_t node, uint8_t site, const Stats& 
   blob.append(buf, sizeof buf);
 }
 
-StepDecoder::StepDecoder(std::string_view blob, uint64_t count)
-    : p_(reinterpret_cast<const unsigned char*>(blob.data())), end_(p_ + blob.size()), count_(count) {
-  if (count_ > blob.size()) ok_ = false;  // every record takes well over one byte
+void append_record(std::string& blob, uint32_t node, uint8_t site, const Stats& s) {
+  put_varint(blob, node);
+  blob.push_back(static_cast<char>(site));
+  append_stats(blob, s);
 }
 
-bool StepDecoder::varint(uint64_t& v) {
+bool BlobReader::varint(uint64_t& v) {
   v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (p_ == end_) return false;
@@ -59,20 +66,31 @@ bool StepDecoder::varint(uint64_t& v) {
   return false;
 }
 
-bool StepDecoder::next(StoredRecord& out) {
-  if (!ok_) return false;
-  if (read_ == count_) {
-    if (p_ != end_) ok_ = false;  // trailing bytes: not what the writer wrote
+bool BlobReader::byte(uint8_t& v) {
+  if (p_ == end_) return false;
+  v = *p_++;
+  return true;
+}
+
+bool BlobReader::f64(double& v) {
+  if (end_ - p_ < 8) return false;
+  std::memcpy(&v, p_, sizeof v);
+  p_ += 8;
+  return true;
+}
+
+bool BlobReader::bytes(std::size_t n, std::string_view& out) {
+  if (left() < n) return false;
+  out = std::string_view(reinterpret_cast<const char*>(p_), n);
+  p_ += n;
+  return true;
+}
+
+bool BlobReader::stats(Stats& s) {
+  uint64_t count, nonfinite, nan, pinf, ninf, zero, sat;
+  if (!varint(count) || !varint(nonfinite) || !varint(nan) || !varint(pinf) || !varint(ninf) || !varint(zero) ||
+      !varint(sat) || end_ - p_ < 48 || nonfinite > count)
     return false;
-  }
-  uint64_t node, count, nonfinite, nan, pinf, ninf, zero, sat;
-  if (!varint(node) || p_ == end_) return ok_ = false;
-  out.site = *p_++;
-  if (!varint(count) || !varint(nonfinite) || !varint(nan) || !varint(pinf) || !varint(ninf) ||
-      !varint(zero) || !varint(sat) || end_ - p_ < 48 || node > UINT32_MAX || nonfinite > count)
-    return ok_ = false;
-  out.node = static_cast<uint32_t>(node);
-  Stats& s = out.stats;
   s.count = static_cast<int64_t>(count);
   s.finite = static_cast<int64_t>(count - nonfinite);
   s.nan = static_cast<int64_t>(nan);
@@ -89,6 +107,22 @@ bool StepDecoder::next(StoredRecord& out) {
   s.min = d[3];
   s.max = d[4];
   s.max_abs = d[5];
+  return true;
+}
+
+StepDecoder::StepDecoder(std::string_view blob, uint64_t count) : in_(blob), count_(count) {
+  if (count_ > blob.size()) ok_ = false;  // every record takes well over one byte
+}
+
+bool StepDecoder::next(StoredRecord& out) {
+  if (!ok_) return false;
+  if (read_ == count_) {
+    if (in_.left() != 0) ok_ = false;  // trailing bytes: not what the writer wrote
+    return false;
+  }
+  uint64_t node;
+  if (!in_.varint(node) || !in_.byte(out.site) || !in_.stats(out.stats) || node > UINT32_MAX) return ok_ = false;
+  out.node = static_cast<uint32_t>(node);
   ++read_;
   return true;
 }
@@ -147,6 +181,10 @@ int64_t row_checksum(std::initializer_list<std::string_view> fields) {
   uint64_t h = kStart ^ fields.size();
   for (std::string_view f : fields) h = absorb(mix(h, f.size()), f);
   return finish(h);
+}
+
+int64_t table_step_checksum(std::string_view table, int64_t step, std::string_view blob) {
+  return row_checksum({table, std::to_string(step), blob});
 }
 
 }  // namespace gradscope::internal

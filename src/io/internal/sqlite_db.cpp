@@ -59,6 +59,11 @@ void Statement::bind(int index, std::string_view text) {
   if (rc != SQLITE_OK) fail(rc);
 }
 
+void Statement::bind_double(int index, double value) {
+  const int rc = value != value ? sqlite3_bind_null(stmt_, index) : sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) fail(rc);
+}
+
 void Statement::bind_blob(int index, const void* data, std::size_t size) {
   const int rc = sqlite3_bind_blob64(stmt_, index, data, size, SQLITE_STATIC);
   if (rc != SQLITE_OK) fail(rc);

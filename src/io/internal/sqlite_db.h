@@ -22,12 +22,15 @@ class Statement {
 
   void bind(int index, int64_t value);
   void bind(int index, std::string_view text);
+  /// A REAL; NaN is bound as NULL (SQLite stores no NaN).
+  void bind_double(int index, double value);
   void bind_blob(int index, const void* data, std::size_t size);
   /// True when a row is available, false when done; throws Error otherwise.
   bool step();
   void reset();
 
   int64_t column_int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double column_double(int col) const { return sqlite3_column_double(stmt_, col); }
   /// SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB or SQLITE_NULL.
   int column_type(int col) const { return sqlite3_column_type(stmt_, col); }
   std::string column_text(int col) const;
@@ -73,6 +76,19 @@ class Database {
  private:
   sqlite3* db_ = nullptr;
   std::string path_;
+};
+
+/// A read transaction, ended however the reading scope is left: every query in it sees one
+/// snapshot of a run that a writer may be extending.
+class ReadTransaction {
+ public:
+  explicit ReadTransaction(Database& db) : db_(db) { db.exec("BEGIN"); }
+  ~ReadTransaction() { sqlite3_exec(db_.handle(), "COMMIT", nullptr, nullptr, nullptr); }
+  ReadTransaction(const ReadTransaction&) = delete;
+  ReadTransaction& operator=(const ReadTransaction&) = delete;
+
+ private:
+  Database& db_;
 };
 
 /// The Error message for an SQLite failure: "run database '<path>': <what> (<sqlite text>)".

@@ -99,22 +99,22 @@ std::string run_digits_model(const std::string& name, const Digits& data, const 
                              std::vector<fs::path>& pages) {
   const scenarios::Scenario& s = scenarios::scenario(name);
   const fs::path dir = fs::path(opt.out_dir) / ("demo-" + name);
-  // Every step's records go to the run store as the step ends (a background thread writes).
+  // Every step goes to the run store as the step ends (a background thread writes).
   RunWriter run(dir.string(), demo_run("demo-" + name));
   const scenarios::ScenarioRun r = scenarios::run_scenario(
-      s, data, opt.steps, opt.seed, [&](int done) { show_progress(name, done, opt.steps); },
-      [&](const std::vector<Record>& records) {
-        for (const Record& record : records) run.add(record);
-      });
+      s, data, opt.steps, opt.seed, [&](int done) { show_progress(name, done, opt.steps); }, &run);
   run.close();
-  const std::string table = write_reports(dir, r.report);
-  write_html(load_saved(dir), pages);
+  // report.{txt,json,csv} and report.html from one source, the run as saved (it holds the whole
+  // report: channel views, leakage, gradient SNR, the node order).
+  const LoadedRun saved = load_saved(dir);
+  const std::string table = write_reports(dir, saved.report);
+  write_html(saved, pages);
   std::printf("\n== %s: %s\n   test accuracy %.3f, final loss %.3f, %.1f s\n\n", name.c_str(),
               s.planted.c_str(), r.test_accuracy, r.final_loss, r.seconds);
   std::cout << table;
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s accuracy %.3f  ", name.c_str(), r.test_accuracy);
-  return line + render_verdict(r.report);
+  return line + render_verdict(saved.report);
 }
 
 // MovieLens when fetched, otherwise the digits pixels (said so on stdout).
@@ -260,8 +260,7 @@ CLI::Validator seed_text() {
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<DemoOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo", "Train a healthy model and sick ones on real data and report where each fails");
+  CLI::App* cmd = app.add_subcommand("demo", kDemoSummary);
   cmd->add_option("--data-dir", opt->data_dir,
                   "folder with digits.csv (and movielens.csv when fetched; scripts/fetch-data.sh)")
       ->capture_default_str();

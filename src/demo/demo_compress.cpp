@@ -26,9 +26,7 @@ std::string run_compression_demo(const Digits& data, const std::string& out_dir,
   scenarios::Trained trained;
   {
     RunWriter run(dir.string(), store);
-    trained = scenarios::train_for_compression(task, data, seed, [&](const std::vector<Record>& records) {
-      for (const Record& r : records) run.add(r);
-    });
+    trained = scenarios::train_for_compression(task, data, seed, &run);
     run.close();
   }
   save_compress_profile(dir.string(), trained.profiles);

@@ -1,0 +1,109 @@
+// RunReader: the per-step tables beside steps (schema 3): channels and similarities. Checked
+// like steps (row types, order, checksum, blob, node ids); a row is delivered only when its
+// step's records were, so a partial read still keeps whole steps.
+#include <algorithm>
+
+#include "gradscope/core/error.h"
+#include "gradscope/io/run_reader.h"
+#include "internal/channel_codec.h"
+#include "internal/record_codec.h"
+#include "internal/sqlite_db.h"
+
+namespace gradscope {
+
+namespace {
+
+// Decodes one row's blob into `out`, the node ids still unresolved.
+bool decode(bool channels, std::string_view blob, int64_t count,
+            std::vector<internal::StoredWithNode<ChannelRecord>>& channel_rows,
+            std::vector<internal::StoredWithNode<SimilarityRecord>>& similarity_rows) {
+  if (count < 0) return false;
+  return channels ? internal::decode_channels(blob, static_cast<uint64_t>(count), channel_rows)
+                  : internal::decode_similarities(blob, static_cast<uint64_t>(count), similarity_rows);
+}
+
+}  // namespace
+
+int64_t RunReader::read_step_table(const std::string& table, StepRange range, const StepsRead& steps,
+                                   const RunVisitor& visit) {
+  const std::string where = "run database '" + path_ + "': table " + table;
+  const bool channels = table == "channels";
+  // SQLite's errors (no such table, a damaged page) name the file; the table is added here.
+  const auto failed = [&](const Error& e) { tolerate(std::string(e.what()) + " in table " + table, "its records are not read"); };
+  internal::Statement s;
+  try {
+    const std::string sql = "SELECT step, n_records, checksum, records, typeof(step), typeof(n_records), "
+                            "typeof(checksum), typeof(records) FROM " + table +
+                            " WHERE step BETWEEN ? AND ? ORDER BY step";
+    s = db_->prepare(sql.c_str());
+    s.bind(1, range.from);
+    s.bind(2, range.to);
+  } catch (const Error& e) {
+    failed(e);
+    return -1;
+  }
+  std::vector<internal::StoredWithNode<ChannelRecord>> channel_rows;
+  std::vector<internal::StoredWithNode<SimilarityRecord>> similarity_rows;
+  const auto known = [&](uint32_t id) { return id < nodes_.size() && node_known_[id]; };
+  int64_t rows = 0, previous = -1;
+  for (;;) {
+    try {
+      if (!s.step()) break;
+    } catch (const Error& e) {
+      failed(e);
+      return -1;
+    }
+    ++rows;
+    const int64_t step = s.column_int(0);
+    const std::string row = where + ", row step " + std::to_string(step) + ": ";
+    if (s.column_text(4) != "integer" || s.column_text(5) != "integer" || s.column_text(6) != "integer" ||
+        s.column_text(7) != "blob") {
+      tolerate(row + "columns are not (integer, integer, integer, blob)", "skipped");
+      continue;
+    }
+    if (step < 0 || step <= previous) {
+      tolerate(row + (step < 0 ? "negative step" : "comes again (a damaged table)"), "skipped");
+      continue;
+    }
+    previous = step;
+    const std::string_view blob = s.column_blob(3);
+    if (internal::table_step_checksum(table, step, blob) != s.column_int(2)) {
+      tolerate(row + "damaged (checksum mismatch)", "skipped");
+      continue;
+    }
+    if (!decode(channels, blob, s.column_int(1), channel_rows, similarity_rows)) {
+      tolerate(row + "malformed", "skipped");
+      continue;
+    }
+    // A step whose records were skipped (and said so), or lost with the rest of an unreadable
+    // table, takes these with it; a row of a step that has no row at all contradicts steps.
+    if (!std::binary_search(steps.delivered.begin(), steps.delivered.end(), step)) {
+      if (!steps.stopped && !std::binary_search(steps.rows.begin(), steps.rows.end(), step))
+        tolerate(row + "table steps has no row for this step (the tables contradict each other)", "skipped");
+      continue;
+    }
+    bool all_known = true;
+    if (channels)
+      for (const auto& r : channel_rows) all_known = all_known && known(r.node);
+    else
+      for (const auto& r : similarity_rows) all_known = all_known && known(r.node);
+    if (!all_known) {
+      tolerate(row + "a record names a node id which table nodes does not have", "skipped");
+      continue;
+    }
+    const auto deliver = [&](auto& stored, const auto& fn) {
+      for (auto& r : stored) {
+        r.record.step = step;
+        r.record.node = nodes_[r.node].node;
+        fn(r.record);
+      }
+    };
+    if (channels)
+      deliver(channel_rows, visit.channel);
+    else
+      deliver(similarity_rows, visit.similarity);
+  }
+  return rows;
+}
+
+}  // namespace gradscope

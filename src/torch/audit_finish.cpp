@@ -1,0 +1,18 @@
+// Audit::finish: what the records alone cannot give a saved run, handed to the sink.
+#include "audit_state.h"
+
+namespace gradscope::torch {
+
+void Audit::finish() const {
+  RunSink* sink = state_->options.sink;
+  if (!sink) return;
+  RunSummary summary;
+  summary.thresholds = state_->options.thresholds;
+  summary.architecture = architecture();
+  summary.warnings = warnings();
+  // The SNR is computed by report() from the summed gradients, which no record holds.
+  summary.values = node_values(report());
+  sink->set_summary(summary);
+}
+
+}  // namespace gradscope::torch
