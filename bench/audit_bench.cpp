@@ -12,7 +12,8 @@
 // multi-MB temporaries every step (Adam's), glibc hands them back to the kernel, and the
 // next allocation faults their pages in again, which on this VM was 70% of a plain step
 // (110 ms against 36) and landed on whichever arm allocated next: the ratios swung by +-0.05.
-// BENCH_CYCLES overrides the cycle count; BENCH_ONLY=relu|full|small runs one case;
+// BENCH_CYCLES overrides the cycle count; BENCH_ONLY=relu|full|small runs one case; BENCH_PARTS=1
+// adds the full case taken apart (pre-activations only, + channel views, + the RunWriter);
 // BENCH_PROFILE=N steps only the audited arms N times each, for a profiler. Last line: JSON.
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/activation.h>
@@ -83,11 +84,7 @@ struct Trainer {
       gradscope::RunWriterOptions w;
       w.overwrite = true;
       writer = std::make_unique<gradscope::RunWriter>(run_dir, w);
-      gradscope::RunWriter* run = writer.get();
-      o.on_step = [run](const std::vector<gradscope::Record>& records) {
-        for (const gradscope::Record& r : records) run->add(r);
-        run->end_step();
-      };
+      o.sink = writer.get();  // every audited step's records and channel records
     }
     audit = std::make_unique<gradscope::torch::Audit>(net, o);
   }
@@ -188,6 +185,14 @@ int main() {
                   r.step_s[1] * 1e3);
       std::snprintf(buf, sizeof buf, ",\"ratio_every_step_full\":%.4f", r.ratio[1]);
       json += buf;
+    }
+    if (std::getenv("BENCH_PARTS")) {  // where the full case's cost goes, one option added per arm
+      gradscope::torch::AuditOptions bare, channels = full;
+      Trainer plain(make_mlp(true), nullptr), a(make_mlp(true), &bare), b(make_mlp(true), &channels),
+          c(make_mlp(true), &full, dir.string());
+      const Result r = interleave({&plain, &a, &b, &c}, tanh, cycles, 10);
+      std::printf("parts, ratio to plain: audit with pre-activations %.4f  + channel views %.4f  + RunWriter %.4f\n",
+                  r.ratio[1], r.ratio[2], r.ratio[3]);
     }
     std::filesystem::remove_all(dir);
   }

@@ -94,7 +94,7 @@ class Audit:
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
-                 gradient_snr=False, threads=0, keep_records=True, run_name=None, overwrite=False):
+                 gradient_snr=False, threads=1, keep_records=True, run_name=None, overwrite=False):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:

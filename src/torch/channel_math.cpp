@@ -36,7 +36,14 @@ double effective_rank(const at::Tensor& x, int64_t dim) {
   if (x.numel() == 0) return std::nan("");  // no samples or no channels: no spectrum
   const at::Tensor m = x.detach().movedim(dim, -1).reshape({-1, channels}).to(at::kDouble);
   if (!m.isfinite().all().item<bool>()) return std::nan("");  // NaN/Inf are flagged elsewhere
-  const at::Tensor s = at::linalg_svdvals(m);
+  // The squared singular values are the eigenvalues of the smaller Gram matrix (m m^T or
+  // m^T m): one matrix product and a symmetric eigensolve, about 4x faster than svdvals on a
+  // [256, 1024] activation (bidiagonalisation is bound by matrix-vector products). Squaring
+  // costs precision only at the bottom of the spectrum: a singular value below about
+  // sqrt(eps) ~ 1e-8 of the largest reads as noise of that size, which moves the entropy by
+  // less than 1e-5 relative (tests/torch/channel_math_test.cpp checks against svdvals).
+  const at::Tensor gram = m.size(0) <= m.size(1) ? m.mm(m.t()) : m.t().mm(m);
+  const at::Tensor s = at::linalg_eigvalsh(gram).clamp_min(0).sqrt();
   const double total = s.sum().item<double>();
   if (!(total > 0)) return std::nan("");
   const at::Tensor p = s / total;

@@ -50,8 +50,11 @@ struct AuditOptions {
   /// Audit every N-th step; other steps cost one integer test per tap.
   int sample_every = 1;
   /// Threads for one tensor's statistics pass (tensors of 256K+ elements per thread);
-  /// 0 = one per hardware thread. The passes run between LibTorch ops, when cores are idle.
-  int threads = 0;
+  /// 0 = one per hardware thread. 1 by default: the passes run between LibTorch ops, but the
+  /// cores are not idle then (OpenBLAS's threads spin after each matrix product), and on two
+  /// cores a second pass thread made bench-audit's every-step overhead 4 points worse
+  /// (docs/benchmarks.md).
+  int threads = 1;
   /// Gradient signal-to-noise per node across audited steps (opt-in: keeps one double per
   /// parameter element, 8 bytes each). SNR = ||mean_t g||^2 / mean_t ||g_t - mean_t g||^2.
   /// A parameter whose shape changes between audited steps is then an Error.
