@@ -69,7 +69,7 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
     for (const EmbeddingTableSummary& t : input.embedding->tables) tables.push_back(t.report);
     add_embedding_metrics(tables, event);
   }
-  if (!input.report_text.empty()) event.text(kReportTag, input.report_text);
+  if (!input.report_text.empty()) event.text(kReportTag, report_markdown(input.report_text));
   write(last_step);
   if (!writer.close()) throw Error(writer.error());
   return result;

@@ -125,4 +125,17 @@ void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSumma
   }
 }
 
+std::string report_markdown(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size() - 1;
+    out += "    ";
+    out.append(text, start, end - start + 1);
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace gradscope::tensorboard

@@ -62,7 +62,7 @@ void TensorBoardSink::set_summary(const RunSummary& summary) {
   for (const std::string& w : summary.warnings) text += "audit warning: " + terminal_text(w) + "\n";
   text += render_table(report, false) + render_flow_summary(fs) + "\n" + render_run_verdict(report, fs, nullptr, nullptr) + "\n";
   StepSummary event;
-  event.text(kReportTag, text);
+  event.text(kReportTag, report_markdown(text));
   writer_.write(last_step_, wall_time_now(), event);
   writer_.flush();
   check();

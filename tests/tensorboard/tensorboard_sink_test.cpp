@@ -72,7 +72,8 @@ TEST(TensorBoardSink, WritesEachStepAndTheFindingsText) {
   ASSERT_EQ(text.summary().value(0).tag(), kReportTag);
   const std::string report = text.summary().value(0).tensor().string_val(0);
   EXPECT_NE(report.find("fc1"), std::string::npos);
-  EXPECT_NE(report.find("verdict: unhealthy"), std::string::npos) << report;
+  EXPECT_NE(report.find("\n    verdict: unhealthy"), std::string::npos) << report;
+  EXPECT_EQ(report.rfind("    node ", 0), 0u) << report;  // a markdown code block: columns kept
 }
 
 // A full disk mid-run: training goes on, the error is reported once, the file ends at a

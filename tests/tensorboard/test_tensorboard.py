@@ -223,7 +223,9 @@ def test_export_every_value_against_the_run(pb, tmp_path):
     text = written(events, "tensor")
     report = run(CLI, "report", run_dir, check=False)
     assert report.returncode == 1  # unhealthy: the planted fc2
-    assert text == {(last, "gradscope/report"): report.stdout.decode()}
+    # The report's text, each line indented four spaces (a markdown code block).
+    lines = report.stdout.decode().splitlines(keepends=True)
+    assert text == {(last, "gradscope/report"): "".join("    " + line for line in lines)}
 
 
 def test_live_sink_writes_the_same_values(pb, tmp_path):

@@ -61,4 +61,9 @@ void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSumma
 /// Tag of the report text (the text `gradscope report` prints).
 inline constexpr const char* kReportTag = "gradscope/report";
 
+/// `text` as TensorBoard's text dashboard should show it: it renders markdown, which would
+/// fold the report's aligned columns, so every line is indented by four spaces (a markdown
+/// code block; unlike a ``` fence, no node name can end it).
+std::string report_markdown(const std::string& text);
+
 }  // namespace gradscope::tensorboard

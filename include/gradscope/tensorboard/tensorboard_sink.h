@@ -2,7 +2,9 @@
 // same scalars, flags and histograms `gradscope export --format tensorboard` writes from the
 // saved run (step_scalars.h), and at each summary the findings as text.
 //
-//   gradscope::tensorboard::TensorBoardSink tb("runs/exp1/tb", {options.thresholds});
+//   gradscope::tensorboard::TensorBoardSinkOptions o;
+//   o.thresholds = options.thresholds;               // the audit's, so the flags agree
+//   gradscope::tensorboard::TensorBoardSink tb("runs/exp1/tb", o);
 //   gradscope::RunWriter run("runs/exp1", {});
 //   gradscope::TeeSink both({&run, &tb});            // core/tee_sink.h: the store and TensorBoard
 //   options.sink = &both;
