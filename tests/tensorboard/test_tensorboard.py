@@ -271,3 +271,50 @@ def test_unwritable_output_is_a_clear_error(tmp_path):
     assert r.stderr.decode().startswith(f"gradscope: error: cannot write TensorBoard events to '{blocker}/tb': ")
     r = run(CLI, "export", run_dir, "--format", "tensorboard", check=False)
     assert r.returncode == 2 and b"needs -o DIR" in r.stderr
+
+
+def test_disk_full_during_export_is_an_error_and_the_file_stays_whole(pb, tmp_path):
+    import resource
+    import signal
+
+    run_dir = make_run(tmp_path, "basic")
+    out = str(tmp_path / "tb")
+
+    def limit_files():  # as a full disk would: writes past 20 kB fail (EFBIG), no signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+
+    r = subprocess.run([CLI, "export", run_dir, "--format", "tensorboard", "-o", out], capture_output=True,
+                       preexec_fn=limit_files)
+    assert r.returncode == 3
+    err = r.stderr.decode()
+    assert err.startswith("gradscope: error: cannot write '" + out + "/events.out.tfevents.") and "File too large" in err
+    events = tb_reader.read_events(tb_reader.event_file(out), pb)  # whole records, CRCs right
+    assert events[0].file_version == "brain.Event:2" and len(events) > 2
+    assert os.path.getsize(tb_reader.event_file(out)) <= 20000
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    import pty
+
+    run_dir = str(tmp_path / "long")
+    run(FIXTURE, "long", run_dir, "--steps", "20000")
+    master, slave = pty.openpty()
+    # Read while it runs: a full terminal buffer would block its writes.
+    p = subprocess.Popen([CLI, "export", run_dir, "--format", "tensorboard", "-o", str(tmp_path / "tty")],
+                         stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child has gone and closed its end
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(master)
+    assert p.wait() == 0
+    assert b"exporting " + run_dir.encode() in drawn and b"20000/20000" in drawn
+    quiet = run(CLI, "export", run_dir, "--format", "tensorboard", "-o", str(tmp_path / "pipe"))
+    assert quiet.stderr == b""
