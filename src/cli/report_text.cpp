@@ -11,7 +11,8 @@ std::string render_report_text(const LoadedRun& run, const EmbeddingRunSummary* 
                                const TreeRunSummary* trees) {
   std::string out = render_run_header(run.meta, run.path);
   // What the audit warned about while it ran (stderr then), kept with the run.
-  for (const std::string& w : run.summary.warnings) out += "audit warning: " + terminal_text(w) + "\n";
+  for (const std::string& w : run.summary.warnings)
+    out += "audit warning: " + terminal_text(w) + "\n";
   // A tree run's nodes are rounds, features and losses: the tree rules judge them.
   if (trees)
     out += render_tree_timeline(*trees) + render_tree_findings(*trees);

@@ -99,9 +99,11 @@ EventWriter::EventWriter(const std::string& dir, EventWriterOptions options) : o
   if (!std::filesystem::is_directory(dir, ec)) refuse("not a directory");
   // TensorBoard finds event files by "tfevents" in the name and orders them by the time in
   // it; a second writer in the same second and folder gets a numbered name instead.
-  const std::string base = (std::filesystem::path(dir) /
-                            ("events.out.tfevents." + std::to_string(static_cast<long long>(wall_time_now())) +
-                             "." + host_name())).string();
+  const std::string base =
+      (std::filesystem::path(dir) /
+       ("events.out.tfevents." + std::to_string(static_cast<long long>(wall_time_now())) + "." +
+        host_name()))
+          .string();
   for (int n = 0; fd_ < 0; ++n) {
     path_ = n == 0 ? base : base + "." + std::to_string(n);
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -36,7 +36,8 @@ Histogram histogram_of(const std::vector<double>& values, long* skipped) {
       continue;
     }
     // The bucket whose limit is the first one above v: [limits[i-1], limits[i]).
-    const std::size_t i = static_cast<std::size_t>(std::upper_bound(limits.begin(), limits.end(), v) - limits.begin());
+    const std::size_t i = static_cast<std::size_t>(
+        std::upper_bound(limits.begin(), limits.end(), v) - limits.begin());
     counts[std::min(i, limits.size() - 1)] += 1;
     h.min = std::min(h.min, v);
     h.max = std::max(h.max, v);

@@ -14,7 +14,9 @@ struct NodeStep {
   std::string node;
   std::array<Stats, kSiteCount> sites;
   std::array<bool, kSiteCount> has{};
-  const Stats* get(Site s) const { return has[static_cast<std::size_t>(s)] ? &sites[static_cast<std::size_t>(s)] : nullptr; }
+  const Stats* get(Site s) const {
+    return has[static_cast<std::size_t>(s)] ? &sites[static_cast<std::size_t>(s)] : nullptr;
+  }
 };
 
 // The timeline's convention (FlowEntry::grad_norm): a step whose gradient held a NaN shows
@@ -26,11 +28,15 @@ double shown_l2(const Stats& s) {
   return s.l2();
 }
 
-double fraction(int64_t part, int64_t all) { return all > 0 ? static_cast<double>(part) / all : kNaN; }
+double fraction(int64_t part, int64_t all) {
+  return all > 0 ? static_cast<double>(part) / all : kNaN;
+}
 
 }  // namespace
 
-StepScalars::StepScalars(Thresholds thresholds) : thresholds_(thresholds) { thresholds_.validate(); }
+StepScalars::StepScalars(Thresholds thresholds) : thresholds_(thresholds) {
+  thresholds_.validate();
+}
 
 void StepScalars::add(const std::vector<Record>& records, StepSummary& out) {
   std::vector<NodeStep> nodes;
@@ -84,7 +90,8 @@ void StepScalars::add(const std::vector<Record>& records, StepSummary& out) {
     const Stats* act = n.get(Site::kActivation);
     if (act || pre)
       flag("SATURATED", n.node,
-           (act && act->frac_saturated() > t.saturation_frac) || (pre && pre->frac_saturated() > t.saturation_frac));
+           (act && act->frac_saturated() > t.saturation_frac) ||
+               (pre && pre->frac_saturated() > t.saturation_frac));
     int64_t nan = 0, inf = 0;
     for (std::size_t s = 0; s < n.sites.size(); ++s)
       if (n.has[s]) {
@@ -102,14 +109,16 @@ void add_channel_histograms(const ChannelRecord& record, StepSummary& out) {
     long skipped = 0;
     Histogram h = histogram_of(values, &skipped);
     if (h.num > 0) out.histogram(measure + "/" + record.node, std::move(h));
-    if (skipped > 0) out.scalar(measure + "_nonfinite/" + record.node, static_cast<double>(skipped));
+    if (skipped > 0)
+      out.scalar(measure + "_nonfinite/" + record.node, static_cast<double>(skipped));
   };
   std::vector<double> means, norms;
   for (const Stats& s : record.activation) means.push_back(s.nan + s.inf() > 0 ? kNaN : s.mean());
   for (const Stats& s : record.output_grad) norms.push_back(shown_l2(s));
   add("channel_activation_mean", means);
   add("channel_grad_l2", norms);
-  if (!std::isnan(record.effective_rank)) out.scalar("effective_rank/" + record.node, record.effective_rank);
+  if (!std::isnan(record.effective_rank))
+    out.scalar("effective_rank/" + record.node, record.effective_rank);
 }
 
 void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSummary& out) {
@@ -118,7 +127,8 @@ void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSumma
     const int64_t rows = s.num_embeddings;
     out.scalar("embedding/coverage/" + t.layer, fraction(s.exposed_rows, rows));
     // DEAD_ROWS' count (embedding_rules.cpp): never in a batch, or in one but never changed.
-    out.scalar("embedding/dead_fraction/" + t.layer, fraction(s.never_exposed_rows + s.never_updated_rows, rows));
+    out.scalar("embedding/dead_fraction/" + t.layer,
+               fraction(s.never_exposed_rows + s.never_updated_rows, rows));
     out.scalar("embedding/zombie_fraction/" + t.layer, fraction(s.zombie_rows, rows));
     out.scalar("embedding/lookup_gini/" + t.layer, s.lookup_gini);
     out.scalar("embedding/popularity_gini/" + t.layer, s.popularity_gini);

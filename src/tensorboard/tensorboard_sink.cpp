@@ -54,13 +54,15 @@ void TensorBoardSink::set_summary(const RunSummary& summary) {
   FlowSummaryBuilder flow = flow_;
   const int64_t before = static_cast<int64_t>(timeline.frames().size()) + timeline.dropped();
   timeline.finish();
-  if (static_cast<int64_t>(timeline.frames().size()) + timeline.dropped() != before) flow.add(timeline.frames().back());
+  if (static_cast<int64_t>(timeline.frames().size()) + timeline.dropped() != before)
+    flow.add(timeline.frames().back());
   Report report = report_->build();
   apply_node_values(report, summary.values);
   const FlowSummary fs = flow.finish(timeline.nodes());
   std::string text;
   for (const std::string& w : summary.warnings) text += "audit warning: " + terminal_text(w) + "\n";
-  text += render_table(report, false) + render_flow_summary(fs) + "\n" + render_run_verdict(report, fs, nullptr, nullptr) + "\n";
+  text += render_table(report, false) + render_flow_summary(fs) + "\n" +
+          render_run_verdict(report, fs, nullptr, nullptr) + "\n";
   StepSummary event;
   event.text(kReportTag, report_markdown(text));
   writer_.write(last_step_, wall_time_now(), event);
@@ -79,7 +81,8 @@ bool TensorBoardSink::close() {
 void TensorBoardSink::check() {
   if (!writer_.failed() || reported_) return;
   reported_ = true;
-  const std::string message = "tensorboard: " + writer_.error() + "; training goes on, no more events are written";
+  const std::string message =
+      "tensorboard: " + writer_.error() + "; training goes on, no more events are written";
   if (options_.on_error)
     options_.on_error(message);
   else

@@ -45,11 +45,14 @@ inline Decoded decode_file(const std::string& path) {
     if (pos + 12 > data.size()) return d.problem = "torn header at " + std::to_string(pos), d;
     uint64_t len = 0;
     for (int i = 7; i >= 0; --i) len = (len << 8) | static_cast<unsigned char>(data[pos + i]);
-    if (le32(data, pos + 8) != tensorboard::internal::mask_crc(tensorboard::internal::crc32c(data.data() + pos, 8)))
+    if (le32(data, pos + 8) !=
+        tensorboard::internal::mask_crc(tensorboard::internal::crc32c(data.data() + pos, 8)))
       return d.problem = "length crc at " + std::to_string(pos), d;
-    if (pos + 12 + len + 4 > data.size()) return d.problem = "torn record at " + std::to_string(pos), d;
+    if (pos + 12 + len + 4 > data.size())
+      return d.problem = "torn record at " + std::to_string(pos), d;
     const std::string body = data.substr(pos + 12, len);
-    if (le32(data, pos + 12 + len) != tensorboard::internal::mask_crc(tensorboard::internal::crc32c(body.data(), body.size())))
+    if (le32(data, pos + 12 + len) !=
+        tensorboard::internal::mask_crc(tensorboard::internal::crc32c(body.data(), body.size())))
       return d.problem = "data crc at " + std::to_string(pos), d;
     tbpb::Event e;
     if (!e.ParseFromString(body)) return d.problem = "bad event at " + std::to_string(pos), d;
@@ -88,7 +91,8 @@ int in_child_with_file_limit(rlim_t limit, F body) {
 
 /// A fresh empty folder under the temporary directory.
 inline std::string fresh_folder(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("gradscope-tb-" + name + "-" + std::to_string(getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gradscope-tb-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

@@ -59,7 +59,10 @@ TEST(EventWriter, UnwritableFolderIsAnErrorNamingIt) {
     EventWriter w(dir + "/file/tb");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("cannot write TensorBoard events to '" + dir + "/file/tb': ", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "cannot write TensorBoard events to '" + dir + "/file/tb': ", 0),
+              0u)
+        << e.what();
   }
 }
 
@@ -92,7 +95,8 @@ TEST(EventWriter, FailedWriteLeavesWholeRecordsOnly) {
   EXPECT_LE(d.bytes, 20000u);
   EXPECT_GT(d.bytes, 14000u);  // the records before the limit are kept
   ASSERT_GT(d.events.size(), 2u);
-  for (std::size_t i = 1; i < d.events.size(); ++i) EXPECT_EQ(d.events[i].step(), static_cast<int64_t>(i - 1));
+  for (std::size_t i = 1; i < d.events.size(); ++i)
+    EXPECT_EQ(d.events[i].step(), static_cast<int64_t>(i - 1));
 }
 
 }  // namespace

@@ -32,9 +32,12 @@ std::pair<int, long> run_measured(const std::vector<std::string>& args) {
 }
 
 long export_peak_kib(const std::string& dir, int64_t steps, std::string* event_file) {
-  const std::string run = dir + "/run" + std::to_string(steps), tb = dir + "/tb" + std::to_string(steps);
-  EXPECT_EQ(run_measured({GRADSCOPE_TB_FIXTURE, "long", run, "--steps", std::to_string(steps)}).first, 0);
-  const auto [code, peak] = run_measured({GRADSCOPE_CLI, "export", run, "--format", "tensorboard", "-o", tb});
+  const std::string run = dir + "/run" + std::to_string(steps),
+                    tb = dir + "/tb" + std::to_string(steps);
+  EXPECT_EQ(
+      run_measured({GRADSCOPE_TB_FIXTURE, "long", run, "--steps", std::to_string(steps)}).first, 0);
+  const auto [code, peak] =
+      run_measured({GRADSCOPE_CLI, "export", run, "--format", "tensorboard", "-o", tb});
   EXPECT_EQ(code, 0);
   *event_file = test::only_event_file(tb);
   return peak;
@@ -48,11 +51,13 @@ TEST(ExportMemory, HundredThousandStepsInBoundedMemory) {
   // 100k steps are 400k records: held at once they would take 60 MB (sizeof(Record) and the
   // node string), their events some 100 MB. Streaming keeps one step; what still grows is the
   // report's set of step numbers (a few MB).
-  EXPECT_LT(large - small, 16 * 1024) << "peak RSS " << small << " KiB for 2k steps, " << large << " KiB for 100k";
+  EXPECT_LT(large - small, 16 * 1024)
+      << "peak RSS " << small << " KiB for 2k steps, " << large << " KiB for 100k";
   const test::Decoded d = test::decode_file(large_file);
   ASSERT_EQ(d.problem, "");
   ASSERT_EQ(d.events.size(), 1u + 100000u + 1u);  // file version, one per step, the report text
-  for (int64_t i = 0; i < 100000; ++i) ASSERT_EQ(d.events[static_cast<std::size_t>(i) + 1].step(), i);
+  for (int64_t i = 0; i < 100000; ++i)
+    ASSERT_EQ(d.events[static_cast<std::size_t>(i) + 1].step(), i);
   std::filesystem::remove_all(dir);
 }
 

@@ -9,7 +9,8 @@ namespace gradscope::tensorboard {
 namespace {
 
 Stats stats_of(const std::vector<float>& v) {
-  return compute(TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())}));
+  return compute(
+      TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())}));
 }
 
 std::map<std::string, double> scalars(const StepSummary& s) {
@@ -25,22 +26,27 @@ std::map<std::string, double> scalars(const StepSummary& s) {
 TEST(StepScalars, RecordsOfOneNodeAndSiteMerge) {
   StepScalars sc({});
   StepSummary s;
-  sc.add({{0, "fc", Site::kParamGrad, stats_of({3})}, {0, "fc", Site::kParamGrad, stats_of({4})}}, s);
+  sc.add({{0, "fc", Site::kParamGrad, stats_of({3})}, {0, "fc", Site::kParamGrad, stats_of({4})}},
+         s);
   EXPECT_EQ(scalars(s).at("grad_l2/fc"), 5.0);  // sqrt(9 + 16), as one tensor
 }
 
 TEST(StepScalars, GradientSitePreferenceFollowsTheRules) {
   StepScalars sc({});
   StepSummary s;
-  sc.add({{0, "fc", Site::kOutputGrad, stats_of({100})}, {0, "fc", Site::kParamGrad, stats_of({1})}}, s);
+  sc.add(
+      {{0, "fc", Site::kOutputGrad, stats_of({100})}, {0, "fc", Site::kParamGrad, stats_of({1})}},
+      s);
   EXPECT_EQ(scalars(s).at("grad_l2/fc"), 1.0);  // param_grad before output_grad
 }
 
 TEST(StepScalars, NaNAndInfAreShownNotHidden) {
   StepScalars sc({});
   StepSummary s;
-  sc.add({{0, "a", Site::kParamGrad, stats_of({1, NAN})}, {0, "b", Site::kParamGrad, stats_of({1, INFINITY})},
-          {0, "a", Site::kParam, stats_of({1})}, {0, "a", Site::kUpdate, stats_of({NAN})}},
+  sc.add({{0, "a", Site::kParamGrad, stats_of({1, NAN})},
+          {0, "b", Site::kParamGrad, stats_of({1, INFINITY})},
+          {0, "a", Site::kParam, stats_of({1})},
+          {0, "a", Site::kUpdate, stats_of({NAN})}},
          s);
   const auto m = scalars(s);
   EXPECT_TRUE(std::isnan(m.at("grad_l2/a")));
@@ -60,7 +66,9 @@ TEST(StepScalars, StagnantNeedsConsecutiveLowUpdateSteps) {
   for (int step = 0; step < 6; ++step) {
     const float update = step == 3 ? 1.0f : 1e-9f;  // step 3 breaks the run
     StepSummary s;
-    sc.add({{step, "fc", Site::kParam, stats_of({1})}, {step, "fc", Site::kUpdate, stats_of({update})}}, s);
+    sc.add({{step, "fc", Site::kParam, stats_of({1})},
+            {step, "fc", Site::kUpdate, stats_of({update})}},
+           s);
     flags.push_back(scalars(s).at("flag/STAGNANT/fc"));
   }
   EXPECT_EQ(flags, (std::vector<double>{0, 0, 1, 0, 0, 0}));

@@ -24,7 +24,8 @@ namespace {
 using namespace gradscope;
 
 Stats stats_of(const std::vector<float>& v) {
-  return compute(TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())}));
+  return compute(
+      TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())}));
 }
 
 std::vector<float> normal(std::mt19937& rng, int n, double scale, double shift = 0) {
@@ -81,7 +82,8 @@ StepRecords nan_step(int64_t step) {
   s.step = step;
   const std::vector<float> nans(64, std::numeric_limits<float>::quiet_NaN());
   for (const char* node : {"fc1", "fc2"})
-    for (Site site : {Site::kActivation, Site::kParamGrad, Site::kParam, Site::kUpdate, Site::kOutputGrad})
+    for (Site site :
+         {Site::kActivation, Site::kParamGrad, Site::kParam, Site::kUpdate, Site::kOutputGrad})
       s.records.push_back({step, node, site, stats_of(nans)});
   ChannelRecord c;
   c.step = step;
@@ -133,8 +135,9 @@ int dump_channels(const std::string& run) {
       for (const Stats& s : all) {
         if (out.size() > 1) out += ",";
         char buf[256];
-        std::snprintf(buf, sizeof buf, "[%lld,%lld,%lld,%.17g,%.17g]", static_cast<long long>(s.finite),
-                      static_cast<long long>(s.nan), static_cast<long long>(s.pos_inf + s.neg_inf), s.sum, s.sum_sq);
+        std::snprintf(buf, sizeof buf, "[%lld,%lld,%lld,%.17g,%.17g]",
+                      static_cast<long long>(s.finite), static_cast<long long>(s.nan),
+                      static_cast<long long>(s.pos_inf + s.neg_inf), s.sum, s.sum_sq);
         out += buf;
       }
       return out + "]";
@@ -153,7 +156,8 @@ int dump_channels(const std::string& run) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: tb_fixture basic|nan|names|long|channels RUN_DIR [--live TB_DIR] [--steps N]\n";
+    std::cerr
+        << "usage: tb_fixture basic|nan|names|long|channels RUN_DIR [--live TB_DIR] [--steps N]\n";
     return 2;
   }
   const std::string kind = argv[1], dir = argv[2];
@@ -187,7 +191,8 @@ int main(int argc, char** argv) {
   }
   RunSummary summary;
   int64_t order = 0;
-  for (const std::string& n : names) summary.architecture.nodes.push_back({n, "Linear", order++, 10, 10});
+  for (const std::string& n : names)
+    summary.architecture.nodes.push_back({n, "Linear", order++, 10, 10});
   sink.set_summary(summary);
   run.close();
   if (tb && !tb->close()) return 3;

@@ -17,7 +17,8 @@ def masked(crc):
 def proto_module(proto_path, out_dir):
     """Generates and imports the Python module of tensorboard_event.proto."""
     proto_dir = os.path.dirname(proto_path)
-    subprocess.run(["protoc", "-I", proto_dir, "--python_out", out_dir, proto_path], check=True)
+    protoc = os.environ.get("GRADSCOPE_PROTOC", "protoc")  # the one CMake found
+    subprocess.run([protoc, "-I", proto_dir, "--python_out", out_dir, proto_path], check=True)
     sys.path.insert(0, out_dir)
     import tensorboard_event_pb2  # noqa: E402
 

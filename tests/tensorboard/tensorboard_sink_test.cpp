@@ -12,14 +12,16 @@ namespace gradscope::tensorboard {
 namespace {
 
 Stats stats_of(const std::vector<float>& v) {
-  return compute(TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())}));
+  return compute(
+      TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())}));
 }
 
 StepRecords step_of(int64_t step, float grad_scale) {
   StepRecords s;
   s.step = step;
   std::vector<float> v(64);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = grad_scale * static_cast<float>(i % 7) - grad_scale;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = grad_scale * static_cast<float>(i % 7) - grad_scale;
   s.records.push_back({step, "fc1", Site::kParamGrad, stats_of(v)});
   s.records.push_back({step, "fc1", Site::kActivation, stats_of(v)});
   return s;
@@ -99,7 +101,8 @@ TEST(TensorBoardSink, FullDiskMidRunIsReportedOnceAndTrainingGoesOn) {
     const bool closed = sink.close();
     if (trained != 3000) return 10;
     if (errors != 1) return 11;
-    if (message.find("File too large") == std::string::npos || message.find("training goes on") == std::string::npos)
+    if (message.find("File too large") == std::string::npos ||
+        message.find("training goes on") == std::string::npos)
       return 12;
     if (closed || !sink.failed()) return 13;
     return 0;
@@ -115,7 +118,8 @@ TEST(TensorBoardSink, DefaultReportIsOneLineOnStderr) {
   const std::string dir = test::fresh_folder("sink-stderr");
   const std::string err = dir + "/stderr.txt";
   const int code = test::in_child_with_file_limit(20000, [&] {
-    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);  // before the limit bites
+    const int fd =
+        ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);  // before the limit bites
     dup2(fd, 2);
     TensorBoardSinkOptions o;
     o.flush_seconds = 0;

@@ -29,9 +29,9 @@ class StepSummary {
   struct Value {
     Kind kind = Kind::kScalar;
     std::string tag;
-    double scalar = 0;   ///< kScalar; stored as float (TensorBoard's simple_value), NaN kept
-    Histogram histogram; ///< kHistogram
-    std::string text;    ///< kText (TensorBoard's text plugin renders it as markdown)
+    double scalar = 0;    ///< kScalar; stored as float (TensorBoard's simple_value), NaN kept
+    Histogram histogram;  ///< kHistogram
+    std::string text;     ///< kText (TensorBoard's text plugin renders it as markdown)
   };
 
   void scalar(std::string tag, double value);
@@ -86,9 +86,9 @@ class EventWriter {
   std::string path_;
   EventWriterOptions options_;
   int fd_ = -1;
-  std::string buffer_;                 // whole records not yet written
-  std::vector<std::size_t> ends_;      // end offset in buffer_ of each record in it
-  int64_t written_ = 0;                // bytes of whole records in the file
+  std::string buffer_;             // whole records not yet written
+  std::vector<std::size_t> ends_;  // end offset in buffer_ of each record in it
+  int64_t written_ = 0;            // bytes of whole records in the file
   std::string error_;
 };
 

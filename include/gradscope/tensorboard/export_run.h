@@ -21,8 +21,8 @@ namespace gradscope::tensorboard {
 /// What the records do not hold.
 struct ExportInput {
   std::string report_text;  ///< written as gradscope/report at the last step (report_markdown)
-  const EmbeddingRunSummary* embedding = nullptr;   ///< its metrics at the last step, when saved
-  std::function<void(int64_t, int64_t)> progress;   ///< (steps done, steps total)
+  const EmbeddingRunSummary* embedding = nullptr;  ///< its metrics at the last step, when saved
+  std::function<void(int64_t, int64_t)> progress;  ///< (steps done, steps total)
 };
 
 /// What was written.
