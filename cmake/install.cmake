@@ -3,7 +3,7 @@
 #   target_link_libraries(app PRIVATE gradscope::core gradscope::torch)
 include(CMakePackageConfigHelpers)
 
-set(GRADSCOPE_EXPORTED gradscope_core gradscope_io)
+set(GRADSCOPE_EXPORTED gradscope_core gradscope_io gradscope_tensorboard)
 if(TARGET gradscope_torch)
   list(APPEND GRADSCOPE_EXPORTED gradscope_torch)
 endif()

@@ -15,6 +15,11 @@ packages=(
   libcli11-dev            # command line
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files (src/tensorboard): protobuf-lite
+                                     # classes generated from a .proto of TensorBoard's field numbers
+  libboost-dev            # Boost.CRC: the CRC-32C of each event-file record (header-only)
+  python3-protobuf python3-crc32c  # the TensorBoard tests' independent reader (tests/tensorboard);
+                                   # python3-tensorboard is not packaged for Debian 12
   libxgboost-dev xgboost  # boosted trees: live XGBoost training through its C API (issue 12),
                           # and the xgboost CLI that trains models for the reader tests
   clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and clang's ASan/UBSan runtimes

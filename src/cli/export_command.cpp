@@ -1,10 +1,15 @@
-// gradscope export RUN --format json|csv|jsonl: the frames (json, csv) or every record (jsonl).
+// gradscope export RUN --format json|csv|jsonl|tensorboard: the frames (json, csv), every
+// record (jsonl), or a TensorBoard event file in a folder (tensorboard, docs/tensorboard.md).
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "gradscope/io/flow_export.h"
+#include "gradscope/io/safe_text.h"
 #include "gradscope/io/terminal.h"
+#include "gradscope/tensorboard/export_run.h"
+#include "report_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -15,7 +20,30 @@ struct ExportOptions {
   bool partial = false;
 };
 
+// Two passes over the run: the report (whole-run judgement, a few values per node), then the
+// steps streamed into events one at a time, so memory does not grow with the run's length.
+int export_tensorboard(const ExportOptions& opt) {
+  if (opt.output.empty()) throw UsageError("--format tensorboard needs -o DIR (the folder for the event file)");
+  const LoadedRun run = load_run(opt.run, opt.partial, {}, false, /*frames=*/false);
+  const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
+  const std::optional<TreeRunSummary> trees = load_tree_summary(run.path);
+  tensorboard::EventWriter writer(opt.output);
+  tensorboard::ExportInput in;
+  in.report_text = render_report_text(run, embedding ? &*embedding : nullptr, trees ? &*trees : nullptr);
+  in.embedding = embedding ? &*embedding : nullptr;
+  RunReader reader(opt.run, ReadOptions{opt.partial});
+  ProgressBar bar("exporting " + opt.run);
+  in.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
+  const tensorboard::ExportResult result = tensorboard::export_run(reader, writer, in);
+  bar.finish();
+  print_warnings(reader);
+  std::cout << "wrote " << result.events << " events over " << result.steps << " steps to " << terminal_text(writer.path()) << "\n";
+  check_stdout();
+  return kExitOk;
+}
+
 int run_export(const ExportOptions& opt) {
+  if (opt.format == "tensorboard") return export_tensorboard(opt);
   std::ofstream file;
   if (!opt.output.empty()) {
     file.open(opt.output, std::ios::binary);
@@ -48,12 +76,12 @@ int run_export(const ExportOptions& opt) {
 
 void add_export_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<ExportOptions>();
-  CLI::App* cmd = app.add_subcommand("export", "Write a saved run's frames (json, csv) or records (jsonl)");
+  CLI::App* cmd = app.add_subcommand("export", "Write a saved run's frames (json, csv), records (jsonl) or TensorBoard events");
   cmd->add_option("RUN", opt->run, "run directory (or its run.db)")->required();
-  cmd->add_option("--format", opt->format, "json (frames), csv (one row per node per step), jsonl (records)")
+  cmd->add_option("--format", opt->format, "json (frames), csv (one row per node per step), jsonl (records), tensorboard (event file in -o DIR)")
       ->required()
-      ->check(CLI::IsMember({"json", "csv", "jsonl"}));
-  cmd->add_option("-o,--output", opt->output, "file to write (default: stdout)");
+      ->check(CLI::IsMember({"json", "csv", "jsonl", "tensorboard"}));
+  cmd->add_option("-o,--output", opt->output, "file to write (default: stdout); the folder for tensorboard");
   add_partial_flag(cmd, opt->partial);
   cmd->callback([opt, &exit_code] { exit_code = run_export(*opt); });
 }

@@ -9,9 +9,7 @@
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_report.h"
-#include "gradscope/io/safe_text.h"
-#include "gradscope/io/table.h"
-#include "gradscope/io/tree_text.h"
+#include "report_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -33,17 +31,7 @@ int run_report(const ReportOptions& opt) {
   } else if (opt.csv) {
     std::cout << render_csv(run.report);
   } else {
-    std::cout << render_run_header(run.meta, run.path);
-    // What the audit warned about while it ran (stderr then), kept with the run.
-    for (const std::string& w : run.summary.warnings) std::cout << "audit warning: " << terminal_text(w) << "\n";
-    // A tree run's nodes are rounds, features and losses: the tree rules judge them.
-    if (trees)
-      std::cout << render_tree_timeline(*trees) << render_tree_findings(*trees);
-    else
-      std::cout << render_table(run.report, false) << render_flow_summary(run.flow);
-    if (embedding) std::cout << render_embedding_findings(*embedding);
-    // The node table's own verdict would speak for the nodes only: the run's comes last.
-    std::cout << "\n" << render_run_verdict(run.report, run.flow, embedding, trees) << "\n";
+    std::cout << render_report_text(run, embedding, trees);
   }
   return run_unhealthy(run.report, run.flow, embedding, trees) ? kExitUnhealthy : kExitOk;
 }

@@ -1,0 +1,69 @@
+// StepScalars: what one step's records become in a TensorBoard event, the same whether the
+// step comes live (TensorBoardSink) or from a saved run (`gradscope export --format
+// tensorboard`). Tags are "<measure>/<node>", so TensorBoard draws one card per measure with
+// every node in it (docs/tensorboard.md lists them):
+//
+//   grad_l2/<node>                    L2 of the node's gradient (the first of param_grad,
+//                                     embedding_rows, output_grad recorded, as the rules pick);
+//                                     NaN when it had a NaN element, +Inf for an Inf one
+//   update_ratio/<node>               ||update|| / ||param|| (both recorded, param L2 > 0)
+//   activation_zero_frac/<node>       share of activation elements with |x| <= dead_eps
+//   activation_saturated_frac/<node>  share with finite |x| > saturation
+//   activation_nonfinite_frac/<node>  share that is NaN or +-Inf
+//   effective_rank/<node>             from a channel record, when the channel view measured it
+//   flag/<FLAG>/<node>                1 when this step's own value crossed the rule's threshold
+//                                     (the step Evidence::first_step names), else 0
+//
+//   gradscope::tensorboard::StepScalars scalars(thresholds);
+//   gradscope::tensorboard::StepSummary event;
+//   scalars.add(step.records, event);            // then writer.write(step.step, t, event)
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gradscope/core/channels.h"
+#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/record.h"
+#include "gradscope/core/thresholds.h"
+#include "gradscope/tensorboard/event_writer.h"
+
+namespace gradscope::tensorboard {
+
+/// Per-step scalars and flags. Keeps per node only the run of low-update steps STAGNANT needs.
+class StepScalars {
+ public:
+  /// Throws Error for invalid thresholds.
+  explicit StepScalars(Thresholds thresholds);
+  /// Adds to `out` the scalars of one step's `records` (records of one node and site merge).
+  void add(const std::vector<Record>& records, StepSummary& out);
+  const Thresholds& thresholds() const { return thresholds_; }
+
+ private:
+  Thresholds thresholds_;
+  std::unordered_map<std::string, int64_t> stagnant_run_;  // by node: consecutive low-update steps
+};
+
+/// Adds the histograms of one channel record: channel_activation_mean/<node> (each channel's
+/// mean activation) and channel_grad_l2/<node> (each channel's output-gradient L2), and
+/// effective_rank/<node> when measured. Channels whose statistic is not finite are left out of
+/// the histogram (it has no bucket for them) and counted in channel_activation_mean_nonfinite/
+/// <node> and channel_grad_l2_nonfinite/<node>.
+void add_channel_histograms(const ChannelRecord& record, StepSummary& out);
+
+/// Adds each table's embedding metrics, judged over the whole run (embedding.json):
+/// embedding/coverage/<table> (exposed rows / rows), embedding/dead_fraction/<table> (never
+/// exposed or never updated, over rows), embedding/zombie_fraction/<table> (zombie rows over
+/// rows), embedding/lookup_gini/<table>, embedding/popularity_gini/<table>.
+void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSummary& out);
+
+/// Tag of the report text (the text `gradscope report` prints).
+inline constexpr const char* kReportTag = "gradscope/report";
+
+/// `text` as TensorBoard's text dashboard should show it: it renders markdown, which would
+/// fold the report's aligned columns, so every line is indented by four spaces (a markdown
+/// code block; unlike a ``` fence, no node name can end it).
+std::string report_markdown(const std::string& text);
+
+}  // namespace gradscope::tensorboard

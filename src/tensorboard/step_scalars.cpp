@@ -1,0 +1,151 @@
+#include "gradscope/tensorboard/step_scalars.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace gradscope::tensorboard {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One node's records of a step, merged per site.
+struct NodeStep {
+  std::string node;
+  std::array<Stats, kSiteCount> sites;
+  std::array<bool, kSiteCount> has{};
+  const Stats* get(Site s) const {
+    return has[static_cast<std::size_t>(s)] ? &sites[static_cast<std::size_t>(s)] : nullptr;
+  }
+};
+
+// The timeline's convention (FlowEntry::grad_norm): a step whose gradient held a NaN shows
+// NaN, one with an Inf +Inf; else the L2. The finite L2 alone would show an all-NaN
+// gradient as 0, a healthy-looking value.
+double shown_l2(const Stats& s) {
+  if (s.nan > 0) return kNaN;
+  if (s.inf() > 0) return std::numeric_limits<double>::infinity();
+  return s.l2();
+}
+
+double fraction(int64_t part, int64_t all) {
+  return all > 0 ? static_cast<double>(part) / all : kNaN;
+}
+
+}  // namespace
+
+StepScalars::StepScalars(Thresholds thresholds) : thresholds_(thresholds) {
+  thresholds_.validate();
+}
+
+void StepScalars::add(const std::vector<Record>& records, StepSummary& out) {
+  std::vector<NodeStep> nodes;
+  std::unordered_map<std::string, std::size_t> index;
+  for (const Record& r : records) {
+    auto [it, fresh] = index.emplace(r.node, nodes.size());
+    if (fresh) {
+      nodes.emplace_back();
+      nodes.back().node = r.node;
+    }
+    NodeStep& n = nodes[it->second];
+    const auto s = static_cast<std::size_t>(r.site);
+    n.sites[s] = n.has[s] ? merge(n.sites[s], r.stats) : r.stats;
+    n.has[s] = true;
+  }
+  const Thresholds& t = thresholds_;
+  const auto flag = [&out](const char* name, const std::string& node, bool on) {
+    out.scalar(std::string("flag/") + name + "/" + node, on ? 1.0 : 0.0);
+  };
+  for (const NodeStep& n : nodes) {
+    for (Site site : kGradientSites) {
+      const Stats* g = n.get(site);
+      if (!g) continue;
+      out.scalar("grad_l2/" + n.node, shown_l2(*g));
+      // The rules' per-step test (ReportBuilder::SiteAccum): the L2 of the finite values.
+      flag("VANISHING", n.node, g->has_finite() && g->l2() < t.grad_lo);
+      flag("EXPLODING", n.node, g->has_finite() && g->l2() > t.grad_hi);
+      break;
+    }
+    const Stats* param = n.get(Site::kParam);
+    const Stats* update = n.get(Site::kUpdate);
+    if (param && update) {
+      if (param->nan + update->nan + param->inf() + update->inf() > 0) {
+        out.scalar("update_ratio/" + n.node, kNaN);  // no ratio of the finite parts means anything
+      } else if (param->l2() > 0) {
+        const double ratio = update->l2() / param->l2();
+        out.scalar("update_ratio/" + n.node, ratio);
+        // The rules' STAGNANT: stagnant_steps consecutive steps below update_ratio_lo.
+        int64_t& run = stagnant_run_[n.node];
+        run = ratio < t.update_ratio_lo ? run + 1 : 0;
+        flag("STAGNANT", n.node, run >= t.stagnant_steps);
+      }
+    }
+    if (const Stats* a = n.get(Site::kActivation)) {
+      out.scalar("activation_zero_frac/" + n.node, a->frac_zero());
+      out.scalar("activation_saturated_frac/" + n.node, a->frac_saturated());
+      out.scalar("activation_nonfinite_frac/" + n.node, fraction(a->nan + a->inf(), a->count));
+      flag("DEAD", n.node, a->frac_zero() > t.dead_frac);
+    }
+    const Stats* pre = n.get(Site::kPreActivation);
+    const Stats* act = n.get(Site::kActivation);
+    if (act || pre)
+      flag("SATURATED", n.node,
+           (act && act->frac_saturated() > t.saturation_frac) ||
+               (pre && pre->frac_saturated() > t.saturation_frac));
+    int64_t nan = 0, inf = 0;
+    for (std::size_t s = 0; s < n.sites.size(); ++s)
+      if (n.has[s]) {
+        nan += n.sites[s].nan;
+        inf += n.sites[s].inf();
+      }
+    flag("NAN", n.node, nan > 0);
+    flag("INF", n.node, inf > 0);
+  }
+}
+
+void add_channel_histograms(const ChannelRecord& record, StepSummary& out) {
+  const auto add = [&](const std::string& measure, const std::vector<double>& values) {
+    if (values.empty()) return;
+    long skipped = 0;
+    Histogram h = histogram_of(values, &skipped);
+    if (h.num > 0) out.histogram(measure + "/" + record.node, std::move(h));
+    if (skipped > 0)
+      out.scalar(measure + "_nonfinite/" + record.node, static_cast<double>(skipped));
+  };
+  std::vector<double> means, norms;
+  for (const Stats& s : record.activation) means.push_back(s.nan + s.inf() > 0 ? kNaN : s.mean());
+  for (const Stats& s : record.output_grad) norms.push_back(shown_l2(s));
+  add("channel_activation_mean", means);
+  add("channel_grad_l2", norms);
+  if (!std::isnan(record.effective_rank))
+    out.scalar("effective_rank/" + record.node, record.effective_rank);
+}
+
+void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSummary& out) {
+  for (const EmbeddingReport& t : tables) {
+    const EmbeddingStats& s = t.stats;
+    const int64_t rows = s.num_embeddings;
+    out.scalar("embedding/coverage/" + t.layer, fraction(s.exposed_rows, rows));
+    // DEAD_ROWS' count (embedding_rules.cpp): never in a batch, or in one but never changed.
+    out.scalar("embedding/dead_fraction/" + t.layer,
+               fraction(s.never_exposed_rows + s.never_updated_rows, rows));
+    out.scalar("embedding/zombie_fraction/" + t.layer, fraction(s.zombie_rows, rows));
+    out.scalar("embedding/lookup_gini/" + t.layer, s.lookup_gini);
+    out.scalar("embedding/popularity_gini/" + t.layer, s.popularity_gini);
+  }
+}
+
+std::string report_markdown(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size() - 1;
+    out += "    ";
+    out.append(text, start, end - start + 1);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace gradscope::tensorboard

@@ -1,0 +1,144 @@
+#include "gradscope/tensorboard/tensorboard_sink.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "decode.h"
+#include "gradscope/core/tee_sink.h"
+
+namespace gradscope::tensorboard {
+namespace {
+
+Stats stats_of(const std::vector<float>& v) {
+  return compute(
+      TensorView::contiguous(v.data(), DType::kFloat32, {static_cast<int64_t>(v.size())}));
+}
+
+StepRecords step_of(int64_t step, float grad_scale) {
+  StepRecords s;
+  s.step = step;
+  std::vector<float> v(64);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = grad_scale * static_cast<float>(i % 7) - grad_scale;
+  s.records.push_back({step, "fc1", Site::kParamGrad, stats_of(v)});
+  s.records.push_back({step, "fc1", Site::kActivation, stats_of(v)});
+  return s;
+}
+
+struct Recording final : RunSink {
+  std::vector<int64_t> steps;
+  int summaries = 0;
+  void add_step(const StepRecords& s) override { steps.push_back(s.step); }
+  void set_summary(const RunSummary&) override { ++summaries; }
+};
+
+TEST(TeeSink, HandsEveryStepAndSummaryToEachSink) {
+  Recording a, b;
+  TeeSink tee({&a, &b});
+  RunSink& sink = tee;
+  sink.add_step(step_of(3, 1));
+  sink.add_step(step_of(4, 1));
+  sink.set_summary({});
+  EXPECT_EQ(a.steps, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(b.steps, a.steps);
+  EXPECT_EQ(a.summaries, 1);
+  EXPECT_EQ(b.summaries, 1);
+}
+
+TEST(TensorBoardSink, WritesEachStepAndTheFindingsText) {
+  const std::string dir = test::fresh_folder("sink");
+  std::string path;
+  {
+    TensorBoardSink sink(dir);
+    path = sink.path();
+    for (int64_t step = 0; step < 5; ++step) sink.add_step(step_of(step, step < 2 ? 1.0f : 1e-12f));
+    sink.set_summary({});
+    EXPECT_TRUE(sink.close());
+  }
+  const test::Decoded d = test::decode_file(path);
+  ASSERT_EQ(d.problem, "");
+  ASSERT_EQ(d.events.size(), 1u + 5u + 1u);
+  float vanishing[5];
+  for (int i = 0; i < 5; ++i) {
+    const auto& e = d.events[static_cast<std::size_t>(i) + 1];
+    EXPECT_EQ(e.step(), i);
+    for (const auto& v : e.summary().value())
+      if (v.tag() == "flag/VANISHING/fc1") vanishing[i] = v.simple_value();
+  }
+  EXPECT_EQ(vanishing[1], 0.f);
+  EXPECT_EQ(vanishing[2], 1.f);
+  const auto& text = d.events.back();
+  EXPECT_EQ(text.step(), 4);
+  ASSERT_EQ(text.summary().value(0).tag(), kReportTag);
+  const std::string report = text.summary().value(0).tensor().string_val(0);
+  EXPECT_NE(report.find("fc1"), std::string::npos);
+  EXPECT_NE(report.find("\n    verdict: unhealthy"), std::string::npos) << report;
+  EXPECT_EQ(report.rfind("    node ", 0), 0u) << report;  // a markdown code block: columns kept
+}
+
+// A full disk mid-run: training goes on, the error is reported once, the file ends at a
+// whole record. RLIMIT_FSIZE with SIGXFSZ ignored makes the writes fail as ENOSPC would.
+TEST(TensorBoardSink, FullDiskMidRunIsReportedOnceAndTrainingGoesOn) {
+  const std::string dir = test::fresh_folder("sink-full");
+  const int code = test::in_child_with_file_limit(30000, [&] {
+    int errors = 0;
+    std::string message;
+    TensorBoardSinkOptions o;
+    o.on_error = [&](const std::string& m) {
+      ++errors;
+      message = m;
+    };
+    o.flush_seconds = 0;  // write every step, so the limit is met mid-run
+    TensorBoardSink sink(dir, o);
+    int64_t trained = 0;
+    for (int64_t step = 0; step < 3000; ++step) {
+      sink.add_step(step_of(step, 1.0f));  // must not throw
+      ++trained;
+    }
+    sink.set_summary({});
+    const bool closed = sink.close();
+    if (trained != 3000) return 10;
+    if (errors != 1) return 11;
+    if (message.find("File too large") == std::string::npos ||
+        message.find("training goes on") == std::string::npos)
+      return 12;
+    if (closed || !sink.failed()) return 13;
+    return 0;
+  });
+  ASSERT_EQ(code, 0);
+  const test::Decoded d = test::decode_file(test::only_event_file(dir));
+  EXPECT_EQ(d.problem, "");
+  EXPECT_LE(d.bytes, 30000u);
+  EXPECT_GT(d.events.size(), 50u);
+}
+
+TEST(TensorBoardSink, DefaultReportIsOneLineOnStderr) {
+  const std::string dir = test::fresh_folder("sink-stderr");
+  const std::string err = dir + "/stderr.txt";
+  const int code = test::in_child_with_file_limit(20000, [&] {
+    const int fd =
+        ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);  // before the limit bites
+    dup2(fd, 2);
+    TensorBoardSinkOptions o;
+    o.flush_seconds = 0;
+    TensorBoardSink sink(dir + "/tb", o);
+    for (int64_t step = 0; step < 2000; ++step) sink.add_step(step_of(step, 1.0f));
+    sink.close();
+    return 0;
+  });
+  ASSERT_EQ(code, 0);
+  std::ifstream in(err);
+  std::string line, all;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    all += line;
+  }
+  EXPECT_EQ(lines, 1) << all;
+  EXPECT_EQ(all.rfind("gradscope: warning: tensorboard: cannot write '", 0), 0u) << all;
+}
+
+}  // namespace
+}  // namespace gradscope::tensorboard
