@@ -22,6 +22,8 @@ inline HtmlReportInput html_report_input(const LoadedRun& run, const EmbeddingRu
   in.series = &run.series;
   in.embedding = embedding;
   in.trees = trees;
+  in.architecture = &run.summary.architecture;
+  in.warnings = &run.summary.warnings;
   return in;
 }
 

@@ -27,7 +27,7 @@ int run_report(const ReportOptions& opt) {
   const std::optional<TreeRunSummary> tree_run = load_tree_summary(run.path);
   const TreeRunSummary* trees = tree_run ? &*tree_run : nullptr;
   if (opt.json) {
-    std::cout << render_run_json(run.meta, run.report, run.flow, embedding, trees);
+    std::cout << render_run_json(run.meta, run.report, run.flow, embedding, trees, &run.summary);
   } else if (opt.csv) {
     std::cout << render_csv(run.report);
   } else {

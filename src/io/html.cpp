@@ -14,6 +14,7 @@
 #include "gradscope/io/table.h"
 #include "gradscope/version.h"
 #include "internal/html_theme.h"
+#include "internal/html_model.h"
 #include "internal/html_trees.h"
 
 namespace gradscope {
@@ -362,6 +363,9 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
             chart_or_note(charts, "update-ratio", "No parameter updates recorded.") +
             "</section>\n";
   }
+  if (in.architecture || in.warnings)
+    page += internal::model_section(in.architecture ? *in.architecture : Architecture{},
+                                    in.warnings ? *in.warnings : std::vector<std::string>{});
   if (in.embedding && !in.embedding->tables.empty()) page += embedding_section(*in.embedding, charts);
   if (in.compression && !in.compression->points.empty()) page += compression_section(*in.compression, charts);
 

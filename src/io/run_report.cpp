@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "gradscope/io/architecture.h"
 #include "gradscope/io/json.h"
 #include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
@@ -39,7 +40,8 @@ std::string render_flow_summary(const FlowSummary& flow) {
 }
 
 std::string render_run_json(const RunMetadata& m, const Report& report, const FlowSummary& flow,
-                            const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {
+                            const EmbeddingRunSummary* embedding, const TreeRunSummary* trees,
+                            const RunSummary* summary) {
   nlohmann::ordered_json doc;
   doc["run"] = {{"name", m.name},
                 {"start_time", m.start_time},
@@ -77,6 +79,12 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
     doc["embedding"] = {{"tables", tables}, {"gradient_norm_correlations", correlations}};
   }
   if (trees) doc["trees"] = internal::tree_summary_to_json(*trees).at("gradscope_tree_run");
+  if (summary) {
+    if (!summary->architecture.nodes.empty())
+      doc["architecture"] =
+          nlohmann::ordered_json::parse(render_architecture_json(summary->architecture)).at("architecture");
+    doc["warnings"] = summary->warnings;
+  }
   return json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
 }
 

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradscope/core/architecture.h"
 #include "gradscope/core/compress.h"
 #include "gradscope/core/report.h"
 #include "gradscope/core/series.h"
@@ -54,6 +55,10 @@ struct HtmlReportInput {
   const TreeRunSummary* trees = nullptr;
   /// Optional: compressed variants of the model as measured (compression.json; docs/compression.md).
   const compress::MeasuredComparison* compression = nullptr;
+  /// Optional: what the audit saved with the run (its architecture and warnings), shown in the
+  /// "Model" section when it holds either.
+  const Architecture* architecture = nullptr;
+  const std::vector<std::string>* warnings = nullptr;
   /// Heatmap columns: evenly chosen frames when the timeline holds more.
   int max_heatmap_steps = 300;
 };

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gradscope/core/report.h"
+#include "gradscope/core/run_sink.h"
 #include "gradscope/core/timeline.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_metadata.h"
@@ -26,10 +27,12 @@ std::string render_flow_summary(const FlowSummary& flow);
 
 /// {"run": {...metadata}, "gradscope_report": {...as render_json}, "gradient_flow": {...}}, and
 /// with `embedding`, "embedding": {"tables": [...as render_embedding_json's inner object],
-/// "gradient_norm_correlations": [...]}; with `trees`, "trees": {...trees.json's body}.
+/// "gradient_norm_correlations": [...]}; with `trees`, "trees": {...trees.json's body}; with
+/// `summary` (what the audit saved with the run), "architecture": {"nodes": [...as
+/// render_architecture_json]} when it has nodes, and "warnings": [...the audit's warnings].
 std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow,
                             const EmbeddingRunSummary* embedding = nullptr,
-                            const TreeRunSummary* trees = nullptr);
+                            const TreeRunSummary* trees = nullptr, const RunSummary* summary = nullptr);
 
 /// "embedding tables:" and per table "  item (6170 rows, 100.0% exposed, lookup Gini 0.52,
 /// per step 0.25): 1 finding", each finding's type, premise and what to do beneath.
