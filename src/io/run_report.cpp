@@ -5,11 +5,13 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "gradscope/io/findings_json.h"
 #include "gradscope/io/json.h"
 #include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
 #include "gradscope/io/tree_text.h"
 #include "internal/embedding_codec.h"
+#include "internal/findings_codec.h"
 #include "internal/tree_codec.h"
 
 namespace gradscope {
@@ -77,6 +79,10 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
     doc["embedding"] = {{"tables", tables}, {"gradient_norm_correlations", correlations}};
   }
   if (trees) doc["trees"] = internal::tree_summary_to_json(*trees).at("gradscope_tree_run");
+  // Every finding above in the one agent schema (docs/agent-json.md); the keys above stay for
+  // the programs that read them.
+  doc["findings_version"] = kFindingsVersion;
+  doc["findings"] = internal::findings_to_json(run_findings(report, flow, embedding, trees));
   return json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
 }
 

@@ -26,7 +26,8 @@ std::string render_flow_summary(const FlowSummary& flow);
 
 /// {"run": {...metadata}, "gradscope_report": {...as render_json}, "gradient_flow": {...}}, and
 /// with `embedding`, "embedding": {"tables": [...as render_embedding_json's inner object],
-/// "gradient_norm_correlations": [...]}; with `trees`, "trees": {...trees.json's body}.
+/// "gradient_norm_correlations": [...]}; with `trees`, "trees": {...trees.json's body}; last
+/// "findings_version" and "findings": every finding in one schema (findings_json.h).
 std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow,
                             const EmbeddingRunSummary* embedding = nullptr,
                             const TreeRunSummary* trees = nullptr);
