@@ -71,9 +71,9 @@ std::string module_premise(const Evidence& e, const NodeReport& n, const Thresho
       return exact_number(e.value) + " " + e.measure + ", first in " + site_name(e.site) +
              since_text(e.first_step);
     case Flag::kFrozen:
-      return "no parameter gradient recorded" + detail + steps;
     case Flag::kNoData:
-      return "no activation or gradient element recorded" + steps;
+      // The measured count is 0: the rule saw nothing, and says what it looked for.
+      return exact_number(e.value) + " " + e.measure + detail + steps;
     case Flag::kDeadChannels:
     case Flag::kIgnoredChannels:
       return exact_number(e.value) + " of " + std::to_string(n.channels) + " channels: " +
