@@ -87,6 +87,21 @@ const std::map<std::string, std::function<void(RunWriter&, int)>>& pathologies()
          for (int k = 0; k < 10; ++k) c.activation.push_back(test::with_l2(1, 10, k < 6 ? 10 : 0, 0));
          w.add(c);
        }},
+      {"IGNORED_CHANNELS",
+       [](RunWriter& w, int s) {
+         w.add(Record{s, "body", Site::kParamGrad, grad(1)});
+         w.add(Record{s, "body", Site::kActivation, test::with_l2(1, 10, 1, 0)});
+         ChannelRecord c;
+         c.step = s;
+         c.node = "body";
+         for (int k = 0; k < 10; ++k) {
+           c.activation.push_back(test::with_l2(1, 10, 0, 0));                // every channel live
+           c.output_grad.push_back(test::with_l2(k < 4 ? 1e-9 : 0.5, 10));  // 4 ignored
+         }
+         w.add(c);
+       }},
+      {"NO_DATA",  // parameters recorded, but no activation and no gradient: nothing to judge
+       [](RunWriter& w, int s) { w.add(Record{s, "body", Site::kParam, grad(1)}); }},
       {"LEAKAGE",
        [](RunWriter& w, int s) {
          w.add(Record{s, "body", Site::kParamGrad, grad(1)});
