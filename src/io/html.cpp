@@ -197,12 +197,17 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
     out += "</tr><tr>";
     for (const auto& [k, v] : cells) out += "<td class=\"mono\">" + esc(v) + "</td>";
     out += "</tr></table>\n";
-    if (r.diagnostics.empty()) out += "<p>No embedding findings.</p>\n";
+    // The table's findings as the JSON has them (findings.h): the rule's score and the level.
+    const std::vector<Finding> findings = embedding_findings(r);
+    if (findings.empty()) out += "<p>No embedding findings.</p>\n";
     else out += "<ul class=\"advice\">\n";
-    for (const EmbeddingDiagnostic& d : r.diagnostics)
-      out += fmt::format("<li><b>{}</b> (confidence {}): {}<div class=\"evidence\">{} What to do: {}</div></li>\n",
-                         esc(d.type), fixed(d.confidence, "{:.2f}"), esc(d.premise), esc(d.implies), esc(what_to_do(d)));
-    if (!r.diagnostics.empty()) out += "</ul>\n";
+    for (std::size_t k = 0; k < findings.size(); ++k) {
+      const Finding& f = findings[k];
+      out += fmt::format("<li><b>{}</b> (confidence {}, {}): {}<div class=\"evidence\">{} What to do: {}</div></li>\n",
+                         esc(f.type), fixed(r.diagnostics[k].confidence, "{:.2f}"), confidence_name(f.confidence),
+                         esc(f.premise), esc(f.implies), esc(f.action));
+    }
+    if (!findings.empty()) out += "</ul>\n";
     out += "<div class=\"grid\">\n";
     const std::string prefix = "embedding-" + std::to_string(i) + "-";
     for (const Chart& c : charts)

@@ -99,9 +99,12 @@ std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
     out += fmt::format("  {} ({} rows, {:.1f}% exposed, {}): ", terminal_text(t.report.layer), s.num_embeddings,
                        s.active_coverage_pct, gini);
     out += n == 0 ? std::string("no findings\n") : fmt::format("{} finding{}\n", n, n == 1 ? "" : "s");
-    for (const EmbeddingDiagnostic& d : t.report.diagnostics)
-      out += fmt::format("    {} (confidence {:.2f}): {}\n      what to do: {}\n", terminal_text(d.type),
-                         d.confidence, terminal_text(d.premise), terminal_text(what_to_do(d)));
+    // What to do comes from the finding (findings.h), as in the JSON and the HTML.
+    const std::vector<Finding> findings = embedding_findings(t.report);
+    for (std::size_t k = 0; k < findings.size(); ++k)
+      out += fmt::format("    {} (confidence {:.2f}): {}\n      what to do: {}\n", terminal_text(findings[k].type),
+                         t.report.diagnostics[k].confidence, terminal_text(findings[k].premise),
+                         terminal_text(findings[k].action));
   }
   return out;
 }
@@ -118,8 +121,6 @@ std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
   }
   return out;
 }
-
-const std::string& what_to_do(const EmbeddingDiagnostic& d) { return d.advice.empty() ? d.action : d.advice; }
 
 std::string render_run_verdict(const Report& report, const FlowSummary& flow,
                                const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {

@@ -48,10 +48,6 @@ std::string render_run_verdict(const Report& report, const FlowSummary& flow,
                                const EmbeddingRunSummary* embedding = nullptr,
                                const TreeRunSummary* trees = nullptr);
 
-/// What a person should do about a finding: its advice, or its action code when an older
-/// embedding.json has no advice.
-const std::string& what_to_do(const EmbeddingDiagnostic& d);
-
 /// A run is unhealthy when a rule flags a node or the flow health is ProblemsDetected or
 /// worse (a few vanishing frames alone, MinorIssues, do not fail a CI job), or when an
 /// embedding table or the trees have a finding.
