@@ -60,8 +60,8 @@ ListedRun list_run(const fs::path& r) {
     std::string health = out.unhealthy ? "unhealthy" : "healthy";
     const auto flagged = run.report.flagged_worst_first();
     if (!flagged.empty())
-      health += fmt::format(": {} flagged, worst {} [{}]", flagged.size(), terminal_text(flagged.front()->node),
-                            flagged.front()->flags.join());
+      health += fmt::format(": {} flagged, worst {} [{}]", flagged.size(),
+                            terminal_text(flagged.front()->node), flagged.front()->flags.join());
     // A tree run has no gradients to speak of: its rounds speak instead.
     if (tree_run)
       health += fmt::format("; {} boosting rounds", tree_run->report.rounds);
@@ -83,7 +83,8 @@ void print_text(const std::string& dir, const std::vector<ListedRun>& runs) {
   }
   std::size_t w = 3;
   for (const auto& r : runs) w = std::max(w, terminal_text(r.name).size());
-  std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", "run", w, "steps", "nodes", "started", "health");
+  std::cout << fmt::format("{:<{}}  {:>7}  {:>5}  {:<20}  {}\n", "run", w, "steps", "nodes",
+                           "started", "health");
   for (const auto& r : runs) {
     const std::string name = terminal_text(r.name);
     if (!r.error.empty())
@@ -110,7 +111,8 @@ void print_json(const std::string& dir, const std::vector<ListedRun>& runs) {
                     {"unhealthy", r.unhealthy},
                     {"findings", Json::parse(render_findings_json(r.findings, -1))}});
   }
-  const Json doc = {{"gradscope_ls", {{"dir", dir}, {"runs", list}}}, {"findings_version", kFindingsVersion}};
+  const Json doc = {{"gradscope_ls", {{"dir", dir}, {"runs", list}}},
+                    {"findings_version", kFindingsVersion}};
   std::cout << json_text(doc.dump(2, ' ', false, Json::error_handler_t::replace)) << "\n";
 }
 

@@ -89,9 +89,12 @@ const char* flag_advice(Flag flag) { return flag_guidance(flag).action; }
 
 const char* confidence_name(Confidence c) {
   switch (c) {
-    case Confidence::kLow: return "low";
-    case Confidence::kMedium: return "medium";
-    case Confidence::kHigh: return "high";
+    case Confidence::kLow:
+      return "low";
+    case Confidence::kMedium:
+      return "medium";
+    case Confidence::kHigh:
+      return "high";
   }
   return "low";
 }

@@ -40,13 +40,20 @@ double fraction_margin(double value, double threshold) {
 
 const char* threshold_name(Flag f) {
   switch (f) {
-    case Flag::kVanishing: return "grad_lo";
-    case Flag::kExploding: return "grad_hi";
-    case Flag::kDead: return "dead_frac";
-    case Flag::kSaturated: return "saturation_frac";
-    case Flag::kStagnant: return "update_ratio_lo";
-    case Flag::kLeakage: return "leakage_cka";
-    default: return "";
+    case Flag::kVanishing:
+      return "grad_lo";
+    case Flag::kExploding:
+      return "grad_hi";
+    case Flag::kDead:
+      return "dead_frac";
+    case Flag::kSaturated:
+      return "saturation_frac";
+    case Flag::kStagnant:
+      return "update_ratio_lo";
+    case Flag::kLeakage:
+      return "leakage_cka";
+    default:
+      return "";
   }
 }
 
@@ -76,9 +83,9 @@ std::string module_premise(const Evidence& e, const NodeReport& n, const Thresho
       return exact_number(e.value) + " " + e.measure + detail + steps;
     case Flag::kDeadChannels:
     case Flag::kIgnoredChannels:
-      return exact_number(e.value) + " of " + std::to_string(n.channels) + " channels: " +
-             e.measure + " (channel_frac " + exact_number(t.channel_frac) + ", dead_frac " +
-             exact_number(e.threshold) + ")" + detail + steps;
+      return exact_number(e.value) + " of " + std::to_string(n.channels) +
+             " channels: " + e.measure + " (channel_frac " + exact_number(t.channel_frac) +
+             ", dead_frac " + exact_number(e.threshold) + ")" + detail + steps;
     default:
       return e.measure + " = " + exact_number(e.value) + " " + comparison_of(e.flag) + " " +
              threshold_name(e.flag) + " " + exact_number(e.threshold) + since_text(e.first_step) +
@@ -115,48 +122,64 @@ struct FlowTexts {
 FlowTexts flow_texts(FlowHealth h) {
   switch (h) {
     case FlowHealth::kCritical:
-      return {"Gradients exploded in most steps: the run is diverging and its later steps are "
-              "wasted.",
-              "Stop training; clip the gradient norm and lower the learning rate, then fix the "
-              "nodes with module findings."};
+      return {
+          "Gradients exploded in most steps: the run is diverging and its later steps are "
+          "wasted.",
+          "Stop training; clip the gradient norm and lower the learning rate, then fix the "
+          "nodes with module findings."};
     case FlowHealth::kProblemsDetected:
-      return {"In a large share of steps (or in some step, exploding) a node's gradient was too "
-              "small or too large to train it.",
-              "Fix the nodes with module findings first; review depth, initialisation and the "
-              "learning-rate schedule."};
+      return {
+          "In a large share of steps (or in some step, exploding) a node's gradient was too "
+          "small or too large to train it.",
+          "Fix the nodes with module findings first; review depth, initialisation and the "
+          "learning-rate schedule."};
     case FlowHealth::kMinorIssues:
       return {"A few steps had a vanishing gradient somewhere; training may still be fine.",
               "Keep watching the nodes named in the evidence; act on their module findings if "
               "they persist."};
-    case FlowHealth::kHealthy: break;
+    case FlowHealth::kHealthy:
+      break;
   }
   return {"", ""};
 }
 
 double flow_ratio_threshold(FlowHealth h, const Thresholds& t) {
   switch (h) {
-    case FlowHealth::kCritical: return t.flow_critical_ratio;
-    case FlowHealth::kProblemsDetected: return t.flow_problems_ratio;
-    default: return t.flow_minor_ratio;
+    case FlowHealth::kCritical:
+      return t.flow_critical_ratio;
+    case FlowHealth::kProblemsDetected:
+      return t.flow_problems_ratio;
+    default:
+      return t.flow_minor_ratio;
   }
 }
 
 const char* tree_implies(TreeFlag f) {
   switch (f) {
-    case TreeFlag::kStagnant: return "Boosting rounds add (almost) nothing: they cost time and size without learning.";
-    case TreeFlag::kOverfitting: return "Later rounds fit the training rows at the expense of unseen ones.";
-    case TreeFlag::kExploding: return "Round contributions grow instead of shrinking: the boosting diverges.";
-    case TreeFlag::kConcentrated: return "One feature carries most of the gain: the model rests on it, possibly a leak of the label.";
+    case TreeFlag::kStagnant:
+      return "Boosting rounds add (almost) nothing: they cost time and size without learning.";
+    case TreeFlag::kOverfitting:
+      return "Later rounds fit the training rows at the expense of unseen ones.";
+    case TreeFlag::kExploding:
+      return "Round contributions grow instead of shrinking: the boosting diverges.";
+    case TreeFlag::kConcentrated:
+      return "One feature carries most of the gain: the model rests on it, possibly a leak of the "
+             "label.";
   }
   return "";
 }
 
 const char* tree_effect(TreeFlag f) {
   switch (f) {
-    case TreeFlag::kStagnant: return "Fewer rounds (or a higher learning rate) give the same loss.";
-    case TreeFlag::kOverfitting: return "The validation loss stops rising after its lowest point.";
-    case TreeFlag::kExploding: return "Round contributions shrink from window to window.";
-    case TreeFlag::kConcentrated: return "The top feature's share of the gain falls below concentrated_share, or the feature is confirmed legitimate.";
+    case TreeFlag::kStagnant:
+      return "Fewer rounds (or a higher learning rate) give the same loss.";
+    case TreeFlag::kOverfitting:
+      return "The validation loss stops rising after its lowest point.";
+    case TreeFlag::kExploding:
+      return "Round contributions shrink from window to window.";
+    case TreeFlag::kConcentrated:
+      return "The top feature's share of the gain falls below concentrated_share, or the feature "
+             "is confirmed legitimate.";
   }
   return "";
 }
@@ -194,7 +217,8 @@ Confidence module_confidence(const Evidence& e, const NodeReport& n, const Thres
                                  e.value / static_cast<double>(n.channels), t.channel_frac))
                            : Confidence::kLow;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return cap_by_steps(c, n.steps);
@@ -245,22 +269,29 @@ std::optional<Finding> flow_finding(const FlowSummary& flow, const Thresholds& t
   const FlowTexts texts = flow_texts(flow.health);
   f.implies = texts.implies;
   f.action = texts.action;
-  f.expected_effect = "The share of frames with issues falls below flow_minor_ratio and the "
-                      "gradient-flow health reads healthy.";
+  f.expected_effect =
+      "The share of frames with issues falls below flow_minor_ratio and the "
+      "gradient-flow health reads healthy.";
   f.evidence = {{"issue_ratio", flow.issue_ratio, ratio_threshold, ">"},
                 {"issue_frames", static_cast<double>(flow.issue_frames), kNone, ""},
                 {"frames", static_cast<double>(flow.frames), kNone, ""},
                 {"vanishing node-frames", static_cast<double>(vanishing), kNone, ""},
                 {"exploding node-frames", static_cast<double>(exploding), kNone, ""}};
   for (const NodeFlow& n : flow.nodes) {
-    if (n.vanishing_frames) f.evidence.push_back({"vanishing frames: " + n.node, static_cast<double>(n.vanishing_frames), kNone, ""});
-    if (n.exploding_frames) f.evidence.push_back({"exploding frames: " + n.node, static_cast<double>(n.exploding_frames), kNone, ""});
+    if (n.vanishing_frames)
+      f.evidence.push_back(
+          {"vanishing frames: " + n.node, static_cast<double>(n.vanishing_frames), kNone, ""});
+    if (n.exploding_frames)
+      f.evidence.push_back(
+          {"exploding frames: " + n.node, static_cast<double>(n.exploding_frames), kNone, ""});
   }
   // The level's own ratio sets the confidence: above the critical ratio is high, above the
   // problems ratio medium, below both low (MinorIssues, or ProblemsDetected by one explosion).
   Confidence c = Confidence::kLow;
-  if (flow.issue_ratio > t.flow_critical_ratio) c = Confidence::kHigh;
-  else if (flow.issue_ratio > t.flow_problems_ratio) c = Confidence::kMedium;
+  if (flow.issue_ratio > t.flow_critical_ratio)
+    c = Confidence::kHigh;
+  else if (flow.issue_ratio > t.flow_problems_ratio)
+    c = Confidence::kMedium;
   f.confidence = cap_by_steps(c, flow.frames);
   return f;
 }
@@ -294,8 +325,9 @@ std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
     Finding f;
     f.kind = "trees";
     f.type = tree_flag_name(t.flag);
-    f.node = t.flag == TreeFlag::kConcentrated && t.feature >= 0 ? "features/" + r.feature_name(t.feature)
-                                                                 : std::string("trees");
+    f.node = t.flag == TreeFlag::kConcentrated && t.feature >= 0
+                 ? "features/" + r.feature_name(t.feature)
+                 : std::string("trees");
     f.since_step = t.first_round;
     const char* cmp = t.flag == TreeFlag::kStagnant ? "<" : ">";
     f.premise = t.measure + " = " + exact_number(t.value) + " " + cmp + " " +
@@ -305,8 +337,11 @@ std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
     f.action = t.advice;  // the tree rules name the round or feature in it
     f.expected_effect = tree_effect(t.flag);
     // Relative margin past the threshold: 1 (twice, or all the way to 0) is high.
-    const double margin = t.threshold != 0 ? std::fabs(t.value - t.threshold) / std::fabs(t.threshold) : kNone;
-    f.confidence = !(margin >= 0.25) ? Confidence::kLow : margin >= 1 ? Confidence::kHigh : Confidence::kMedium;
+    const double margin =
+        t.threshold != 0 ? std::fabs(t.value - t.threshold) / std::fabs(t.threshold) : kNone;
+    f.confidence = !(margin >= 0.25) ? Confidence::kLow
+                   : margin >= 1     ? Confidence::kHigh
+                                     : Confidence::kMedium;
     f.evidence = {{t.measure, t.value, t.threshold, cmp},
                   {"rounds", static_cast<double>(r.rounds), kNone, ""}};
     out.push_back(std::move(f));

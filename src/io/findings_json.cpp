@@ -63,8 +63,8 @@ std::vector<Finding> run_findings(const Report& report, const FlowSummary& flow,
 }
 
 std::string render_findings_json(const std::vector<Finding>& findings, int indent) {
-  return json_text(internal::findings_to_json(findings)
-                       .dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) +
+  return json_text(internal::findings_to_json(findings).dump(
+             indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) +
          "\n";
 }
 

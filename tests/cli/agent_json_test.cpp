@@ -47,8 +47,14 @@ fs::path make_run(const fs::path& dir, const std::function<void(RunWriter&, int)
 // The pathologies, each on node "body" of its own run.
 const std::map<std::string, std::function<void(RunWriter&, int)>>& pathologies() {
   static const std::map<std::string, std::function<void(RunWriter&, int)>> p = {
-      {"VANISHING", [](RunWriter& w, int s) { w.add(Record{s, "body", Site::kParamGrad, grad(3e-9)}); }},
-      {"EXPLODING", [](RunWriter& w, int s) { w.add(Record{s, "body", Site::kParamGrad, grad(2.5e5)}); }},
+      {"VANISHING",
+       [](RunWriter& w, int s) {
+         w.add(Record{s, "body", Site::kParamGrad, grad(3e-9)});
+       }},
+      {"EXPLODING",
+       [](RunWriter& w, int s) {
+         w.add(Record{s, "body", Site::kParamGrad, grad(2.5e5)});
+       }},
       {"NAN",
        [](RunWriter& w, int s) {
          Stats g = grad(1);
@@ -84,7 +90,8 @@ const std::map<std::string, std::function<void(RunWriter&, int)>>& pathologies()
          ChannelRecord c;
          c.step = s;
          c.node = "body";
-         for (int k = 0; k < 10; ++k) c.activation.push_back(test::with_l2(1, 10, k < 6 ? 10 : 0, 0));
+         for (int k = 0; k < 10; ++k)
+           c.activation.push_back(test::with_l2(1, 10, k < 6 ? 10 : 0, 0));
          w.add(c);
        }},
       {"IGNORED_CHANNELS",
@@ -95,13 +102,15 @@ const std::map<std::string, std::function<void(RunWriter&, int)>>& pathologies()
          c.step = s;
          c.node = "body";
          for (int k = 0; k < 10; ++k) {
-           c.activation.push_back(test::with_l2(1, 10, 0, 0));                // every channel live
+           c.activation.push_back(test::with_l2(1, 10, 0, 0));              // every channel live
            c.output_grad.push_back(test::with_l2(k < 4 ? 1e-9 : 0.5, 10));  // 4 ignored
          }
          w.add(c);
        }},
       {"NO_DATA",  // parameters recorded, but no activation and no gradient: nothing to judge
-       [](RunWriter& w, int s) { w.add(Record{s, "body", Site::kParam, grad(1)}); }},
+       [](RunWriter& w, int s) {
+         w.add(Record{s, "body", Site::kParam, grad(1)});
+       }},
       {"LEAKAGE",
        [](RunWriter& w, int s) {
          w.add(Record{s, "body", Site::kParamGrad, grad(1)});
@@ -127,10 +136,12 @@ Json report_json(const fs::path& run, int expect_code) {
 // naming channels or nodes) are taken out.
 std::vector<double> numbers_in(std::string premise, const std::vector<std::string>& texts) {
   for (const std::string& t : texts)
-    for (std::size_t at; !t.empty() && (at = premise.find(t)) != std::string::npos;) premise.erase(at, t.size());
+    for (std::size_t at; !t.empty() && (at = premise.find(t)) != std::string::npos;)
+      premise.erase(at, t.size());
   std::vector<double> out;
   const std::regex number(R"((-?\d+(\.\d+)?(e[-+]?\d+)?))");
-  for (auto it = std::sregex_iterator(premise.begin(), premise.end(), number); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(premise.begin(), premise.end(), number);
+       it != std::sregex_iterator(); ++it)
     out.push_back(std::stod((*it)[1]));
   return out;
 }
@@ -161,7 +172,8 @@ TEST_F(AgentJson, HealthyRunHasNoFindings) {
   EXPECT_EQ(doc.at("findings_version"), 1);
   EXPECT_EQ(doc.at("findings"), Json::array());
   // The keys other programs read are still there.
-  for (const char* key : {"run", "gradscope_report", "gradient_flow"}) EXPECT_TRUE(doc.contains(key)) << key;
+  for (const char* key : {"run", "gradscope_report", "gradient_flow"})
+    EXPECT_TRUE(doc.contains(key)) << key;
 }
 
 TEST_F(AgentJson, EachPathologyGivesItsFindingWithTheReportsNumbers) {
@@ -194,9 +206,10 @@ TEST_F(AgentJson, EachPathologyGivesItsFindingWithTheReportsNumbers) {
       EXPECT_EQ(measured.at("value"), ev->at("value"));
     }
     // Every number in the premise is one of the report's values for this node.
-    std::vector<double> held = {ev->at("value").get<double>(), node->at("steps").get<double>(),
-                                node->at("channels").get<double>(), node->at("nonfinite_steps").get<double>(),
-                                doc.at("gradscope_report").at("thresholds").at("channel_frac").get<double>()};
+    std::vector<double> held = {
+        ev->at("value").get<double>(), node->at("steps").get<double>(),
+        node->at("channels").get<double>(), node->at("nonfinite_steps").get<double>(),
+        doc.at("gradscope_report").at("thresholds").at("channel_frac").get<double>()};
     if (!ev->at("threshold").is_null()) held.push_back(ev->at("threshold").get<double>());
     if (!ev->at("first_step").is_null()) held.push_back(ev->at("first_step").get<double>());
     const std::string premise = f->at("premise");
@@ -204,7 +217,9 @@ TEST_F(AgentJson, EachPathologyGivesItsFindingWithTheReportsNumbers) {
     for (double v : numbers_in(premise, texts))
       EXPECT_NE(std::find(held.begin(), held.end(), v), held.end()) << v << " in: " << premise;
     const std::vector<double> written = numbers_in(premise, texts);
-    EXPECT_NE(std::find(written.begin(), written.end(), ev->at("value").get<double>()), written.end()) << premise;
+    EXPECT_NE(std::find(written.begin(), written.end(), ev->at("value").get<double>()),
+              written.end())
+        << premise;
   }
 }
 
@@ -260,7 +275,7 @@ TEST_F(AgentJson, EmbeddingFindingsWithHostileTextAndNaNStayValidJson) {
   const fs::path page = run.parent_path() / "page.html";
   ASSERT_EQ(run_cli("html " + run.string() + " -o " + page.string()).code, 0);
   EXPECT_THAT(test::slurp(page), HasSubstr("they thrash What to do: " + html_escape(d.advice) +
-                                             " <span class=\"evidence\">(high confidence)"));
+                                           " <span class=\"evidence\">(high confidence)"));
   fs::remove_all(run.parent_path());
 }
 

@@ -34,7 +34,8 @@ std::vector<double> numbers_in(std::string premise, const std::vector<std::strin
       premise.erase(at, t.size());
   std::vector<double> out;
   const std::regex number(R"((-?\d+(\.\d+)?(e[-+]?\d+)?|nan|-?inf))");
-  for (auto it = std::sregex_iterator(premise.begin(), premise.end(), number); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(premise.begin(), premise.end(), number);
+       it != std::sregex_iterator(); ++it)
     out.push_back(std::stod((*it)[1]));
   return out;
 }
@@ -60,7 +61,8 @@ Report pathology_report(int steps) {
   return b.build();
 }
 
-const Finding* find(const std::vector<Finding>& all, const std::string& type, const std::string& node) {
+const Finding* find(const std::vector<Finding>& all, const std::string& type,
+                    const std::string& node) {
   for (const Finding& f : all)
     if (f.type == type && f.node == node) return &f;
   return nullptr;
@@ -72,9 +74,13 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
   std::size_t evidence = 0;
   for (const NodeReport& n : report.nodes) evidence += n.evidence.size();
   ASSERT_EQ(all.size(), evidence);
-  for (const auto& [type, node] : std::vector<std::pair<std::string, std::string>>{
-           {"VANISHING", "vanish"}, {"EXPLODING", "explode"}, {"NAN", "nan"},
-           {"DEAD", "dead"}, {"SATURATED", "sat"}, {"STAGNANT", "still"}})
+  for (const auto& [type, node] :
+       std::vector<std::pair<std::string, std::string>>{{"VANISHING", "vanish"},
+                                                        {"EXPLODING", "explode"},
+                                                        {"NAN", "nan"},
+                                                        {"DEAD", "dead"},
+                                                        {"SATURATED", "sat"},
+                                                        {"STAGNANT", "still"}})
     EXPECT_NE(find(all, type, node), nullptr) << type;
 
   for (const NodeReport& n : report.nodes) {
@@ -88,8 +94,11 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
       EXPECT_EQ(f->implies, std::string(flag_guidance(e.flag).implies));
       EXPECT_FALSE(f->expected_effect.empty());
       // Each number of the premise is one the report holds, exactly.
-      const std::set<double> held = {e.value, e.threshold, static_cast<double>(e.first_step),
-                                     static_cast<double>(n.steps), static_cast<double>(n.channels),
+      const std::set<double> held = {e.value,
+                                     e.threshold,
+                                     static_cast<double>(e.first_step),
+                                     static_cast<double>(n.steps),
+                                     static_cast<double>(n.channels),
                                      static_cast<double>(n.nonfinite_steps)};
       const std::vector<double> written = numbers_in(f->premise, {e.measure, e.detail});
       EXPECT_FALSE(written.empty());
@@ -104,7 +113,8 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
   const Finding* v = find(all, "VANISHING", "vanish");
   EXPECT_EQ(v->evidence[0].threshold, report.thresholds.grad_lo);
   EXPECT_EQ(v->evidence[0].comparison, "<");
-  EXPECT_THAT(v->premise, HasSubstr(" = " + exact_number(v->evidence[0].value) + " < grad_lo 1e-07, first at step 0; 20 steps recorded"));
+  EXPECT_THAT(v->premise, HasSubstr(" = " + exact_number(v->evidence[0].value) +
+                                    " < grad_lo 1e-07, first at step 0; 20 steps recorded"));
   EXPECT_THAT(find(all, "NAN", "nan")->premise, HasSubstr("first at step 2"));
   EXPECT_EQ(find(all, "NAN", "nan")->since_step, 2);
 }
@@ -136,7 +146,7 @@ TEST(Findings, ConfidenceFollowsTheMarginAndTheSteps) {
   };
   // Ratio measures: orders of magnitude past the threshold (>= 1 high, >= 0.3 medium).
   EXPECT_EQ(level(Flag::kVanishing, 1e-9, 1e-7), Confidence::kHigh);
-  EXPECT_EQ(level(Flag::kVanishing, 1e-8, 1e-7), Confidence::kHigh);   // exactly 10x
+  EXPECT_EQ(level(Flag::kVanishing, 1e-8, 1e-7), Confidence::kHigh);    // exactly 10x
   EXPECT_EQ(level(Flag::kVanishing, 4e-8, 1e-7), Confidence::kMedium);  // 2.5x
   EXPECT_EQ(level(Flag::kVanishing, 9e-8, 1e-7), Confidence::kLow);     // 1.1x
   EXPECT_EQ(level(Flag::kVanishing, 0, 1e-7), Confidence::kHigh);
@@ -247,7 +257,8 @@ TEST(Findings, EmbeddingAndTreeFindingsKeepTheirRulesTexts) {
 }
 
 TEST(Findings, ExactNumberReadsBackToTheSameDouble) {
-  for (double v : {0.0, 1.0, -3.0, 1e-7, 7.054529855792558e-12, 0.1 + 0.2, 1e300, 123456789.0, -2.5e-308})
+  for (double v :
+       {0.0, 1.0, -3.0, 1e-7, 7.054529855792558e-12, 0.1 + 0.2, 1e300, 123456789.0, -2.5e-308})
     EXPECT_EQ(std::stod(exact_number(v)), v) << exact_number(v);
   EXPECT_EQ(exact_number(1e-9), "1e-09");
   EXPECT_EQ(exact_number(20), "20");

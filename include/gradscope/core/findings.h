@@ -44,9 +44,9 @@ struct FindingMeasure {
 
 /// One finding in the shape coding agents read.
 struct Finding {
-  std::string kind;  ///< "module", "flow", "embedding", "trees"
-  std::string type;  ///< VANISHING, GRADIENT_FLOW, ZOMBIE_ROWS, OVERFITTING, ...
-  std::string node;  ///< node, embedding table or "trees"; "" for the whole model (flow)
+  std::string kind;         ///< "module", "flow", "embedding", "trees"
+  std::string type;         ///< VANISHING, GRADIENT_FLOW, ZOMBIE_ROWS, OVERFITTING, ...
+  std::string node;         ///< node, embedding table or "trees"; "" for the whole model (flow)
   int64_t since_step = -1;  ///< step (round for trees) where it begins; -1: unknown
   std::string premise;      ///< what was measured, with the measured numbers
   std::string implies, action, expected_effect;
