@@ -57,6 +57,8 @@ Report pathology_report(int steps) {
     b.add(Record{s, "still", Site::kParamGrad, grad(1)});
     b.add(Record{s, "still", Site::kParam, grad(1)});
     b.add(Record{s, "still", Site::kUpdate, grad(2e-9)});
+    b.add(Record{s, "enc", Site::kParamGrad, grad(1)});  // its child's flag rolls up to it
+    b.add(Record{s, "enc/fc", Site::kParamGrad, grad(4e-9)});
   }
   return b.build();
 }
@@ -80,7 +82,9 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
                                                         {"NAN", "nan"},
                                                         {"DEAD", "dead"},
                                                         {"SATURATED", "sat"},
-                                                        {"STAGNANT", "still"}})
+                                                        {"STAGNANT", "still"},
+                                                        {"VANISHING", "enc/fc"},
+                                                        {"VANISHING", "enc"}})
     EXPECT_NE(find(all, type, node), nullptr) << type;
 
   for (const NodeReport& n : report.nodes) {
@@ -117,6 +121,10 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
                                     " < grad_lo 1e-07, first at step 0; 20 steps recorded"));
   EXPECT_THAT(find(all, "NAN", "nan")->premise, HasSubstr("first at step 2"));
   EXPECT_EQ(find(all, "NAN", "nan")->since_step, 2);
+  const Finding* rolled = find(all, "VANISHING", "enc");
+  EXPECT_EQ(rolled->premise, "1 submodules flagged VANISHING (in: fc)");
+  EXPECT_EQ(rolled->since_step, 0);
+  EXPECT_EQ(rolled->confidence, Confidence::kHigh);
 }
 
 TEST(Findings, HealthyReportHasNoFindings) {
@@ -161,6 +169,9 @@ TEST(Findings, ConfidenceFollowsTheMarginAndTheSteps) {
   EXPECT_EQ(level(Flag::kSaturated, 0.8, 0.5), Confidence::kHigh);
   EXPECT_EQ(level(Flag::kSaturated, 0.6, 0.5), Confidence::kMedium);
   EXPECT_EQ(level(Flag::kSaturated, 0.52, 0.5), Confidence::kLow);
+  EXPECT_EQ(level(Flag::kLeakage, 0.995, 0.98), Confidence::kHigh);    // 0.75 of the range
+  EXPECT_EQ(level(Flag::kLeakage, 0.983, 0.98), Confidence::kMedium);  // 0.15
+  EXPECT_EQ(level(Flag::kLeakage, 0.981, 0.98), Confidence::kLow);
   // Observed facts: high.
   EXPECT_EQ(level(Flag::kNaN, 1, 0), Confidence::kHigh);
   EXPECT_EQ(level(Flag::kInf, 1, 0), Confidence::kHigh);
@@ -168,6 +179,7 @@ TEST(Findings, ConfidenceFollowsTheMarginAndTheSteps) {
   // Channels: dead share of channels past channel_frac.
   n.channels = 10;
   EXPECT_EQ(level(Flag::kDeadChannels, 8, t.dead_frac), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kIgnoredChannels, 8, t.dead_frac), Confidence::kHigh);
   EXPECT_EQ(level(Flag::kDeadChannels, 4, t.dead_frac), Confidence::kMedium);  // (0.4-0.2)/0.8
   EXPECT_EQ(level(Flag::kDeadChannels, 2.5, t.dead_frac), Confidence::kLow);
   // Few steps cap it: under 10 at most medium, under 3 low.
@@ -231,6 +243,14 @@ TEST(Findings, EmbeddingAndTreeFindingsKeepTheirRulesTexts) {
   EXPECT_TRUE(std::isnan(e[0].evidence[1].value));
   EXPECT_EQ(e[0].evidence.back().name, "confidence_score");
   EXPECT_EQ(e[0].evidence.back().value, 0.62);
+  for (const auto& [score, expected] :
+       std::vector<std::pair<double, Confidence>>{{0.8, Confidence::kHigh},
+                                                  {0.79, Confidence::kMedium},
+                                                  {0.5, Confidence::kMedium},
+                                                  {0.49, Confidence::kLow}}) {
+    table.diagnostics[0].confidence = score;
+    EXPECT_EQ(embedding_findings(table)[0].confidence, expected) << score;
+  }
   d.advice.clear();  // an older embedding.json: the code stands in
   table.diagnostics = {d};
   EXPECT_EQ(embedding_findings(table)[0].action, d.action);
@@ -254,6 +274,11 @@ TEST(Findings, EmbeddingAndTreeFindingsKeepTheirRulesTexts) {
   EXPECT_EQ(t[0].action, "Stop at round 6.");
   EXPECT_THAT(t[0].premise, HasSubstr("relative rise = 3.15 > 0.02, from round 6 of 200"));
   EXPECT_EQ(t[0].confidence, Confidence::kHigh);
+  // Relative margin |value - threshold| / |threshold|: >= 1 high, >= 0.25 medium.
+  trees.findings[0].value = 0.03;  // 0.5 past
+  EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kMedium);
+  trees.findings[0].value = 0.022;  // 0.1 past
+  EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kLow);
 }
 
 TEST(Findings, ExactNumberReadsBackToTheSameDouble) {
