@@ -43,7 +43,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Show a saved run's nodes, flags and gradient-flow health (exit 1 when unhealthy)");
   cmd->add_option("RUN", opt->run, "run directory (or its run.db)")->required();
-  auto* json = cmd->add_flag("--json", opt->json, "one JSON document (run, report, gradient flow)");
+  auto* json = cmd->add_flag("--json", opt->json, "one JSON document (run, report, gradient flow, and every finding in the agent schema)");
   cmd->add_flag("--csv", opt->csv, "one CSV row per node")->excludes(json);
   add_partial_flag(cmd, opt->partial);
   cmd->callback([opt, &exit_code] { exit_code = run_report(*opt); });

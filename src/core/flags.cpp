@@ -58,47 +58,7 @@ int flag_severity(Flag flag) {
   return 0;
 }
 
-const char* flag_advice(Flag flag) {
-  switch (flag) {
-    case Flag::kHealthy: return "";
-    case Flag::kVanishing:
-      return "Gradients too small to train it: check the initialisation scale, add normalisation "
-             "or a residual path around the nodes in front of it, or use a non-saturating activation.";
-    case Flag::kExploding:
-      return "Gradients too large: clip the gradient norm, lower the learning rate, and check the "
-             "scale of its inputs.";
-    case Flag::kNaN:
-      return "Start at the NaN origin: look for log or sqrt of non-positive values, division by "
-             "zero or overflowing exp there; lower the learning rate or clip gradients.";
-    case Flag::kInf:
-      return "Values overflowed: check the input scale and any exp or division, clip gradients, "
-             "or compute that part in float32.";
-    case Flag::kDead:
-      return "Its outputs are almost all zero (dying ReLU): lower the learning rate, use "
-             "LeakyReLU or GELU, or re-initialise its biases to small positive values.";
-    case Flag::kSaturated:
-      return "Activations beyond the saturation threshold: normalise its inputs, add a "
-             "normalisation layer, or lower the initialisation scale.";
-    case Flag::kNoData:
-      return "Nothing was recorded: check that it runs in forward and that the audit covers it.";
-    case Flag::kFrozen:
-      return "Its parameters never received a gradient: if not intended, check requires_grad and "
-             "that its output reaches the loss.";
-    case Flag::kStagnant:
-      return "Its parameters barely move: raise its learning rate, or check the optimizer's "
-             "parameter groups and weight decay.";
-    case Flag::kDeadChannels:
-      return "Some channels never activate: re-initialise or prune them, or use a leaky "
-             "activation.";
-    case Flag::kIgnoredChannels:
-      return "Live channels the next nodes ignore: candidates for pruning, or check the node that "
-             "consumes them.";
-    case Flag::kLeakage:
-      return "Two branches carry the same information: drop or shrink one, or regularise them "
-             "towards diversity.";
-  }
-  return "";
-}
+// flag_advice lives in finding_guidance.cpp with the rest of each flag's guidance.
 
 std::vector<Flag> FlagSet::list() const {
   std::vector<Flag> out;

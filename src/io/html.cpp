@@ -10,6 +10,7 @@
 #include <random>
 
 #include "gradscope/core/error.h"
+#include "gradscope/io/findings_json.h"
 #include "gradscope/io/run_report.h"
 #include "gradscope/io/table.h"
 #include "gradscope/version.h"
@@ -114,33 +115,43 @@ std::string node_table(const Report& report) {
   return out + "</tbody></table>\n";
 }
 
-// What to do: the worst flagged nodes, each flag's advice with its evidence (the rest are in
-// the node table), then each embedding finding with its action. The gradient-flow
-// recommendations fold away (they repeat per node).
+// One finding as the JSON holds it (findings.h): what it implies, what to do, confidence and
+// the premise with its measured numbers. Nothing here is recomputed.
+std::string finding_item(const Finding& f) {
+  return fmt::format("<li>{} What to do: {} <span class=\"evidence\">({} confidence)</span>"
+                     "<div class=\"evidence\">{}</div></li>\n",
+                     esc(f.implies), esc(f.action), confidence_name(f.confidence), esc(f.premise));
+}
+
+// What to do: the run's findings (findings_json.h's run_findings, the JSON's "findings"):
+// the worst flagged nodes with their flags' findings (the rest are in the node table), the
+// gradient flow's, each embedding table's and the trees'. The per-node gradient-flow
+// recommendations fold away (they repeat the node findings).
 std::string recommendations(const Report& report, const FlowSummary& flow,
                             const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {
   constexpr std::size_t kShown = 3;
+  const std::vector<Finding> findings = run_findings(report, flow, embedding, trees);
   const std::vector<const NodeReport*> flagged = report.flagged_worst_first();
   std::string items;
   for (std::size_t i = 0; i < flagged.size() && i < kShown; ++i) {
     const NodeReport& n = *flagged[i];
     items += "<li><b class=\"mono\">" + esc(n.node) + "</b> " + flag_badges(n) + "<ul>\n";
-    for (const Evidence& e : n.evidence)
-      items += fmt::format("<li>{}<div class=\"evidence\">{}</div></li>\n", esc(flag_advice(e.flag)),
-                           esc(describe_evidence(e)));
+    for (const Finding& f : findings)
+      if (f.kind == "module" && f.node == n.node) items += finding_item(f);
     items += "</ul></li>\n";
   }
   if (flagged.size() > kShown)
     items += fmt::format("<li>{} more flagged node{} in the <a href=\"#nodes-section\">node table</a>.</li>\n",
                          flagged.size() - kShown, flagged.size() - kShown == 1 ? "" : "s");
+  for (const Finding& f : findings) {
+    if (f.kind == "module") continue;
+    const std::string where = f.node.empty() ? "" : "<b class=\"mono\">" + esc(f.node) + "</b> ";
+    const std::string since =
+        f.kind == "trees" && f.since_step >= 0 ? fmt::format(" from round {}", f.since_step) : "";
+    items += fmt::format("<li>{}<span class=\"flag failing\">{}{}</span><ul>{}</ul></li>\n", where,
+                         esc(f.type), since, finding_item(f));
+  }
   const bool embedding_findings = !embedding_verdict(embedding).empty();
-  for (std::size_t i = 0; embedding_findings && i < embedding->tables.size(); ++i)
-    for (const EmbeddingDiagnostic& d : embedding->tables[i].report.diagnostics)
-      items += fmt::format(
-          "<li><b class=\"mono\">{}</b> <span class=\"flag failing\">{}</span><ul><li>{} What to do: {}"
-          "<div class=\"evidence\">{}</div></li></ul></li>\n",
-          esc(embedding->tables[i].report.layer), esc(d.type), esc(d.implies), esc(what_to_do(d)), esc(d.premise));
-  if (trees) items += internal::tree_advice_items(*trees);
   std::string out;
   if (trees && flagged.empty())
     out += trees->report.findings.empty() ? "<p>No tree finding.</p>\n" : "";
@@ -187,12 +198,17 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
     out += "</tr><tr>";
     for (const auto& [k, v] : cells) out += "<td class=\"mono\">" + esc(v) + "</td>";
     out += "</tr></table>\n";
-    if (r.diagnostics.empty()) out += "<p>No embedding findings.</p>\n";
+    // The table's findings as the JSON has them (findings.h): the rule's score and the level.
+    const std::vector<Finding> findings = embedding_findings(r);
+    if (findings.empty()) out += "<p>No embedding findings.</p>\n";
     else out += "<ul class=\"advice\">\n";
-    for (const EmbeddingDiagnostic& d : r.diagnostics)
-      out += fmt::format("<li><b>{}</b> (confidence {}): {}<div class=\"evidence\">{} What to do: {}</div></li>\n",
-                         esc(d.type), fixed(d.confidence, "{:.2f}"), esc(d.premise), esc(d.implies), esc(what_to_do(d)));
-    if (!r.diagnostics.empty()) out += "</ul>\n";
+    for (std::size_t k = 0; k < findings.size(); ++k) {
+      const Finding& f = findings[k];
+      out += fmt::format("<li><b>{}</b> (confidence {}, {}): {}<div class=\"evidence\">{} What to do: {}</div></li>\n",
+                         esc(f.type), fixed(r.diagnostics[k].confidence, "{:.2f}"), confidence_name(f.confidence),
+                         esc(f.premise), esc(f.implies), esc(f.action));
+    }
+    if (!findings.empty()) out += "</ul>\n";
     out += "<div class=\"grid\">\n";
     const std::string prefix = "embedding-" + std::to_string(i) + "-";
     for (const Chart& c : charts)

@@ -264,17 +264,6 @@ std::vector<Chart> tree_charts(const TreeRunSummary& s) {
   return out;
 }
 
-std::string tree_advice_items(const TreeRunSummary& s) {
-  std::string out;
-  for (const TreeFinding& f : s.report.findings)
-    out += fmt::format(
-        "<li><span class=\"flag failing\">{}</span> {}<div class=\"evidence\">{} = {} (threshold "
-        "{}); {}</div></li>\n",
-        esc(tree_finding_label(s.report, f)), esc(f.advice), esc(f.measure), cell(f.value),
-        cell(f.threshold), esc(f.detail));
-  return out;
-}
-
 std::string tree_section(const TreeRunSummary& s, const std::vector<Chart>& charts) {
   const TreeDynamicsReport& r = s.report;
   std::string out = "<section id=\"trees\"><h2>Boosting rounds</h2>\n<table class=\"stats\"><tr>";

@@ -6,11 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/io/architecture.h"
+#include "gradscope/io/findings_json.h"
 #include "gradscope/io/json.h"
 #include "gradscope/io/safe_text.h"
 #include "gradscope/io/table.h"
 #include "gradscope/io/tree_text.h"
 #include "internal/embedding_codec.h"
+#include "internal/findings_codec.h"
 #include "internal/tree_codec.h"
 
 namespace gradscope {
@@ -85,6 +87,10 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
           nlohmann::ordered_json::parse(render_architecture_json(summary->architecture)).at("architecture");
     doc["warnings"] = summary->warnings;
   }
+  // Every finding above in the one agent schema (docs/agent-json.md); the keys above stay for
+  // the programs that read them.
+  doc["findings_version"] = kFindingsVersion;
+  doc["findings"] = internal::findings_to_json(run_findings(report, flow, embedding, trees));
   return json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
 }
 
@@ -101,9 +107,12 @@ std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
     out += fmt::format("  {} ({} rows, {:.1f}% exposed, {}): ", terminal_text(t.report.layer), s.num_embeddings,
                        s.active_coverage_pct, gini);
     out += n == 0 ? std::string("no findings\n") : fmt::format("{} finding{}\n", n, n == 1 ? "" : "s");
-    for (const EmbeddingDiagnostic& d : t.report.diagnostics)
-      out += fmt::format("    {} (confidence {:.2f}): {}\n      what to do: {}\n", terminal_text(d.type),
-                         d.confidence, terminal_text(d.premise), terminal_text(what_to_do(d)));
+    // What to do comes from the finding (findings.h), as in the JSON and the HTML.
+    const std::vector<Finding> findings = embedding_findings(t.report);
+    for (std::size_t k = 0; k < findings.size(); ++k)
+      out += fmt::format("    {} (confidence {:.2f}): {}\n      what to do: {}\n", terminal_text(findings[k].type),
+                         t.report.diagnostics[k].confidence, terminal_text(findings[k].premise),
+                         terminal_text(findings[k].action));
   }
   return out;
 }
@@ -120,8 +129,6 @@ std::string embedding_verdict(const EmbeddingRunSummary* embedding) {
   }
   return out;
 }
-
-const std::string& what_to_do(const EmbeddingDiagnostic& d) { return d.advice.empty() ? d.action : d.advice; }
 
 std::string render_run_verdict(const Report& report, const FlowSummary& flow,
                                const EmbeddingRunSummary* embedding, const TreeRunSummary* trees) {

@@ -56,9 +56,26 @@ function makeReports(tmp) {
     const html = path.join(tmp, `${name}.html`);
     const specs = path.join(tmp, `${name}-specs`);
     run(gradscope, ['html', path.join(runs, name), '-o', html, '--spec', specs], 60_000);
-    return { name, html, specs };
+    // The findings as agents get them (exit 1 for a sick run): the page must show the same.
+    const json = spawnSync(gradscope, ['report', '--json', path.join(runs, name)], { encoding: 'utf8' });
+    assert.ok(json.status === 0 || json.status === 1, `report --json ${name} exited ${json.status}`);
+    return { name, html, specs, findings: JSON.parse(json.stdout).findings };
   });
   return { reports, hostile };
+}
+
+// "What to do" renders the findings of `report --json` (docs/agent-json.md), not texts of its
+// own: each one's action and premise is in the section, as text. Module findings are shown for
+// the three worst nodes (the rest are in the node table).
+async function checkFindings(page, report) {
+  const summary = await page.locator('#summary').textContent();
+  const shownNodes = [...new Set(report.findings.filter((f) => f.kind === 'module').map((f) => f.node))].slice(0, 3);
+  const shown = report.findings.filter((f) => f.kind !== 'module' || shownNodes.includes(f.node));
+  for (const f of shown) {
+    assert.ok(summary.includes(f.action), `${report.name}: ${f.type} ${f.node}: action not in What to do`);
+    assert.ok(summary.includes(f.premise), `${report.name}: ${f.type} ${f.node}: premise not in What to do`);
+  }
+  if (report.findings.length === 0) assert.match(summary, /No node is flagged|No tree finding/);
 }
 
 // Opens a report and records everything the page must not do while it renders.
@@ -188,6 +205,7 @@ test('gradscope html reports render in Chromium', { skip: missing && !inCI ? mis
           assert.equal(await page.locator('table#nodes').count(), 1, 'no table#nodes');
         }
         checkSpecs(report, charts);
+        await checkFindings(page, report);
         if (report.name === 'hostile') await checkHostile(page, hostile, charts);
       } finally {
         await page.close();

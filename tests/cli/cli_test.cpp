@@ -675,6 +675,27 @@ TEST(CliRuns, DemoWritesRunsThatReportReads) {
     for (const auto& node : saved.at("nodes")) channels += node.at("channels").get<int64_t>();
     EXPECT_GT(channels, 0) << name << ": the demo's channel views are in its saved run";
   }
+  // The agent schema on the real runs (docs/agent-json.md): each planted pathology is a finding
+  // on the node and from the step where it was planted, holding the report's measured value.
+  EXPECT_EQ(nlohmann::json::parse(run("report --json " + (out / "demo-healthy-mlp").string()).out).at("findings"),
+            nlohmann::json::array());
+  const std::array<std::array<const char*, 3>, 3> planted = {
+      {{"vanishing-trunk", "VANISHING", "trunk0"}, {"dying-relu", "DEAD", "fc2"}, {"nan-later", "NAN", "logfeat"}}};
+  for (const auto& [name, type, node] : planted) {
+    const auto doc = nlohmann::json::parse(run("report --json " + (out / (std::string("demo-") + name)).string()).out);
+    const nlohmann::json* finding = nullptr;
+    for (const auto& f : doc.at("findings"))
+      if (f.at("type") == type && f.at("node") == node) finding = &f;
+    ASSERT_NE(finding, nullptr) << name << ": " << doc.at("findings").dump(1);
+    for (const auto& n : doc.at("gradscope_report").at("nodes"))
+      for (const auto& e : n.at("evidence"))
+        if (n.at("node") == node && e.at("flag") == type) {
+          EXPECT_EQ(finding->at("since_step"), e.at("first_step")) << name;
+          EXPECT_EQ(finding->at("evidence")[0].at("value"), e.at("value")) << name;
+        }
+    EXPECT_EQ(finding->at("since_step"), std::string(name) == "nan-later" ? 20 : 0) << name;
+    EXPECT_EQ(finding->at("confidence"), "high") << name;
+  }
   fs::remove_all(out);
 }
 

@@ -16,6 +16,7 @@
 #include "../common/require_data.h"
 #include "cli_process.h"
 #include "gradscope/core/tree_dynamics.h"
+#include "gradscope/core/findings.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "gradscope/trees/xgboost_api.h"
@@ -174,6 +175,33 @@ TEST_F(TreesCli, ReportLsHtmlAndDiffWorkOnTreeRuns) {
   const Json doc = Json::parse(json.out);
   EXPECT_EQ(doc.at("run").at("unhealthy"), true);
   EXPECT_EQ(doc.at("trees").at("findings")[0].at("flag"), "STAGNANT");
+  // The agent schema (docs/agent-json.md): the tree finding with the rule's own value,
+  // threshold and round; no gradient-flow finding, a tree run records no gradients.
+  ASSERT_EQ(doc.at("findings").size(), doc.at("trees").at("findings").size());
+  const Json& saved = doc.at("trees").at("findings")[0];
+  const Json& finding = doc.at("findings")[0];
+  EXPECT_EQ(finding.at("kind"), "trees");
+  EXPECT_EQ(finding.at("type"), "STAGNANT");
+  EXPECT_EQ(finding.at("node"), "trees");
+  EXPECT_EQ(finding.at("since_step"), saved.at("first_round"));
+  EXPECT_EQ(finding.at("action"), saved.at("advice"));
+  EXPECT_EQ(finding.at("evidence")[0].at("value"), saved.at("value"));
+  EXPECT_EQ(finding.at("evidence")[0].at("threshold"), saved.at("threshold"));
+  EXPECT_EQ(finding.at("evidence")[0].at("comparison"), "<");
+  EXPECT_THAT(finding.at("premise").get<std::string>(),
+              HasSubstr(" = " + exact_number(saved.at("value").get<double>()) + " < " +
+                        exact_number(saved.at("threshold").get<double>()) + ", from round 0 of 30"));
+  const Result healthy_json = run("report runs2/a --json");
+  EXPECT_EQ(healthy_json.code, 0);
+  EXPECT_EQ(Json::parse(healthy_json.out).at("findings"), Json::array());
+  const Result check = run("ls runs2 --check --json");
+  EXPECT_EQ(check.code, 1);
+  EXPECT_EQ(Json::parse(check.out).at("gradscope_ls").at("runs").size(), 2u);
+  const Result diff_json = run("diff --json runs2/a runs2/b");
+  EXPECT_EQ(diff_json.code, 1);
+  const Json diff = Json::parse(diff_json.out);
+  EXPECT_EQ(diff.at("findings_new_in_b")[0].at("type"), "STAGNANT");
+  EXPECT_EQ(diff.at("gradscope_diff").at("trees")[0].at("change"), "worse");
 
   const Result ls = run("ls runs2");
   EXPECT_EQ(ls.code, 0);

@@ -40,8 +40,8 @@ const char* flag_name(Flag flag);
 /// as a consequence.
 int flag_severity(Flag flag);
 
-/// What to try first for a node with this flag, one sentence ("" for HEALTHY). Standard
-/// remedies, not measured claims; the evidence says why the flag was raised.
+/// What to try first for a node with this flag, one sentence ("" for HEALTHY): the action of
+/// flag_guidance (findings.h), where every flag's guidance is written once.
 const char* flag_advice(Flag flag);
 
 /// A small set of flags, iterated in enum order.

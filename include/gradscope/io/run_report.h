@@ -29,7 +29,8 @@ std::string render_flow_summary(const FlowSummary& flow);
 /// with `embedding`, "embedding": {"tables": [...as render_embedding_json's inner object],
 /// "gradient_norm_correlations": [...]}; with `trees`, "trees": {...trees.json's body}; with
 /// `summary` (what the audit saved with the run), "architecture": {"nodes": [...as
-/// render_architecture_json]} when it has nodes, and "warnings": [...the audit's warnings].
+/// render_architecture_json]} when it has nodes, and "warnings": [...the audit's warnings]; last
+/// "findings_version" and "findings": every finding in one schema (findings_json.h).
 std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow,
                             const EmbeddingRunSummary* embedding = nullptr,
                             const TreeRunSummary* trees = nullptr, const RunSummary* summary = nullptr);
@@ -49,10 +50,6 @@ std::string embedding_verdict(const EmbeddingRunSummary* embedding);
 std::string render_run_verdict(const Report& report, const FlowSummary& flow,
                                const EmbeddingRunSummary* embedding = nullptr,
                                const TreeRunSummary* trees = nullptr);
-
-/// What a person should do about a finding: its advice, or its action code when an older
-/// embedding.json has no advice.
-const std::string& what_to_do(const EmbeddingDiagnostic& d);
 
 /// A run is unhealthy when a rule flags a node or the flow health is ProblemsDetected or
 /// worse (a few vanishing frames alone, MinorIssues, do not fail a CI job), or when an

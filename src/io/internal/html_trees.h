@@ -15,9 +15,6 @@ namespace gradscope::internal {
 /// (gain shares). A chart without data is left out.
 std::vector<Chart> tree_charts(const TreeRunSummary& summary);
 
-/// List items for "What to do": each finding with its advice and evidence.
-std::string tree_advice_items(const TreeRunSummary& summary);
-
 /// <section id="trees">: model and data, the charts (or a note for each one left out), the
 /// window timeline, what was not judged, the features and the interaction suggestions.
 std::string tree_section(const TreeRunSummary& summary, const std::vector<Chart>& charts);

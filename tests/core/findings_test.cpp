@@ -1,0 +1,296 @@
+// Findings (findings.h): one per flag with the report's own numbers in its premise, the
+// documented confidence mapping, the flow, embedding and tree findings, and exact_number.
+#include "gradscope/core/findings.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <regex>
+#include <set>
+
+#include "../common/stats_fixture.h"
+#include "gradscope/core/rules.h"
+
+namespace gradscope {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Stats grad(double l2) { return test::with_l2(l2, 10); }
+
+// 10 elements of which `zero` are zero and `saturated` are beyond the saturation threshold.
+Stats activation(int64_t zero, int64_t saturated) { return test::with_l2(1, 10, zero, saturated); }
+
+// Every number written in `premise`, after removing the texts the rule wrote (measure names
+// such as "mean param_grad L2 over 20 steps", node names in details), which are not values.
+std::vector<double> numbers_in(std::string premise, const std::vector<std::string>& texts) {
+  for (const std::string& t : texts)
+    for (std::size_t at; !t.empty() && (at = premise.find(t)) != std::string::npos;)
+      premise.erase(at, t.size());
+  std::vector<double> out;
+  const std::regex number(R"((-?\d+(\.\d+)?(e[-+]?\d+)?|nan|-?inf))");
+  for (auto it = std::sregex_iterator(premise.begin(), premise.end(), number);
+       it != std::sregex_iterator(); ++it)
+    out.push_back(std::stod((*it)[1]));
+  return out;
+}
+
+// A report with one node per pathology, over `steps` steps.
+Report pathology_report(int steps) {
+  ReportBuilder b;
+  for (int s = 0; s < steps; ++s) {
+    b.add(Record{s, "vanish", Site::kParamGrad, grad(3e-9)});
+    b.add(Record{s, "explode", Site::kParamGrad, grad(2.5e5)});
+    Stats nan = grad(1);
+    nan.nan = s >= 2 ? 4 : 0;
+    nan.count += nan.nan;
+    b.add(Record{s, "nan", Site::kParamGrad, nan});
+    b.add(Record{s, "dead", Site::kParamGrad, grad(1)});
+    b.add(Record{s, "dead", Site::kActivation, activation(10, 0)});
+    b.add(Record{s, "sat", Site::kParamGrad, grad(1)});
+    b.add(Record{s, "sat", Site::kActivation, activation(0, 8)});
+    b.add(Record{s, "still", Site::kParamGrad, grad(1)});
+    b.add(Record{s, "still", Site::kParam, grad(1)});
+    b.add(Record{s, "still", Site::kUpdate, grad(2e-9)});
+    b.add(Record{s, "enc", Site::kParamGrad, grad(1)});  // its child's flag rolls up to it
+    b.add(Record{s, "enc/fc", Site::kParamGrad, grad(4e-9)});
+  }
+  return b.build();
+}
+
+const Finding* find(const std::vector<Finding>& all, const std::string& type,
+                    const std::string& node) {
+  for (const Finding& f : all)
+    if (f.type == type && f.node == node) return &f;
+  return nullptr;
+}
+
+TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
+  const Report report = pathology_report(20);
+  const std::vector<Finding> all = module_findings(report);
+  std::size_t evidence = 0;
+  for (const NodeReport& n : report.nodes) evidence += n.evidence.size();
+  ASSERT_EQ(all.size(), evidence);
+  for (const auto& [type, node] :
+       std::vector<std::pair<std::string, std::string>>{{"VANISHING", "vanish"},
+                                                        {"EXPLODING", "explode"},
+                                                        {"NAN", "nan"},
+                                                        {"DEAD", "dead"},
+                                                        {"SATURATED", "sat"},
+                                                        {"STAGNANT", "still"},
+                                                        {"VANISHING", "enc/fc"},
+                                                        {"VANISHING", "enc"}})
+    EXPECT_NE(find(all, type, node), nullptr) << type;
+
+  for (const NodeReport& n : report.nodes) {
+    for (const Evidence& e : n.evidence) {
+      const Finding* f = find(all, flag_name(e.flag), n.node);
+      ASSERT_NE(f, nullptr) << n.node;
+      SCOPED_TRACE(f->premise);
+      EXPECT_EQ(f->kind, "module");
+      EXPECT_EQ(f->since_step, e.first_step);
+      EXPECT_EQ(f->action, std::string(flag_advice(e.flag)));
+      EXPECT_EQ(f->implies, std::string(flag_guidance(e.flag).implies));
+      EXPECT_FALSE(f->expected_effect.empty());
+      // Each number of the premise is one the report holds, exactly.
+      const std::set<double> held = {e.value,
+                                     e.threshold,
+                                     static_cast<double>(e.first_step),
+                                     static_cast<double>(n.steps),
+                                     static_cast<double>(n.channels),
+                                     static_cast<double>(n.nonfinite_steps)};
+      const std::vector<double> written = numbers_in(f->premise, {e.measure, e.detail});
+      EXPECT_FALSE(written.empty());
+      for (double v : written) EXPECT_EQ(held.count(v), 1u) << v;
+      // The measured value itself is in the premise and the evidence.
+      EXPECT_THAT(f->premise, HasSubstr(exact_number(e.value)));
+      ASSERT_FALSE(f->evidence.empty());
+      EXPECT_EQ(f->evidence[0].name, e.measure);
+      EXPECT_EQ(f->evidence[0].value, e.value);
+    }
+  }
+  const Finding* v = find(all, "VANISHING", "vanish");
+  EXPECT_EQ(v->evidence[0].threshold, report.thresholds.grad_lo);
+  EXPECT_EQ(v->evidence[0].comparison, "<");
+  EXPECT_THAT(v->premise, HasSubstr(" = " + exact_number(v->evidence[0].value) +
+                                    " < grad_lo 1e-07, first at step 0; 20 steps recorded"));
+  EXPECT_THAT(find(all, "NAN", "nan")->premise, HasSubstr("first at step 2"));
+  EXPECT_EQ(find(all, "NAN", "nan")->since_step, 2);
+  const Finding* rolled = find(all, "VANISHING", "enc");
+  EXPECT_EQ(rolled->premise, "1 submodules flagged VANISHING (in: fc)");
+  EXPECT_EQ(rolled->since_step, 0);
+  EXPECT_EQ(rolled->confidence, Confidence::kHigh);
+}
+
+TEST(Findings, HealthyReportHasNoFindings) {
+  ReportBuilder b;
+  for (int s = 0; s < 20; ++s) {
+    b.add(Record{s, "fc1", Site::kParamGrad, grad(0.5)});
+    b.add(Record{s, "fc1", Site::kActivation, activation(2, 0)});
+  }
+  const Report r = b.build();
+  ASSERT_TRUE(r.healthy());
+  EXPECT_TRUE(module_findings(r).empty());
+  FlowSummary flow;  // healthy by default
+  EXPECT_FALSE(flow_finding(flow, r.thresholds).has_value());
+}
+
+// The mapping of docs/agent-json.md, "Confidence".
+TEST(Findings, ConfidenceFollowsTheMarginAndTheSteps) {
+  const Thresholds t;
+  NodeReport n;
+  n.steps = 20;
+  auto level = [&](Flag f, double value, double threshold) {
+    Evidence e;
+    e.flag = f;
+    e.value = value;
+    e.threshold = threshold;
+    return module_confidence(e, n, t);
+  };
+  // Ratio measures: orders of magnitude past the threshold (>= 1 high, >= 0.3 medium).
+  EXPECT_EQ(level(Flag::kVanishing, 1e-9, 1e-7), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kVanishing, 1e-8, 1e-7), Confidence::kHigh);    // exactly 10x
+  EXPECT_EQ(level(Flag::kVanishing, 4e-8, 1e-7), Confidence::kMedium);  // 2.5x
+  EXPECT_EQ(level(Flag::kVanishing, 9e-8, 1e-7), Confidence::kLow);     // 1.1x
+  EXPECT_EQ(level(Flag::kVanishing, 0, 1e-7), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kExploding, 2e4, 1e3), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kExploding, 3e3, 1e3), Confidence::kMedium);
+  EXPECT_EQ(level(Flag::kExploding, 1.5e3, 1e3), Confidence::kLow);
+  EXPECT_EQ(level(Flag::kStagnant, 7.75e-7, 1e-6), Confidence::kLow);
+  // Fractions: share of the range from the threshold to 1 (>= 0.5 high, >= 0.1 medium).
+  EXPECT_EQ(level(Flag::kDead, 1.0, 0.95), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kDead, 0.96, 0.95), Confidence::kMedium);  // 0.2 of the range
+  EXPECT_EQ(level(Flag::kDead, 0.951, 0.95), Confidence::kLow);
+  EXPECT_EQ(level(Flag::kSaturated, 0.8, 0.5), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kSaturated, 0.6, 0.5), Confidence::kMedium);
+  EXPECT_EQ(level(Flag::kSaturated, 0.52, 0.5), Confidence::kLow);
+  EXPECT_EQ(level(Flag::kLeakage, 0.995, 0.98), Confidence::kHigh);    // 0.75 of the range
+  EXPECT_EQ(level(Flag::kLeakage, 0.983, 0.98), Confidence::kMedium);  // 0.15
+  EXPECT_EQ(level(Flag::kLeakage, 0.981, 0.98), Confidence::kLow);
+  // Observed facts: high.
+  EXPECT_EQ(level(Flag::kNaN, 1, 0), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kInf, 1, 0), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kFrozen, 0, 0), Confidence::kHigh);
+  // Channels: dead share of channels past channel_frac.
+  n.channels = 10;
+  EXPECT_EQ(level(Flag::kDeadChannels, 8, t.dead_frac), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kIgnoredChannels, 8, t.dead_frac), Confidence::kHigh);
+  EXPECT_EQ(level(Flag::kDeadChannels, 4, t.dead_frac), Confidence::kMedium);  // (0.4-0.2)/0.8
+  EXPECT_EQ(level(Flag::kDeadChannels, 2.5, t.dead_frac), Confidence::kLow);
+  // Few steps cap it: under 10 at most medium, under 3 low.
+  n.steps = 5;
+  EXPECT_EQ(level(Flag::kVanishing, 1e-9, 1e-7), Confidence::kMedium);
+  EXPECT_EQ(level(Flag::kNaN, 1, 0), Confidence::kMedium);
+  n.steps = 2;
+  EXPECT_EQ(level(Flag::kVanishing, 1e-9, 1e-7), Confidence::kLow);
+  EXPECT_STREQ(confidence_name(Confidence::kHigh), "high");
+  EXPECT_STREQ(confidence_name(Confidence::kMedium), "medium");
+  EXPECT_STREQ(confidence_name(Confidence::kLow), "low");
+}
+
+TEST(Findings, FlowFindingCarriesTheSummarysCounts) {
+  Thresholds t;
+  FlowSummary flow;
+  flow.frames = 40;
+  flow.issue_frames = 14;
+  flow.issue_ratio = 14.0 / 40.0;
+  flow.health = FlowHealth::kProblemsDetected;
+  NodeFlow a;
+  a.node = "enc";
+  a.frames = 40;
+  a.vanishing_frames = 14;
+  a.first_vanishing = 7;
+  flow.nodes = {a};
+  const auto f = flow_finding(flow, t);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->type, "GRADIENT_FLOW");
+  EXPECT_EQ(f->kind, "flow");
+  EXPECT_EQ(f->since_step, 7);
+  EXPECT_THAT(f->premise, HasSubstr("14 of 40 frames (issue ratio 0.35)"));
+  EXPECT_EQ(f->evidence[0].value, 0.35);
+  EXPECT_EQ(f->evidence[0].threshold, t.flow_problems_ratio);
+  EXPECT_EQ(f->confidence, Confidence::kMedium);  // 0.35: above problems, below critical
+  flow.issue_ratio = 0.6;
+  EXPECT_EQ(flow_finding(flow, t)->confidence, Confidence::kHigh);
+  flow.issue_ratio = 0.2;
+  EXPECT_EQ(flow_finding(flow, t)->confidence, Confidence::kLow);
+}
+
+TEST(Findings, EmbeddingAndTreeFindingsKeepTheirRulesTexts) {
+  EmbeddingReport table;
+  table.layer = "item";
+  EmbeddingDiagnostic d;
+  d.type = "ZOMBIE_ROWS";
+  d.premise = "12 of 40 rows flip";
+  d.implies = "they thrash";
+  d.action = "LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX";
+  d.advice = "Lower this table's learning rate.";
+  d.expected_effect = "fewer zombie rows";
+  d.confidence = 0.62;
+  d.evidence = {{"zombie_rows", 12}, {"mean_cosine", kNaN}};
+  table.diagnostics = {d};
+  const std::vector<Finding> e = embedding_findings(table);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].node, "item");
+  EXPECT_EQ(e[0].action, d.advice);
+  EXPECT_EQ(e[0].action_code, d.action);
+  EXPECT_EQ(e[0].confidence, Confidence::kMedium);
+  EXPECT_TRUE(std::isnan(e[0].evidence[1].value));
+  EXPECT_EQ(e[0].evidence.back().name, "confidence_score");
+  EXPECT_EQ(e[0].evidence.back().value, 0.62);
+  for (const auto& [score, expected] :
+       std::vector<std::pair<double, Confidence>>{{0.8, Confidence::kHigh},
+                                                  {0.79, Confidence::kMedium},
+                                                  {0.5, Confidence::kMedium},
+                                                  {0.49, Confidence::kLow}}) {
+    table.diagnostics[0].confidence = score;
+    EXPECT_EQ(embedding_findings(table)[0].confidence, expected) << score;
+  }
+  d.advice.clear();  // an older embedding.json: the code stands in
+  table.diagnostics = {d};
+  EXPECT_EQ(embedding_findings(table)[0].action, d.action);
+
+  TreeDynamicsReport trees;
+  trees.rounds = 200;
+  TreeFinding overfit;
+  overfit.flag = TreeFlag::kOverfitting;
+  overfit.first_round = 6;
+  overfit.value = 3.15;
+  overfit.threshold = 0.02;
+  overfit.measure = "relative rise";
+  overfit.detail = "lowest after 6 rounds";
+  overfit.advice = "Stop at round 6.";
+  trees.findings = {overfit};
+  const std::vector<Finding> t = tree_findings(trees);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].type, "OVERFITTING");
+  EXPECT_EQ(t[0].node, "trees");
+  EXPECT_EQ(t[0].since_step, 6);
+  EXPECT_EQ(t[0].action, "Stop at round 6.");
+  EXPECT_THAT(t[0].premise, HasSubstr("relative rise = 3.15 > 0.02, from round 6 of 200"));
+  EXPECT_EQ(t[0].confidence, Confidence::kHigh);
+  // Relative margin |value - threshold| / |threshold|: >= 1 high, >= 0.25 medium.
+  trees.findings[0].value = 0.03;  // 0.5 past
+  EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kMedium);
+  trees.findings[0].value = 0.022;  // 0.1 past
+  EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kLow);
+}
+
+TEST(Findings, ExactNumberReadsBackToTheSameDouble) {
+  for (double v :
+       {0.0, 1.0, -3.0, 1e-7, 7.054529855792558e-12, 0.1 + 0.2, 1e300, 123456789.0, -2.5e-308})
+    EXPECT_EQ(std::stod(exact_number(v)), v) << exact_number(v);
+  EXPECT_EQ(exact_number(1e-9), "1e-09");
+  EXPECT_EQ(exact_number(20), "20");
+  EXPECT_EQ(exact_number(kNaN), "nan");
+  EXPECT_EQ(exact_number(kInf), "inf");
+  EXPECT_EQ(exact_number(-kInf), "-inf");
+}
+
+}  // namespace
+}  // namespace gradscope
