@@ -80,6 +80,8 @@ void LspServer::handle(const std::string &body) {
 
 void LspServer::request(const Json &id, const std::string &method, const Json &params) {
   if (method == "initialize") {
+    // LSP allows one: a second would silently swap the run under the open files.
+    if (initialized_) return error_response(id, kInvalidRequest, "initialize was already called");
     const Json &options = params.is_object() && params.contains("initializationOptions")
                               ? params["initializationOptions"]
                               : Json();

@@ -23,7 +23,7 @@ int utf16_column(const std::string &line, std::size_t byte) {
 bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // The identifier ending before byte `end` of `line`, spaces skipped: {where it starts, it}.
-std::pair<std::size_t, std::string> word_before(const std::string& line, std::size_t end) {
+std::pair<std::size_t, std::string> word_before(const std::string &line, std::size_t end) {
   while (end > 0 && std::isspace(static_cast<unsigned char>(line[end - 1]))) --end;
   std::size_t begin = end;
   while (begin > 0 && is_ident(line[begin - 1])) --begin;

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -46,7 +48,8 @@ fs::path make_run(const fs::path &runs, const std::string &name, bool sick) {
     w.add(Record{s, "gate", Site::kParamGrad, grad(1)});
     w.add(Record{s, "gate", Site::kParam, grad(1)});
     w.add(Record{s, "gate", Site::kUpdate, grad(4e-9)});
-    if (s < 2) w.add(Record{s, "encoder/act", Site::kParamGrad, grad(3e-9)});
+    // A dotted id, as the audit names a node given as a named_modules() path.
+    if (s < 2) w.add(Record{s, "encoder.act", Site::kParamGrad, grad(3e-9)});
   }
   w.close();
   return dir;
@@ -180,7 +183,7 @@ class LspTest : public ::testing::Test {
 
 const std::map<std::string, std::pair<std::string, std::string>> kPythonPlaces = {
     {"encoder/fc1", {"self.fc1 = nn.Linear(8, 16)", "fc1"}},
-    {"encoder/act", {"self.act = nn.ReLU()", "act"}},
+    {"encoder.act", {"self.act = nn.ReLU()", "act"}},
     {"head/proj", {"(\"proj\", nn.Linear(16, 4))", "proj"}},
     {"gate", {"add_module(\"gate\"", "gate"}},
 };
@@ -217,7 +220,7 @@ TEST_F(LspTest, CppDiagnosticsSitOnRegisterModuleAndSequentialNames) {
   const fs::path file = kFixtures / "model.cpp";
   const Json published = open(*c, file, "cpp");
   const Json expected = expected_diagnostics(findings, read_file(file), kCppPlaces);
-  ASSERT_EQ(expected.size(), 3u);  // encoder/act is not defined in the C++ model
+  ASSERT_EQ(expected.size(), 3u);  // encoder.act is not defined in the C++ model
   EXPECT_EQ(published["diagnostics"], expected) << published.dump(2);
   shutdown_and_exit(*c);
 }
@@ -307,8 +310,11 @@ TEST_F(LspTest, GarbageGetsErrorResponsesAndTheServerStaysUp) {
   const auto unknown = c->response(5);
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ((*unknown)["error"]["code"], -32601);
-  c->notify("$/someNotification",
-            Json::object());  // unknown notifications: ignored
+  c->notify("$/someNotification", Json::object());  // unknown notifications: ignored
+  c->request(9, "initialize", Json::object());      // only once
+  const auto twice = c->response(9);
+  ASSERT_TRUE(twice.has_value());
+  EXPECT_EQ((*twice)["error"]["code"], -32600);
   c->request(6, "textDocument/hover", {{"position", "nowhere"}});
   const auto bad = c->response(6);
   ASSERT_TRUE(bad.has_value());
@@ -319,6 +325,36 @@ TEST_F(LspTest, GarbageGetsErrorResponsesAndTheServerStaysUp) {
   EXPECT_THAT(c->err(), HasSubstr("gradscope: error: lsp: header line without ':'"));
   EXPECT_THAT(c->err(), HasSubstr("Content-Length is not a number"));
   EXPECT_THAT(c->err(), HasSubstr("not valid JSON"));
+}
+
+TEST_F(LspTest, RandomBytesAndDeepJsonNeverCrashOrHang) {
+  make_run(runs_, "sick", true);
+  auto c = start({"lsp", "--runs", runs_.string()});
+  // JSON nested a million deep: parsed and freed without recursion on the stack.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  c->send_raw("Content-Length: " + std::to_string(deep.size()) + "\r\n\r\n" + deep);
+  const auto answer = c->next(20);
+  ASSERT_TRUE(answer.has_value()) << c->err();
+  EXPECT_EQ((*answer)["error"]["code"], -32600);
+  // Seeded random bytes, some framed as messages, some not; and well-formed requests with
+  // parameters of every wrong type.
+  std::mt19937 rng(17);
+  for (int i = 0; i < 200; ++i) {
+    std::string junk(rng() % 300, '\0');
+    for (char &ch : junk) ch = static_cast<char>(rng());
+    if (i % 2) junk = "Content-Length: " + std::to_string(junk.size()) + "\r\n\r\n" + junk;
+    c->send_raw(junk);
+  }
+  for (const Json &bad : {Json(nullptr), Json(3), Json("x"), Json::array(), Json::object()}) {
+    c->request(7, "textDocument/hover", {{"textDocument", bad}, {"position", bad}});
+    c->notify("textDocument/didOpen", {{"textDocument", bad}});
+    c->notify("textDocument/didChange", {{"textDocument", bad}, {"contentChanges", bad}});
+    c->request(8, "initialize", {{"initializationOptions", bad}});
+  }
+  c->close_input();
+  const int code = c->wait(20);
+  EXPECT_TRUE(code == 1 || code == 3) << code << c->err();  // ended, not killed by a signal
+  EXPECT_THAT(c->err(), HasSubstr("gradscope: error: lsp:"));
 }
 
 TEST_F(LspTest, InputEndingMidMessageExitsNonZeroPromptly) {
