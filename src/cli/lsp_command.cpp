@@ -11,12 +11,12 @@
 namespace gradscope::cli {
 namespace {
 
-int run_lsp(const LspRunSource &source) {
+int run_lsp(const LspRunSource& source) {
   std::ios::sync_with_stdio(false);  // binary reads of bodies, not line-by-line C stdio
   bool write_failed = false;
   LspServer server(
       source,
-      [&](const nlohmann::json &message) {
+      [&](const nlohmann::json& message) {
         // Names in a run may hold invalid UTF-8: replaced, never an exception
         // mid-answer.
         if (!write_lsp_frame(
@@ -52,12 +52,12 @@ int run_lsp(const LspRunSource &source) {
 
 }  // namespace
 
-void add_lsp_command(CLI::App &app, int &exit_code) {
+void add_lsp_command(CLI::App& app, int& exit_code) {
   auto source = std::make_shared<LspRunSource>();
-  CLI::App *cmd = app.add_subcommand("lsp",
+  CLI::App* cmd = app.add_subcommand("lsp",
                                      "Language server over stdio: a run's findings "
                                      "on the lines defining its nodes");
-  auto *runs = cmd->add_option("--runs", source->runs,
+  auto* runs = cmd->add_option("--runs", source->runs,
                                "folder of runs: the newest (run.db written last) is shown");
   cmd->add_option("--run", source->run, "one run directory to show")->excludes(runs);
   cmd->callback([source, &exit_code] { exit_code = run_lsp(*source); });

@@ -21,22 +21,22 @@
 namespace gradscope::cli {
 
 /// LSP DiagnosticSeverity: 1 Error, 2 Warning, 3 Information.
-int diagnostic_severity(const Finding &finding);
+int diagnostic_severity(const Finding& finding);
 
 /// "VANISHING (encoder/fc1): <premise>\nWhat to do: <action>".
-std::string diagnostic_message(const Finding &finding);
+std::string diagnostic_message(const Finding& finding);
 
 /// The Diagnostic[] of publishDiagnostics for a file with definitions `defs`:
 /// one per finding per definition of its node, in source order. Findings
 /// without a node (gradient flow) or whose node is not defined in the file give
 /// none.
-nlohmann::json diagnostics_json(const LspRun &run, const std::vector<SourceDefinition> &defs);
+nlohmann::json diagnostics_json(const LspRun& run, const std::vector<SourceDefinition>& defs);
 
 /// Markdown for the run's nodes defined at (line, UTF-16 column): each node's
 /// flags, with premise, what to do and the evidence table, or that it is
 /// healthy; nullopt when no node of the run is defined there.
-std::optional<std::string> hover_markdown(const LspRun &run,
-                                          const std::vector<SourceDefinition> &defs, int line,
+std::optional<std::string> hover_markdown(const LspRun& run,
+                                          const std::vector<SourceDefinition>& defs, int line,
                                           int column);
 
 }  // namespace gradscope::cli

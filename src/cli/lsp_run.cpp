@@ -17,11 +17,11 @@ namespace fs = std::filesystem;
 // The newest run under `dir`: the folder whose run.db was written last (name
 // breaks ties, so the choice does not depend on the order the directory lists
 // them in).
-std::string newest_run(const std::string &dir) {
+std::string newest_run(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error("runs folder '" + dir + "' is not a directory");
   std::optional<std::pair<fs::file_time_type, std::string>> best;
-  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const fs::path db = entry.path() / "run.db";
     std::error_code e2;
     const fs::file_time_type t = fs::last_write_time(db, e2);
@@ -36,9 +36,9 @@ std::string newest_run(const std::string &dir) {
 
 // What changes when a run is written to: run.db and its write-ahead log (a live
 // run's steps sit in the log until a checkpoint).
-std::string signature_of(const std::string &run) {
+std::string signature_of(const std::string& run) {
   std::string sig = run;
-  for (const char *f : {"run.db", "run.db-wal", "summary.json", "embedding.json", "trees.json"}) {
+  for (const char* f : {"run.db", "run.db-wal", "summary.json", "embedding.json", "trees.json"}) {
     std::error_code ec;
     const fs::path p = fs::path(run) / f;
     const auto t = fs::last_write_time(p, ec);
@@ -75,7 +75,7 @@ bool LspRun::refresh() {
     steps_ = loaded.steps;
     error_.clear();
     return true;
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     // A run being written can be unreadable for a moment; what was shown before
     // goes, so no stale diagnostic outlives the run it came from.
     error_ = e.what();

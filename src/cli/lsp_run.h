@@ -34,14 +34,14 @@ class LspRun {
 
   /// Why no run is held ("" when one is): no folder configured, no runs, a
   /// damaged run.
-  const std::string &error() const { return error_; }
-  const std::string &path() const { return path_; }
-  const std::string &name() const { return name_; }
+  const std::string& error() const { return error_; }
+  const std::string& path() const { return path_; }
+  const std::string& name() const { return name_; }
   int64_t steps() const { return steps_; }
-  const Report &report() const { return report_; }
+  const Report& report() const { return report_; }
   /// Every finding of the run (findings_json.h's run_findings: module, flow,
   /// embedding, trees).
-  const std::vector<Finding> &findings() const { return findings_; }
+  const std::vector<Finding>& findings() const { return findings_; }
 
  private:
   LspRunSource source_;

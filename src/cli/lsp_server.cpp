@@ -15,18 +15,18 @@ class BadParams : public Error {
   using Error::Error;
 };
 
-const Json &field(const Json &object, const char *key, Json::value_t type,
-                  const std::string &where) {
+const Json& field(const Json& object, const char* key, Json::value_t type,
+                  const std::string& where) {
   if (!object.is_object() || !object.contains(key) || object.at(key).type() != type)
     throw BadParams(where + ": '" + key + "' missing or of the wrong type");
   return object.at(key);
 }
 
-const std::string &text_field(const Json &object, const char *key, const std::string &where) {
-  return field(object, key, Json::value_t::string, where).get_ref<const std::string &>();
+const std::string& text_field(const Json& object, const char* key, const std::string& where) {
+  return field(object, key, Json::value_t::string, where).get_ref<const std::string&>();
 }
 
-int int_field(const Json &object, const char *key, const std::string &where) {
+int int_field(const Json& object, const char* key, const std::string& where) {
   if (!object.is_object() || !object.contains(key) || !object.at(key).is_number_integer())
     throw BadParams(where + ": '" + key + "' missing or not an integer");
   return object.at(key).get<int>();
@@ -34,19 +34,19 @@ int int_field(const Json &object, const char *key, const std::string &where) {
 
 }  // namespace
 
-LspServer::LspServer(LspRunSource source, Send send, std::ostream &log)
+LspServer::LspServer(LspRunSource source, Send send, std::ostream& log)
     : source_(std::move(source)), run_(source_), send_(std::move(send)), log_(log) {}
 
-void LspServer::error_response(const Json &id, int code, const std::string &message) {
+void LspServer::error_response(const Json& id, int code, const std::string& message) {
   send_({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
 }
 
-void LspServer::framing_error(const std::string &why) {
+void LspServer::framing_error(const std::string& why) {
   log_ << "gradscope: error: lsp: " << why << "; message skipped\n";
   error_response(nullptr, kParseError, why);
 }
 
-void LspServer::handle(const std::string &body) {
+void LspServer::handle(const std::string& body) {
   Json msg = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (msg.is_discarded()) {
     log_ << "gradscope: error: lsp: a message is not valid JSON (" << body.size() << " bytes)\n";
@@ -69,20 +69,20 @@ void LspServer::handle(const std::string &body) {
       request(id, method, params);
     else
       notification(method, params);
-  } catch (const BadParams &e) {
+  } catch (const BadParams& e) {
     log_ << "gradscope: error: lsp: " << e.what() << "\n";
     if (msg.contains("id")) error_response(id, kInvalidParams, e.what());
-  } catch (const Json::exception &e) {
+  } catch (const Json::exception& e) {
     log_ << "gradscope: error: lsp: " << method << ": " << e.what() << "\n";
     if (msg.contains("id")) error_response(id, kInvalidParams, e.what());
   }
 }
 
-void LspServer::request(const Json &id, const std::string &method, const Json &params) {
+void LspServer::request(const Json& id, const std::string& method, const Json& params) {
   if (method == "initialize") {
     // LSP allows one: a second would silently swap the run under the open files.
     if (initialized_) return error_response(id, kInvalidRequest, "initialize was already called");
-    const Json &options = params.is_object() && params.contains("initializationOptions")
+    const Json& options = params.is_object() && params.contains("initializationOptions")
                               ? params["initializationOptions"]
                               : Json();
     // The editor's settings name the run when they say so; else the command
@@ -114,7 +114,7 @@ void LspServer::request(const Json &id, const std::string &method, const Json &p
   }
 }
 
-void LspServer::notification(const std::string &method, const Json &params) {
+void LspServer::notification(const std::string& method, const Json& params) {
   if (method == "exit") {
     exited_ = true;
     return;
@@ -128,7 +128,7 @@ void LspServer::notification(const std::string &method, const Json &params) {
   } else if (method == "textDocument/didChange") {
     open_or_change(params, false);
   } else if (method == "textDocument/didClose") {
-    const std::string &uri =
+    const std::string& uri =
         text_field(field(params, "textDocument", Json::value_t::object, method), "uri", method);
     if (documents_.erase(uri))
       send_({{"jsonrpc", "2.0"},
@@ -138,10 +138,10 @@ void LspServer::notification(const std::string &method, const Json &params) {
   // initialized, $/cancelRequest, didSave and the rest: nothing to do.
 }
 
-void LspServer::open_or_change(const Json &params, bool open) {
+void LspServer::open_or_change(const Json& params, bool open) {
   const std::string where = open ? "textDocument/didOpen" : "textDocument/didChange";
-  const Json &doc = field(params, "textDocument", Json::value_t::object, where);
-  const std::string &uri = text_field(doc, "uri", where);
+  const Json& doc = field(params, "textDocument", Json::value_t::object, where);
+  const std::string& uri = text_field(doc, "uri", where);
   std::string text;
   SourceLanguage language = SourceLanguage::kPython;
   if (open) {
@@ -154,7 +154,7 @@ void LspServer::open_or_change(const Json &params, bool open) {
     const auto it = documents_.find(uri);
     if (it == documents_.end()) return;  // not opened, or not a language we read
     language = it->second.language;
-    const Json &changes = field(params, "contentChanges", Json::value_t::array, where);
+    const Json& changes = field(params, "contentChanges", Json::value_t::array, where);
     if (changes.empty()) return;
     // Full sync (capabilities say change 1): the last change holds the whole
     // text.
@@ -172,11 +172,11 @@ bool LspServer::refresh_run() {
            {"method", "window/showMessage"},
            {"params", {{"type", 1}, {"message", "gradscope: " + run_.error()}}}});
   }
-  for (const auto &[uri, doc] : documents_) publish(uri);
+  for (const auto& [uri, doc] : documents_) publish(uri);
   return true;
 }
 
-void LspServer::publish(const std::string &uri) {
+void LspServer::publish(const std::string& uri) {
   const auto it = documents_.find(uri);
   if (it == documents_.end()) return;
   send_({{"jsonrpc", "2.0"},
@@ -184,11 +184,11 @@ void LspServer::publish(const std::string &uri) {
          {"params", {{"uri", uri}, {"diagnostics", diagnostics_json(run_, it->second.defs)}}}});
 }
 
-Json LspServer::hover(const Json &params) {
+Json LspServer::hover(const Json& params) {
   const std::string where = "textDocument/hover";
-  const std::string &uri =
+  const std::string& uri =
       text_field(field(params, "textDocument", Json::value_t::object, where), "uri", where);
-  const Json &pos = field(params, "position", Json::value_t::object, where);
+  const Json& pos = field(params, "position", Json::value_t::object, where);
   const int line = int_field(pos, "line", where), character = int_field(pos, "character", where);
   const auto it = documents_.find(uri);
   if (it == documents_.end()) return nullptr;

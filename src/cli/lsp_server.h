@@ -31,17 +31,17 @@ enum LspErrorCode : int {
 
 class LspServer {
  public:
-  using Send = std::function<void(const nlohmann::json &)>;
+  using Send = std::function<void(const nlohmann::json&)>;
 
   /// `source`: the command line's --runs/--run, which initializationOptions may
   /// replace.
-  LspServer(LspRunSource source, Send send, std::ostream &log);
+  LspServer(LspRunSource source, Send send, std::ostream& log);
 
   /// Handles one message body (a JSON text, possibly invalid).
-  void handle(const std::string &body);
+  void handle(const std::string& body);
   /// Answers a message that could not be framed (ParseError, id null) and logs
   /// why.
-  void framing_error(const std::string &why);
+  void framing_error(const std::string& why);
 
   /// After the exit notification: 0 when shutdown came first, else 1 (as LSP
   /// specifies).
@@ -54,21 +54,21 @@ class LspServer {
     std::vector<SourceDefinition> defs;
   };
 
-  void request(const nlohmann::json &id, const std::string &method, const nlohmann::json &params);
-  void notification(const std::string &method, const nlohmann::json &params);
-  void open_or_change(const nlohmann::json &params, bool open);
-  nlohmann::json hover(const nlohmann::json &params);
+  void request(const nlohmann::json& id, const std::string& method, const nlohmann::json& params);
+  void notification(const std::string& method, const nlohmann::json& params);
+  void open_or_change(const nlohmann::json& params, bool open);
+  nlohmann::json hover(const nlohmann::json& params);
   // Reloads the run when it changed; then republishes every open document, and
   // says once (window/showMessage) why a run could not be read. True when it
   // republished.
   bool refresh_run();
-  void publish(const std::string &uri);
-  void error_response(const nlohmann::json &id, int code, const std::string &message);
+  void publish(const std::string& uri);
+  void error_response(const nlohmann::json& id, int code, const std::string& message);
 
   LspRunSource source_;
   LspRun run_;
   Send send_;
-  std::ostream &log_;
+  std::ostream& log_;
   std::map<std::string, Document> documents_;
   bool initialized_ = false, shutdown_ = false, exited_ = false;
 };

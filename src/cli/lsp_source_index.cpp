@@ -11,7 +11,7 @@ namespace {
 
 // LSP positions count UTF-16 code units by default: one for each UTF-8 lead
 // byte, two for a four-byte sequence (a surrogate pair).
-int utf16_column(const std::string &line, std::size_t byte) {
+int utf16_column(const std::string& line, std::size_t byte) {
   int col = 0;
   for (std::size_t i = 0; i < byte && i < line.size(); ++i) {
     const auto b = static_cast<unsigned char>(line[i]);
@@ -23,7 +23,7 @@ int utf16_column(const std::string &line, std::size_t byte) {
 bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // The identifier ending before byte `end` of `line`, spaces skipped: {where it starts, it}.
-std::pair<std::size_t, std::string> word_before(const std::string &line, std::size_t end) {
+std::pair<std::size_t, std::string> word_before(const std::string& line, std::size_t end) {
   while (end > 0 && std::isspace(static_cast<unsigned char>(line[end - 1]))) --end;
   std::size_t begin = end;
   while (begin > 0 && is_ident(line[begin - 1])) --begin;
@@ -33,7 +33,7 @@ std::pair<std::size_t, std::string> word_before(const std::string &line, std::si
 // "nn.Linear(3, 4)" -> "Linear", "std::make_shared<EncoderImpl>()" ->
 // "Encoder": the last component of the callee, with C++'s Impl suffix dropped
 // so it names the TORCH_MODULE.
-std::string callee_type(const std::string &rest) {
+std::string callee_type(const std::string& rest) {
   static const std::regex shared(R"re(^\s*(?:std::)?make_shared\s*<\s*([\w:]+)\s*>)re");
   static const std::regex call(R"re(^\s*([A-Za-z_][\w.:]*)\s*[({])re");
   std::smatch m;
@@ -58,7 +58,7 @@ struct ScanState {
 // Marks, per byte of `line`, whether it lies inside a Sequential or OrderedDict
 // argument list, updating the bracket state (string literals and comments are
 // skipped, so a ')' in a string does not close anything).
-std::vector<bool> scan_regions(const std::string &line, ScanState &s, SourceLanguage lang) {
+std::vector<bool> scan_regions(const std::string& line, ScanState& s, SourceLanguage lang) {
   std::vector<bool> in_region(line.size() + 1, false);
   char quote = 0;
   for (std::size_t i = 0; i < line.size(); ++i) {
@@ -106,7 +106,7 @@ std::vector<bool> scan_regions(const std::string &line, ScanState &s, SourceLang
   return in_region;
 }
 
-int indent_of(const std::string &line) {
+int indent_of(const std::string& line) {
   int n = 0;
   for (char c : line) {
     if (c == ' ')
@@ -121,7 +121,7 @@ int indent_of(const std::string &line) {
 
 }  // namespace
 
-std::vector<SourceDefinition> index_source(const std::string &text, SourceLanguage lang) {
+std::vector<SourceDefinition> index_source(const std::string& text, SourceLanguage lang) {
   static const std::regex py_attr(R"re(\bself\.([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)(.*))re");
   static const std::regex py_add(R"re(\badd_module\(\s*(["'])([^"']+)\1\s*,(.*))re");
   static const std::regex py_entry(R"re(\(\s*(["'])([^"']+)\1\s*,(.*))re");
@@ -157,12 +157,12 @@ std::vector<SourceDefinition> index_source(const std::string &text, SourceLangua
     }
     const std::vector<bool> region = scan_regions(line, state, lang);
     // Each pattern can appear more than once on a line (a one-line Sequential).
-    const auto each = [&](const std::regex &re, int name_group, int rest_group, bool in_region) {
+    const auto each = [&](const std::regex& re, int name_group, int rest_group, bool in_region) {
       for (auto it = std::sregex_iterator(line.begin(), line.end(), re);
            it != std::sregex_iterator(); ++it) {
         const std::size_t at = static_cast<std::size_t>(it->position(0));
         if (in_region && !region[at]) continue;
-        const std::ssub_match &name = (*it)[name_group];
+        const std::ssub_match& name = (*it)[name_group];
         defs.push_back({name.str(), n,
                         utf16_column(line, static_cast<std::size_t>(name.first - line.begin())),
                         utf16_column(line, static_cast<std::size_t>(name.second - line.begin())),
@@ -185,19 +185,19 @@ std::vector<SourceDefinition> index_source(const std::string &text, SourceLangua
   // A regex iterator's matches do not overlap, but the same name can be found
   // by two patterns (an add_module call inside an OrderedDict region): keep one
   // per position.
-  std::sort(defs.begin(), defs.end(), [](const SourceDefinition &a, const SourceDefinition &b) {
+  std::sort(defs.begin(), defs.end(), [](const SourceDefinition& a, const SourceDefinition& b) {
     return std::tie(a.line, a.begin) < std::tie(b.line, b.begin);
   });
   defs.erase(std::unique(defs.begin(), defs.end(),
-                         [](const SourceDefinition &a, const SourceDefinition &b) {
+                         [](const SourceDefinition& a, const SourceDefinition& b) {
                            return a.line == b.line && a.begin == b.begin;
                          }),
              defs.end());
   return defs;
 }
 
-std::vector<const SourceDefinition *> definitions_of(const std::string &node,
-                                                     const std::vector<SourceDefinition> &defs) {
+std::vector<const SourceDefinition*> definitions_of(const std::string& node,
+                                                    const std::vector<SourceDefinition>& defs) {
   std::vector<std::string> parts;
   std::string part;
   for (char c : node + "/") {
@@ -208,33 +208,44 @@ std::vector<const SourceDefinition *> definitions_of(const std::string &node,
       part.push_back(c);
     }
   }
-  std::vector<const SourceDefinition *> out;
+  std::vector<const SourceDefinition*> out;
   if (parts.empty() || std::all_of(parts.back().begin(), parts.back().end(), [](char c) {
         return std::isdigit(static_cast<unsigned char>(c));
       }))
     return out;
-  for (const SourceDefinition &d : defs)
+  for (const SourceDefinition& d : defs)
     if (d.name == parts.back()) out.push_back(&d);
-  if (parts.size() < 2 || out.size() < 2) return out;
+  if (out.size() < 2) return out;
+  if (parts.size() < 2) {
+    // A top-level node is a child of the model itself, and the model is the class nothing in
+    // the file builds: drop definitions inside classes that are some attribute's type.
+    std::set<std::string> built;
+    for (const SourceDefinition& d : defs)
+      if (!d.type.empty()) built.insert(d.type);
+    std::vector<const SourceDefinition*> outside;
+    for (const SourceDefinition* d : out)
+      if (!built.count(d->enclosing_class)) outside.push_back(d);
+    return outside.empty() ? out : outside;
+  }
   // Several definitions of the name: keep those in the class the parent
   // component is built from, when the file says which ("self.encoder =
   // Encoder(...)").
   std::set<std::string> parent_types;
-  for (const SourceDefinition &d : defs)
+  for (const SourceDefinition& d : defs)
     if (d.name == parts[parts.size() - 2] && !d.type.empty()) parent_types.insert(d.type);
-  std::vector<const SourceDefinition *> inside;
-  for (const SourceDefinition *d : out)
+  std::vector<const SourceDefinition*> inside;
+  for (const SourceDefinition* d : out)
     if (parent_types.count(d->enclosing_class)) inside.push_back(d);
   return inside.empty() ? out : inside;
 }
 
-bool source_language(const std::string &language_id, const std::string &uri, SourceLanguage &out) {
+bool source_language(const std::string& language_id, const std::string& uri, SourceLanguage& out) {
   if (language_id == "python") return out = SourceLanguage::kPython, true;
   if (language_id == "cpp" || language_id == "c") return out = SourceLanguage::kCpp, true;
   const std::size_t dot = uri.find_last_of('.');
   const std::string ext = dot == std::string::npos ? "" : uri.substr(dot + 1);
   if (ext == "py" || ext == "pyi") return out = SourceLanguage::kPython, true;
-  for (const char *e : {"cpp", "cc", "cxx", "h", "hpp", "hh", "hxx"})
+  for (const char* e : {"cpp", "cc", "cxx", "h", "hpp", "hh", "hxx"})
     if (ext == e) return out = SourceLanguage::kCpp, true;
   return false;
 }

@@ -29,18 +29,18 @@ struct SourceDefinition {
 };
 
 /// Every definition in `text`, in source order.
-std::vector<SourceDefinition> index_source(const std::string &text, SourceLanguage language);
+std::vector<SourceDefinition> index_source(const std::string& text, SourceLanguage language);
 
-/// The definitions a run's node id names: its last component
-/// ("encoder/backbone.0.attn" -> "attn"), kept to the class of its parent
-/// component when the parent's type is a class in the same file, else wherever
-/// that name is defined. A last component that is a number (a Sequential index)
-/// names nothing.
-std::vector<const SourceDefinition *> definitions_of(const std::string &node,
-                                                     const std::vector<SourceDefinition> &defs);
+/// The definitions a run's node id names: its last component ("encoder/backbone.0.attn" ->
+/// "attn"), kept to the class of its parent component when the parent's type is a class in the
+/// same file, else wherever that name is defined; a top-level id ("fc1") skips definitions in
+/// classes the file builds as attributes when others remain. A last component that is a number
+/// (a Sequential index) names nothing.
+std::vector<const SourceDefinition*> definitions_of(const std::string& node,
+                                                    const std::vector<SourceDefinition>& defs);
 
 /// The language of a document from its LSP languageId, else its file name;
 /// false for others.
-bool source_language(const std::string &language_id, const std::string &uri, SourceLanguage &out);
+bool source_language(const std::string& language_id, const std::string& uri, SourceLanguage& out);
 
 }  // namespace gradscope::cli

@@ -8,11 +8,11 @@ namespace gradscope::cli {
 namespace {
 
 std::string lower(std::string s) {
-  for (char &c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
-std::string trim(const std::string &s) {
+std::string trim(const std::string& s) {
   std::size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
@@ -21,7 +21,7 @@ std::string trim(const std::string &s) {
 
 // The value of a Content-Length header: digits only (strtoull would take "-1"
 // and " 12x").
-std::optional<std::size_t> parse_length(const std::string &v) {
+std::optional<std::size_t> parse_length(const std::string& v) {
   if (v.empty() || v.size() > 19) return std::nullopt;
   for (char c : v)
     if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
@@ -30,7 +30,7 @@ std::optional<std::size_t> parse_length(const std::string &v) {
 
 }  // namespace
 
-std::optional<std::string> LspReader::header_line(bool &too_long) {
+std::optional<std::string> LspReader::header_line(bool& too_long) {
   std::string line;
   too_long = false;
   for (int c; (c = in_.get()) != std::char_traits<char>::eof();) {
@@ -91,7 +91,7 @@ std::optional<LspFrame> LspReader::next() {
   return frame;
 }
 
-bool write_lsp_frame(std::ostream &out, const std::string &body) {
+bool write_lsp_frame(std::ostream& out, const std::string& body) {
   out << "Content-Length: " << body.size() << "\r\n\r\n" << body;
   out.flush();
   return static_cast<bool>(out);

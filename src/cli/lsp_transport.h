@@ -34,20 +34,20 @@ class LspReader {
   static constexpr std::size_t kMaxBody = std::size_t{64} << 20;
   static constexpr std::size_t kMaxHeaderLine = 8192;
 
-  explicit LspReader(std::istream &in) : in_(in) {}
+  explicit LspReader(std::istream& in) : in_(in) {}
   std::optional<LspFrame> next();
   bool truncated() const { return truncated_; }
 
  private:
   // One header line without its "\r\n"; nullopt at the end of input.
-  std::optional<std::string> header_line(bool &too_long);
+  std::optional<std::string> header_line(bool& too_long);
 
-  std::istream &in_;
+  std::istream& in_;
   bool truncated_ = false;
 };
 
 /// Writes `body` framed with its Content-Length and flushes; false when the
 /// write failed.
-bool write_lsp_frame(std::ostream &out, const std::string &body);
+bool write_lsp_frame(std::ostream& out, const std::string& body);
 
 }  // namespace gradscope::cli

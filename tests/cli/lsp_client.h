@@ -27,7 +27,7 @@ class LspClient {
  public:
   /// Starts GRADSCOPE_CLI with `args` ("lsp --runs DIR"); stderr goes to
   /// `err_file`.
-  LspClient(const std::vector<std::string> &args, const std::filesystem::path &err_file)
+  LspClient(const std::vector<std::string>& args, const std::filesystem::path& err_file)
       : err_file_(err_file) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe failed");
@@ -39,8 +39,8 @@ class LspClient {
       dup2(err, 2);
       close(in[1]);
       close(out[0]);
-      std::vector<char *> argv{const_cast<char *>(GRADSCOPE_CLI)};
-      for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+      std::vector<char*> argv{const_cast<char*>(GRADSCOPE_CLI)};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
       execv(GRADSCOPE_CLI, argv.data());
       _exit(127);
@@ -61,21 +61,21 @@ class LspClient {
     }
   }
 
-  void send_raw(const std::string &bytes) {
+  void send_raw(const std::string& bytes) {
     for (std::size_t at = 0; at < bytes.size();) {
       const ssize_t n = write(to_, bytes.data() + at, bytes.size() - at);
       if (n <= 0) return;
       at += static_cast<std::size_t>(n);
     }
   }
-  void send(const nlohmann::json &message) {
+  void send(const nlohmann::json& message) {
     const std::string body = message.dump();
     send_raw("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   }
-  void request(int id, const std::string &method, const nlohmann::json &params) {
+  void request(int id, const std::string& method, const nlohmann::json& params) {
     send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
   }
-  void notify(const std::string &method, const nlohmann::json &params) {
+  void notify(const std::string& method, const nlohmann::json& params) {
     send({{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
   }
   void close_input() {
@@ -112,7 +112,7 @@ class LspClient {
 
   /// The next message with this method (notifications) or id (responses),
   /// skipping others.
-  std::optional<nlohmann::json> next_with(const std::string &method, double seconds = 10) {
+  std::optional<nlohmann::json> next_with(const std::string& method, double seconds = 10) {
     while (auto m = next(seconds))
       if (m->value("method", "") == method) return m;
     return std::nullopt;

@@ -28,6 +28,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using test::LspClient;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const fs::path kFixtures = fs::path(GRADSCOPE_LSP_FIXTURES);
 
@@ -36,7 +37,7 @@ Stats grad(double l2) { return test::with_l2(l2, 10); }
 // A run in runs/<name>: "fc1" healthy; with `sick`, "encoder/fc1" vanishing,
 // "head/proj" exploding, "gate" stagnant, and "encoder/act" vanishing over only
 // 2 steps (low confidence).
-fs::path make_run(const fs::path &runs, const std::string &name, bool sick) {
+fs::path make_run(const fs::path& runs, const std::string& name, bool sick) {
   const fs::path dir = runs / name;
   RunWriter w(dir.string());
   for (int s = 0; s < 20; ++s) {
@@ -57,7 +58,7 @@ fs::path make_run(const fs::path &runs, const std::string &name, bool sick) {
 
 // Markdown as a reader sees it: a backslash before ASCII punctuation shows the
 // punctuation.
-std::string shown_text(const std::string &md) {
+std::string shown_text(const std::string& md) {
   std::string out;
   for (std::size_t i = 0; i < md.size(); ++i) {
     if (md[i] == '\\' && i + 1 < md.size() && std::ispunct(static_cast<unsigned char>(md[i + 1])))
@@ -67,13 +68,13 @@ std::string shown_text(const std::string &md) {
   return out;
 }
 
-std::string read_file(const fs::path &p) { return test::slurp(p); }
+std::string read_file(const fs::path& p) { return test::slurp(p); }
 
-std::string file_uri(const fs::path &p) { return "file://" + fs::absolute(p).string(); }
+std::string file_uri(const fs::path& p) { return "file://" + fs::absolute(p).string(); }
 
 // Where `name` sits in the first line containing `context`: {line, column}.
-std::pair<int, int> position_of(const std::string &text, const std::string &context,
-                                const std::string &name) {
+std::pair<int, int> position_of(const std::string& text, const std::string& context,
+                                const std::string& name) {
   std::istringstream lines(text);
   std::string line;
   for (int n = 0; std::getline(lines, line); ++n) {
@@ -85,7 +86,7 @@ std::pair<int, int> position_of(const std::string &text, const std::string &cont
 }
 
 // The run's findings as the agent JSON gives them.
-Json run_findings(const fs::path &run) {
+Json run_findings(const fs::path& run) {
   const test::Result r = test::run_cli("report --json " + run.string());
   return Json::parse(r.out)["findings"];
 }
@@ -93,12 +94,12 @@ Json run_findings(const fs::path &run) {
 // The diagnostics a file should get: each finding whose node `where` places, at
 // that place, with the severity docs/editor.md gives and the finding's own
 // texts.
-Json expected_diagnostics(const Json &findings, const std::string &text,
-                          const std::map<std::string, std::pair<std::string, std::string>> &where) {
+Json expected_diagnostics(const Json& findings, const std::string& text,
+                          const std::map<std::string, std::pair<std::string, std::string>>& where) {
   std::vector<std::pair<std::pair<int, int>, Json>> out;
-  for (const Json &f : findings) {
+  for (const Json& f : findings) {
     if (!f["node"].is_string() || !where.count(f["node"])) continue;
-    const auto &[context, name] = where.at(f["node"]);
+    const auto& [context, name] = where.at(f["node"]);
     const auto [line, col] = position_of(text, context, name);
     const std::string type = f["type"];
     const bool breaks = type == "NAN" || type == "INF" || type == "EXPLODING" || type == "DEAD" ||
@@ -117,9 +118,9 @@ Json expected_diagnostics(const Json &findings, const std::string &text,
                                     "\nWhat to do: " + f["action"].get<std::string>()}}});
   }
   std::stable_sort(out.begin(), out.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   Json diags = Json::array();
-  for (const auto &d : out) diags.push_back(d.second);
+  for (const auto& d : out) diags.push_back(d.second);
   return diags;
 }
 
@@ -132,8 +133,8 @@ class LspTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<LspClient> start(const std::vector<std::string> &args,
-                                   const Json &options = nullptr) {
+  std::unique_ptr<LspClient> start(const std::vector<std::string>& args,
+                                   const Json& options = nullptr) {
     auto c = std::make_unique<LspClient>(args, dir_ / "stderr");
     Json params = {{"processId", nullptr}, {"rootUri", nullptr}, {"capabilities", Json::object()}};
     if (!options.is_null()) params["initializationOptions"] = options;
@@ -149,7 +150,7 @@ class LspTest : public ::testing::Test {
   }
 
   // didOpen of a fixture; returns its publishDiagnostics params.
-  Json open(LspClient &c, const fs::path &file, const std::string &language) {
+  Json open(LspClient& c, const fs::path& file, const std::string& language) {
     c.notify("textDocument/didOpen", {{"textDocument",
                                        {{"uri", file_uri(file)},
                                         {"languageId", language},
@@ -160,7 +161,7 @@ class LspTest : public ::testing::Test {
     return published ? (*published)["params"] : Json();
   }
 
-  Json hover(LspClient &c, int id, const fs::path &file, std::pair<int, int> at) {
+  Json hover(LspClient& c, int id, const fs::path& file, std::pair<int, int> at) {
     c.request(id, "textDocument/hover",
               {{"textDocument", {{"uri", file_uri(file)}}},
                {"position", {{"line", at.first}, {"character", at.second}}}});
@@ -169,7 +170,7 @@ class LspTest : public ::testing::Test {
     return r ? *r : Json();
   }
 
-  void shutdown_and_exit(LspClient &c, int expect = 0) {
+  void shutdown_and_exit(LspClient& c, int expect = 0) {
     c.request(99, "shutdown", nullptr);
     const auto r = c.response(99);
     ASSERT_TRUE(r.has_value()) << c.err();
@@ -208,7 +209,7 @@ TEST_F(LspTest, PythonDiagnosticsSitOnTheDefiningNamesWithTheRunsFindings) {
   // One of each severity: VANISHING high (Error), STAGNANT (Warning), 2 steps
   // (Information).
   std::set<int> severities;
-  for (const Json &d : published["diagnostics"]) severities.insert(d["severity"].get<int>());
+  for (const Json& d : published["diagnostics"]) severities.insert(d["severity"].get<int>());
   EXPECT_EQ(severities, (std::set<int>{1, 2, 3}));
   shutdown_and_exit(*c);
 }
@@ -240,8 +241,8 @@ TEST_F(LspTest, HoverShowsTheNodesFlagsAndEvidence) {
   // shown.
   const std::string md = shown_text(r["result"]["contents"]["value"]);
   EXPECT_THAT(r["result"]["contents"]["value"].get<std::string>(), HasSubstr("param\\_grad"));
-  const Json *exploding = nullptr;
-  for (const Json &f : findings)
+  const Json* exploding = nullptr;
+  for (const Json& f : findings)
     if (f["node"] == "head/proj") exploding = &f;
   ASSERT_NE(exploding, nullptr);
   EXPECT_THAT(md, HasSubstr("node head/proj in run sick (20 steps)"));
@@ -251,7 +252,7 @@ TEST_F(LspTest, HoverShowsTheNodesFlagsAndEvidence) {
   EXPECT_THAT(md, HasSubstr("What to do: " + (*exploding)["action"].get<std::string>()));
   // The evidence table: the measured value and the threshold it was compared
   // with.
-  const Json &e = (*exploding)["evidence"][0];
+  const Json& e = (*exploding)["evidence"][0];
   EXPECT_THAT(md, HasSubstr("| " + e["name"].get<std::string>() + " | 250000 | > 1000 |")) << md;
 
   // fc1 in the Model class: the healthy top-level node (and, named the same,
@@ -259,6 +260,12 @@ TEST_F(LspTest, HoverShowsTheNodesFlagsAndEvidence) {
   const Json healthy = hover(*c, 3, file, position_of(text, "self.fc1 = nn.Linear(16, 16)", "fc1"));
   EXPECT_THAT(healthy["result"]["contents"]["value"].get<std::string>(),
               HasSubstr("node fc1 in run sick (20 steps)\n\nhealthy: no finding"));
+  // fc1 in the Encoder: encoder/fc1 only (the top-level fc1 is the model's, not the encoder's).
+  const std::string encoder_fc1 = shown_text(hover(
+      *c, 5, file,
+      position_of(text, "self.fc1 = nn.Linear(8, 16)", "fc1"))["result"]["contents"]["value"]);
+  EXPECT_THAT(encoder_fc1, HasSubstr("node encoder/fc1 in run sick"));
+  EXPECT_THAT(encoder_fc1, Not(HasSubstr("node fc1 in run")));
   // Not a definition (the `self.fc1 == None` comparison): no hover.
   EXPECT_TRUE(hover(*c, 4, file, position_of(text, "self.fc1 == None", "fc1"))["result"].is_null());
   shutdown_and_exit(*c);
@@ -284,6 +291,22 @@ TEST_F(LspTest, AHealthyRunPublishesNoDiagnosticsAndANewerRunReplacesIt) {
   const auto cleared = c->next_with("textDocument/publishDiagnostics");
   ASSERT_TRUE(cleared.has_value());
   EXPECT_EQ((*cleared)["params"]["diagnostics"], Json::array());
+  shutdown_and_exit(*c);
+}
+
+TEST_F(LspTest, TheNamedRunIsReReadWhenItsDatabaseChanges) {
+  const fs::path run = make_run(runs_, "run", false);
+  auto c = start({"lsp", "--run", run.string()});
+  const fs::path file = kFixtures / "model.cpp";
+  EXPECT_EQ(open(*c, file, "cpp")["diagnostics"], Json::array());
+  fs::remove_all(run);
+  make_run(runs_, "run", true);  // the same folder, written again
+  c->notify("textDocument/didChange", {{"textDocument", {{"uri", file_uri(file)}, {"version", 2}}},
+                                       {"contentChanges", {{{"text", read_file(file)}}}}});
+  const auto again = c->next_with("textDocument/publishDiagnostics");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ((*again)["params"]["diagnostics"],
+            expected_diagnostics(run_findings(run), read_file(file), kCppPlaces));
   shutdown_and_exit(*c);
 }
 
@@ -341,11 +364,11 @@ TEST_F(LspTest, RandomBytesAndDeepJsonNeverCrashOrHang) {
   std::mt19937 rng(17);
   for (int i = 0; i < 200; ++i) {
     std::string junk(rng() % 300, '\0');
-    for (char &ch : junk) ch = static_cast<char>(rng());
+    for (char& ch : junk) ch = static_cast<char>(rng());
     if (i % 2) junk = "Content-Length: " + std::to_string(junk.size()) + "\r\n\r\n" + junk;
     c->send_raw(junk);
   }
-  for (const Json &bad : {Json(nullptr), Json(3), Json("x"), Json::array(), Json::object()}) {
+  for (const Json& bad : {Json(nullptr), Json(3), Json("x"), Json::array(), Json::object()}) {
     c->request(7, "textDocument/hover", {{"textDocument", bad}, {"position", bad}});
     c->notify("textDocument/didOpen", {{"textDocument", bad}});
     c->notify("textDocument/didChange", {{"textDocument", bad}, {"contentChanges", bad}});
