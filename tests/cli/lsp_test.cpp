@@ -161,6 +161,15 @@ class LspTest : public ::testing::Test {
     return published ? (*published)["params"] : Json();
   }
 
+  // didChange with the file's whole text (full sync); returns its publishDiagnostics params.
+  Json change(LspClient& c, const fs::path& file) {
+    c.notify("textDocument/didChange", {{"textDocument", {{"uri", file_uri(file)}, {"version", 2}}},
+                                        {"contentChanges", {{{"text", read_file(file)}}}}});
+    const auto published = c.next_with("textDocument/publishDiagnostics");
+    EXPECT_TRUE(published.has_value()) << c.err();
+    return published ? (*published)["params"] : Json();
+  }
+
   Json hover(LspClient& c, int id, const fs::path& file, std::pair<int, int> at) {
     c.request(id, "textDocument/hover",
               {{"textDocument", {{"uri", file_uri(file)}}},
@@ -280,11 +289,7 @@ TEST_F(LspTest, AHealthyRunPublishesNoDiagnosticsAndANewerRunReplacesIt) {
   // shows it.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const fs::path sick = make_run(runs_, "b-sick", true);
-  c->notify("textDocument/didChange", {{"textDocument", {{"uri", file_uri(file)}, {"version", 2}}},
-                                       {"contentChanges", {{{"text", read_file(file)}}}}});
-  const auto again = c->next_with("textDocument/publishDiagnostics");
-  ASSERT_TRUE(again.has_value());
-  EXPECT_EQ((*again)["params"]["diagnostics"],
+  EXPECT_EQ(change(*c, file)["diagnostics"],
             expected_diagnostics(run_findings(sick), read_file(file), kPythonPlaces));
   // didClose clears the file's diagnostics.
   c->notify("textDocument/didClose", {{"textDocument", {{"uri", file_uri(file)}}}});
@@ -301,11 +306,7 @@ TEST_F(LspTest, TheNamedRunIsReReadWhenItsDatabaseChanges) {
   EXPECT_EQ(open(*c, file, "cpp")["diagnostics"], Json::array());
   fs::remove_all(run);
   make_run(runs_, "run", true);  // the same folder, written again
-  c->notify("textDocument/didChange", {{"textDocument", {{"uri", file_uri(file)}, {"version", 2}}},
-                                       {"contentChanges", {{{"text", read_file(file)}}}}});
-  const auto again = c->next_with("textDocument/publishDiagnostics");
-  ASSERT_TRUE(again.has_value());
-  EXPECT_EQ((*again)["params"]["diagnostics"],
+  EXPECT_EQ(change(*c, file)["diagnostics"],
             expected_diagnostics(run_findings(run), read_file(file), kCppPlaces));
   shutdown_and_exit(*c);
 }
