@@ -9,6 +9,12 @@
 namespace gradscope::cli {
 namespace {
 
+// Longer lines (minified or generated code) are not searched for definitions: libstdc++'s
+// regex recurses per character and would exhaust the stack on a line of megabytes.
+constexpr std::size_t kMaxLine = 4096;
+// The callee of a definition is read from this many bytes after it.
+constexpr std::size_t kCalleeChars = 256;
+
 // LSP positions count UTF-16 code units by default: one for each UTF-8 lead
 // byte, two for a four-byte sequence (a surrogate pair).
 int utf16_column(const std::string& line, std::size_t byte) {
@@ -30,6 +36,13 @@ std::pair<std::size_t, std::string> word_before(const std::string& line, std::si
   return {begin, line.substr(begin, end - begin)};
 }
 
+// LibTorch's convention: struct EncoderImpl, made a module holder by TORCH_MODULE(Encoder).
+std::string without_impl(std::string name) {
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0)
+    name.resize(name.size() - 4);
+  return name;
+}
+
 // "nn.Linear(3, 4)" -> "Linear", "std::make_shared<EncoderImpl>()" ->
 // "Encoder": the last component of the callee, with C++'s Impl suffix dropped
 // so it names the TORCH_MODULE.
@@ -41,8 +54,7 @@ std::string callee_type(const std::string& rest) {
   if (std::regex_search(rest, m, shared) || std::regex_search(rest, m, call)) t = m[1];
   const std::size_t cut = t.find_last_of(".:");
   if (cut != std::string::npos) t = t.substr(cut + 1);
-  if (t.size() > 4 && t.compare(t.size() - 4, 4, "Impl") == 0) t.resize(t.size() - 4);
-  return t;
+  return without_impl(t);
 }
 
 // What the scan of a file carries from line to line: open brackets (with
@@ -122,13 +134,16 @@ int indent_of(const std::string& line) {
 }  // namespace
 
 std::vector<SourceDefinition> index_source(const std::string& text, SourceLanguage lang) {
-  static const std::regex py_attr(R"re(\bself\.([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)(.*))re");
-  static const std::regex py_add(R"re(\badd_module\(\s*(["'])([^"']+)\1\s*,(.*))re");
-  static const std::regex py_entry(R"re(\(\s*(["'])([^"']+)\1\s*,(.*))re");
+  // No pattern takes the rest of the line: a match must end where the name's definition does,
+  // so the next entry of a one-line Sequential is found too; the callee is read from the text
+  // after the match.
+  static const std::regex py_attr(R"re(\bself\.([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=))re");
+  static const std::regex py_add(R"re(\badd_module\(\s*(["'])([^"']+)\1\s*,)re");
+  static const std::regex py_entry(R"re(\(\s*(["'])([^"']+)\1\s*,)re");
   static const std::regex py_class(R"re(^\s*class\s+([A-Za-z_]\w*))re");
-  static const std::regex cpp_register(R"re(\bregister_module\(\s*"([^"]+)"\s*,(.*))re");
-  static const std::regex cpp_entry(R"re(\{\s*"([^"]+)"\s*,(.*))re");
-  static const std::regex cpp_class(R"re(\b(enum\s+)?(?:struct|class)\s+([A-Za-z_]\w*)[^;]*$)re");
+  static const std::regex cpp_register(R"re(\bregister_module\(\s*"([^"]+)"\s*,)re");
+  static const std::regex cpp_entry(R"re(\{\s*"([^"]+)"\s*,)re");
+  static const std::regex cpp_class(R"re(\b(enum\s+)?(?:struct|class)\s+([A-Za-z_]\w*))re");
 
   std::vector<SourceDefinition> defs;
   ScanState state;
@@ -137,6 +152,10 @@ std::vector<SourceDefinition> index_source(const std::string& text, SourceLangua
   const bool py = lang == SourceLanguage::kPython;
   for (int n = 0; std::getline(lines, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.size() > kMaxLine) {
+      scan_regions(line, state, lang);  // brackets still open and close
+      continue;
+    }
     std::smatch m;
     if (py && state.brackets.empty()) {
       const std::size_t first = line.find_first_not_of(" \t");
@@ -149,15 +168,13 @@ std::vector<SourceDefinition> index_source(const std::string& text, SourceLangua
       }
     }
     const std::string cls = state.classes.empty() ? "" : state.classes.back().second;
-    if (!py && std::regex_search(line, m, cpp_class) && !m[1].matched) {
-      std::string name = m[2];
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0)
-        name.resize(name.size() - 4);
-      state.pending_class = name;
+    if (!py && std::regex_search(line, m, cpp_class) && !m[1].matched &&
+        m.suffix().str().find(';') == std::string::npos) {  // "class X;" declares, no body
+      state.pending_class = without_impl(m[2]);
     }
     const std::vector<bool> region = scan_regions(line, state, lang);
     // Each pattern can appear more than once on a line (a one-line Sequential).
-    const auto each = [&](const std::regex& re, int name_group, int rest_group, bool in_region) {
+    const auto each = [&](const std::regex& re, int name_group, bool in_region) {
       for (auto it = std::sregex_iterator(line.begin(), line.end(), re);
            it != std::sregex_iterator(); ++it) {
         const std::size_t at = static_cast<std::size_t>(it->position(0));
@@ -166,7 +183,7 @@ std::vector<SourceDefinition> index_source(const std::string& text, SourceLangua
         defs.push_back({name.str(), n,
                         utf16_column(line, static_cast<std::size_t>(name.first - line.begin())),
                         utf16_column(line, static_cast<std::size_t>(name.second - line.begin())),
-                        cls, callee_type((*it)[rest_group].str())});
+                        cls, callee_type(it->suffix().str().substr(0, kCalleeChars))});
       }
     };
     const std::size_t first = line.find_first_not_of(" \t");
@@ -174,12 +191,12 @@ std::vector<SourceDefinition> index_source(const std::string& text, SourceLangua
         first != std::string::npos && (py ? line[first] == '#' : line.compare(first, 2, "//") == 0);
     if (comment) continue;
     if (py) {
-      each(py_attr, 1, 2, false);
-      each(py_add, 2, 3, false);
-      each(py_entry, 2, 3, true);
+      each(py_attr, 1, false);
+      each(py_add, 2, false);
+      each(py_entry, 2, true);
     } else {
-      each(cpp_register, 1, 2, false);
-      each(cpp_entry, 1, 2, true);
+      each(cpp_register, 1, false);
+      each(cpp_entry, 1, true);
     }
   }
   // A regex iterator's matches do not overlap, but the same name can be found

@@ -49,6 +49,7 @@ fs::path make_run(const fs::path& runs, const std::string& name, bool sick) {
     w.add(Record{s, "gate", Site::kParamGrad, grad(1)});
     w.add(Record{s, "gate", Site::kParam, grad(1)});
     w.add(Record{s, "gate", Site::kUpdate, grad(4e-9)});
+    w.add(Record{s, "tail/t2", Site::kParamGrad, grad(3e-9)});
     // A dotted id, as the audit names a node given as a named_modules() path.
     if (s < 2) w.add(Record{s, "encoder.act", Site::kParamGrad, grad(3e-9)});
   }
@@ -196,6 +197,7 @@ const std::map<std::string, std::pair<std::string, std::string>> kPythonPlaces =
     {"encoder.act", {"self.act = nn.ReLU()", "act"}},
     {"head/proj", {"(\"proj\", nn.Linear(16, 4))", "proj"}},
     {"gate", {"add_module(\"gate\"", "gate"}},
+    {"tail/t2", {"(\"t2\", nn.Tanh())", "t2"}},  // the second entry of a one-line Sequential
 };
 
 const std::map<std::string, std::pair<std::string, std::string>> kCppPlaces = {
@@ -213,7 +215,7 @@ TEST_F(LspTest, PythonDiagnosticsSitOnTheDefiningNamesWithTheRunsFindings) {
   const Json published = open(*c, file, "python");
   EXPECT_EQ(published["uri"], file_uri(file));
   const Json expected = expected_diagnostics(findings, read_file(file), kPythonPlaces);
-  ASSERT_EQ(expected.size(), 4u) << findings.dump(2);
+  ASSERT_EQ(expected.size(), 5u) << findings.dump(2);
   EXPECT_EQ(published["diagnostics"], expected) << published.dump(2);
   // One of each severity: VANISHING high (Error), STAGNANT (Warning), 2 steps
   // (Information).
@@ -230,7 +232,7 @@ TEST_F(LspTest, CppDiagnosticsSitOnRegisterModuleAndSequentialNames) {
   const fs::path file = kFixtures / "model.cpp";
   const Json published = open(*c, file, "cpp");
   const Json expected = expected_diagnostics(findings, read_file(file), kCppPlaces);
-  ASSERT_EQ(expected.size(), 3u);  // encoder.act is not defined in the C++ model
+  ASSERT_EQ(expected.size(), 3u);  // encoder.act and tail/t2 are not in the C++ model
   EXPECT_EQ(published["diagnostics"], expected) << published.dump(2);
   shutdown_and_exit(*c);
 }
@@ -360,6 +362,18 @@ TEST_F(LspTest, RandomBytesAndDeepJsonNeverCrashOrHang) {
   const auto answer = c->next(20);
   ASSERT_TRUE(answer.has_value()) << c->err();
   EXPECT_EQ((*answer)["error"]["code"], -32600);
+  // A line of megabytes (minified code) is skipped, not searched to the end of the stack.
+  c->notify(
+      "textDocument/didOpen",
+      {{"textDocument",
+        {{"uri", "file:///long.py"},
+         {"languageId", "python"},
+         {"version", 1},
+         {"text", "self.gate: " + std::string(2000000, 'a') + "\nself.gate = nn.ReLU()\n"}}}});
+  const auto long_line = c->next_with("textDocument/publishDiagnostics", 20);
+  ASSERT_TRUE(long_line.has_value()) << c->err();
+  ASSERT_EQ((*long_line)["params"]["diagnostics"].size(), 1u);
+  EXPECT_EQ((*long_line)["params"]["diagnostics"][0]["range"]["start"]["line"], 1);
   // Seeded random bytes, some framed as messages, some not; and well-formed requests with
   // parameters of every wrong type.
   std::mt19937 rng(17);

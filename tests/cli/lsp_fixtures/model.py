@@ -23,6 +23,7 @@ class Model(nn.Module):
             ("out", nn.Softmax(dim=1)),
         ]))
         self.add_module("gate", nn.Sigmoid())
+        self.tail = nn.Sequential(OrderedDict([("t1", nn.ReLU()), ("t2", nn.Tanh())]))
 
     def forward(self, x):
         if self.fc1 == None:
