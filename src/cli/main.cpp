@@ -16,5 +16,6 @@ int main(int argc, char** argv) {
     add_html_command(app, exit_code);
     add_trees_command(app, exit_code);
     add_compress_command(app, exit_code);
+    add_lsp_command(app, exit_code);
   });
 }
