@@ -41,9 +41,9 @@ def pearson(x, y):
     return (x @ y / (x.norm() * y.norm())).item()
 
 
-# Options whose effect shows in the report: the default (windowed, 16-update windows) judges
-# no row of 20 steps; windows of 2 updates judge the user rows, GradTracer's rule every exposed
-# item row.
+# Options whose effect shows in the report: the windowed rule judges a row after two windows
+# of `zombie_window` real updates (16 by default: no row of 20 steps; 2 here for the users),
+# GradTracer's rule every exposed row (the items; a hub judging with default rules gave 0).
 USER_THRESHOLDS = gradscope.Thresholds()
 USER_THRESHOLDS.zombie_window = 2
 
