@@ -23,7 +23,8 @@ from ._engine import Error
 
 
 def _table(module, name, track_every, zombie_rule):
-    """(bag, padding_idx) of an nn.Embedding or nn.EmbeddingBag; Error naming `name` otherwise."""
+    """(bag, padding_idx) of an nn.Embedding or nn.EmbeddingBag; Error naming `name` otherwise.
+    The numeric options are checked by the C++ tracker."""
     if isinstance(module, nn.EmbeddingBag):
         bag = True
     elif isinstance(module, nn.Embedding):
@@ -38,13 +39,30 @@ def _table(module, name, track_every, zombie_rule):
     return bag, getattr(module, "padding_idx", None)
 
 
+def _options(auto_fix, track_every, thresholds, zombie_rule, more):
+    """The C++ EmbeddingTrackerOptions; `more` holds the rest by their C++ names (gradient_ema,
+    fix_min_scale, fix_max_scale, boost_undertrained, undertrained_exposure, boost_max,
+    rank_sample_rows)."""
+    o = _engine.EmbeddingTrackerOptions()
+    o.auto_fix = auto_fix
+    o.track_every = track_every
+    o.thresholds = thresholds or _engine.Thresholds()
+    o.windowed = zombie_rule == "windowed"
+    for key, value in more.items():
+        if key in ("thresholds", "windowed", "track_every", "auto_fix") or not hasattr(o, key):
+            raise TypeError(f"unexpected option {key!r}")
+        setattr(o, key, value)
+    return o
+
+
 class EmbeddingTracker:
     def __init__(self, module, auto_fix=False, track_every=1, *, name="embedding", thresholds=None,
-                 zombie_rule="windowed"):
+                 zombie_rule="windowed", **options):
+        """`options`: gradient_ema, fix_min_scale, fix_max_scale, boost_undertrained,
+        undertrained_exposure, boost_max, rank_sample_rows (docs/embedding.md)."""
         bag, padding_idx = _table(module, name, track_every, zombie_rule)
-        self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, auto_fix,
-                                                           track_every, thresholds or _engine.Thresholds(),
-                                                           zombie_rule == "windowed"))
+        o = _options(auto_fix, track_every, thresholds, zombie_rule, options)
+        self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, o))
 
     @classmethod
     def _of_hub(cls, module, name, table):
@@ -167,11 +185,11 @@ class EmbeddingHub:
         self._tables = {}
 
     def track(self, module, auto_fix=False, track_every=1, *, name="embedding", thresholds=None,
-              zombie_rule="windowed"):
+              zombie_rule="windowed", **options):
         """Starts tracking a table (the same options as EmbeddingTracker); returns its tracker."""
         bag, padding_idx = _table(module, name, track_every, zombie_rule)
-        self._engine.track(module.weight, bag, padding_idx, name, auto_fix, track_every,
-                           thresholds or _engine.Thresholds(), zombie_rule == "windowed")
+        self._engine.track(module.weight, bag, padding_idx, name,
+                           _options(auto_fix, track_every, thresholds, zombie_rule, options))
         table = EmbeddingTracker._of_hub(module, name, _HubTable(self._engine, name))
         self._tables[name] = table
         return table

@@ -268,25 +268,27 @@ void bind_audit(py::module_& m) {
       .def("closed", &AuditEngine::closed);
 }
 
-gt::EmbeddingTrackerOptions tracker_options(bool auto_fix, int track_every, const Thresholds& thresholds,
-                                            bool windowed) {
-  gt::EmbeddingTrackerOptions o;
-  o.auto_fix = auto_fix;
-  o.track_every = track_every;
-  o.thresholds = thresholds;
-  o.zombie_rule = windowed ? ZombieRule::kWindowed : ZombieRule::kGradTracer;
-  return o;
-}
-
 void bind_embedding(py::module_& m) {
+  // The tracker's options with their C++ names; the callbacks (on_intervention, on_step) and
+  // the declared negative sampler are not exposed.
+  py::class_<gt::EmbeddingTrackerOptions>(m, "EmbeddingTrackerOptions")
+      .def(py::init<>())
+      .def_readwrite("thresholds", &gt::EmbeddingTrackerOptions::thresholds)
+      .def_property(
+          "windowed", [](const gt::EmbeddingTrackerOptions& o) { return o.zombie_rule == ZombieRule::kWindowed; },
+          [](gt::EmbeddingTrackerOptions& o, bool w) { o.zombie_rule = w ? ZombieRule::kWindowed : ZombieRule::kGradTracer; })
+      .def_readwrite("gradient_ema", &gt::EmbeddingTrackerOptions::gradient_ema)
+      .def_readwrite("track_every", &gt::EmbeddingTrackerOptions::track_every)
+      .def_readwrite("auto_fix", &gt::EmbeddingTrackerOptions::auto_fix)
+      .def_readwrite("fix_min_scale", &gt::EmbeddingTrackerOptions::fix_min_scale)
+      .def_readwrite("fix_max_scale", &gt::EmbeddingTrackerOptions::fix_max_scale)
+      .def_readwrite("boost_undertrained", &gt::EmbeddingTrackerOptions::boost_undertrained)
+      .def_readwrite("undertrained_exposure", &gt::EmbeddingTrackerOptions::undertrained_exposure)
+      .def_readwrite("boost_max", &gt::EmbeddingTrackerOptions::boost_max)
+      .def_readwrite("rank_sample_rows", &gt::EmbeddingTrackerOptions::rank_sample_rows);
   py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
-      .def(py::init([](const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
-                       bool auto_fix, int track_every, Thresholds thresholds, bool windowed) {
-             return std::make_unique<EmbeddingEngine>(weight, bag, padding_idx, std::move(layer),
-                                                      tracker_options(auto_fix, track_every, thresholds, windowed));
-           }),
-           py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("auto_fix"),
-           py::arg("track_every"), py::arg("thresholds"), py::arg("windowed") = true)
+      .def(py::init<const at::Tensor&, bool, std::optional<int64_t>, std::string, gt::EmbeddingTrackerOptions>(),
+           py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"))
       .def("observe", &EmbeddingEngine::observe, py::arg("indices"), py::arg("negative") = false)
       .def("before_step", &EmbeddingEngine::before_step)
       .def("after_step", &EmbeddingEngine::after_step)
@@ -299,14 +301,8 @@ void bind_embedding(py::module_& m) {
   // The hub's tables are addressed by layer name: the hub owns their trackers.
   py::class_<EmbeddingHubEngine>(m, "EmbeddingHubEngine")
       .def(py::init<>())
-      .def(
-          "track",
-          [](EmbeddingHubEngine& h, const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
-             const std::string& layer, bool auto_fix, int track_every, Thresholds thresholds, bool windowed) {
-            h.track(weight, bag, padding_idx, layer, tracker_options(auto_fix, track_every, thresholds, windowed));
-          },
-          py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("auto_fix"),
-          py::arg("track_every"), py::arg("thresholds"), py::arg("windowed") = true)
+      .def("track", &EmbeddingHubEngine::track, py::arg("weight"), py::arg("bag"), py::arg("padding_idx"),
+           py::arg("layer"), py::arg("options"))
       .def(
           "observe",
           [](EmbeddingHubEngine& h, const std::string& layer, const at::Tensor& indices, bool negative) {
