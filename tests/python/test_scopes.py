@@ -1,10 +1,13 @@
 """Per-node scopes (gradscope.NodeScope): the node ids of tests/torch/audit_scope_test.cpp on the
 same model shape, records of scoped submodules measured by hooks, and bad scope input."""
+import collections
+
 import pytest
 import torch
 from torch import nn
 
 import gradscope
+from conftest import run_json
 
 
 # encoder -> backbone (Sequential of 4 blocks, each attn + mlp), plus a head: the C++ test's model.
@@ -195,3 +198,37 @@ def test_a_scoped_submodule_with_a_non_tensor_output_is_an_error_naming_it():
         net(torch.randn(3, 2)).sum().backward()
         audit.step(lambda: None)
     assert audit.node_ids() == ["body", "body/out"]
+
+
+def test_scoped_records_equal_the_cpp_audit_on_the_same_model(cpp_reference):
+    # cpp_reference parity-scoped: the same seeded model, with enc scoped to {"a", "b"} in C++.
+    seed, steps = 11, 4
+    class ScopedNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(collections.OrderedDict([("a", nn.Linear(16, 32)), ("act", nn.Tanh()),
+                                                              ("b", nn.Linear(32, 32))]))
+            self.out = nn.Linear(32, 4)
+
+        def forward(self, x):
+            return self.out(torch.relu(self.enc(x)))
+
+    torch.manual_seed(seed)
+    net = ScopedNet()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with gradscope.Audit(net, scopes={"enc": gradscope.NodeScope(patterns=["a", "b"])}) as audit:
+        for _ in range(steps):
+            x = torch.randn(8, 16) * 3
+            y = torch.randn(8, 4)
+            opt.zero_grad()
+            (net(x) - y).pow(2).mean().backward()
+            audit.step(opt)
+    assert audit.node_ids() == ["enc", "enc/a", "enc/b", "out"]
+    cpp = {(r["step"], r["node"], r["site"]): r for r in run_json([cpp_reference, "parity-scoped", str(seed), str(steps)])}
+    py = {(r.step, r.node, r.site): r.stats for r in audit.records()}
+    assert len(cpp) == steps * 4 * 5  # enc, enc/a, enc/b, out x activation, output grad, param grad, param, update
+    assert set(py) == set(cpp)
+    for key, c in cpp.items():
+        s = py[key]
+        got = {"count": s.count, "zero": s.zero, "sum": s.sum, "sum_sq": s.sum_sq, "min": s.min, "max": s.max}
+        assert got == {k: c[k] for k in got}, key
