@@ -18,6 +18,7 @@ from torch import nn
 from . import _engine
 from ._engine import Error
 from ._report import Report
+from ._scope import resolve_scopes, scoped_submodules
 
 # The squashing functions whose input is recorded as the node's pre-activation (exact types,
 # as the C++ Sequential forward checks them).
@@ -28,13 +29,18 @@ def _has_params(module):
     return next(module.parameters(), None) is not None
 
 
-def _first_tensor(output, node, module):
+def _first_tensor(output, node, module, submodule=False):
     if isinstance(output, torch.Tensor):
         return output
     if isinstance(output, (tuple, list)):
         for item in output:
             if isinstance(item, torch.Tensor):
                 return item
+    if submodule:
+        parent = node.rsplit("/", 1)[0]
+        raise Error(f"audit: submodule '{node}' ({type(module).__name__}) returned {type(output).__name__}, not a "
+                    f"tensor; leave it out of the scope of '{parent}' (scopes={{'{parent}': "
+                    f"gradscope.NodeScope(patterns=[...])}} or gradscope.NodeScope.none())")
     raise Error(f"audit: node '{node}' ({type(module).__name__}) returned {type(output).__name__}, not a tensor; "
                 f"pass nodes=[...] to audit other modules, or measure a tensor yourself with audit.tap('{node}', x)")
 
@@ -68,7 +74,7 @@ def _node_spec(node_id, module):
 
 
 def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs, leakage_every,
-             free_nodes, gradient_snr, threads, keep_records):
+             free_nodes, gradient_snr, threads, keep_records, keep_steps, scopes, on_step):
     o = _engine.AuditOptions()
     if thresholds is not None:
         o.thresholds = thresholds
@@ -81,6 +87,12 @@ def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pai
     o.leakage_every = leakage_every
     o.free_nodes = list(free_nodes)
     o.keep_records = keep_records
+    o.keep_steps = keep_steps
+    o.scopes = scopes
+    if on_step is not None:
+        if not callable(on_step):
+            raise Error(f"audit: on_step must be callable, got {type(on_step).__name__}")
+        o.on_step = on_step
     return o
 
 
@@ -94,7 +106,8 @@ class Audit:
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
-                 gradient_snr=False, threads=1, keep_records=True, run_name=None, overwrite=False):
+                 gradient_snr=False, threads=1, keep_records=True, keep_steps=100, scopes=None, on_step=None,
+                 run_name=None, overwrite=False):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
@@ -107,8 +120,11 @@ class Audit:
             run = os.fspath(run)
             run_spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), overwrite)
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
-                           leakage_every, free_nodes, gradient_snr, threads, keep_records)
+                           leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
+                           resolve_scopes(self._nodes, scopes), on_step)
         self._engine = _engine.AuditEngine(specs, options, run_spec)
+        # The engine chose the scoped submodules on its copy of the module tree (same paths).
+        self._submodules = scoped_submodules(self._nodes, self._engine.node_ids())
         self._sample_every = sample_every
         self._step = 0
         self._audited = True
@@ -132,6 +148,8 @@ class Audit:
     # --- hooks -------------------------------------------------------------------------------
     def _install_hooks(self, sequential_groups):
         self._handles.append(self._model.register_forward_pre_hook(self._before_forward))
+        for sub_id, module in self._submodules:
+            self._handles.append(module.register_forward_hook(self._tap_hook(sub_id, submodule=True)))
         if not sequential_groups:
             for node_id, module in self._nodes:
                 self._handles.append(module.register_forward_hook(self._tap_hook(node_id)))
@@ -151,10 +169,10 @@ class Audit:
                 self._handles.append(child.register_forward_hook(self._tap_hook(current)))
                 current = None
 
-    def _tap_hook(self, node_id):
+    def _tap_hook(self, node_id, submodule=False):
         def hook(module, inputs, output):
             if self._audited:
-                self._engine.tap(node_id, _first_tensor(output, node_id, module))
+                self._engine.tap(node_id, _first_tensor(output, node_id, module, submodule))
         return hook
 
     def _pre_activation_hook(self, node_id):
@@ -243,6 +261,14 @@ class Audit:
     def records(self):
         """Every record (step, node, site, stats) kept so far."""
         return self._engine.records()
+
+    def channel_records(self):
+        """Per-channel records of the nodes with a channel view, of the kept steps (keep_steps)."""
+        return self._engine.channel_records()
+
+    def similarity_records(self):
+        """Linear CKA of leakage pairs and channel groups, of the kept steps (keep_steps)."""
+        return self._engine.similarity_records()
 
     def node_ids(self):
         return self._engine.node_ids()

@@ -22,26 +22,60 @@ from . import _engine
 from ._engine import Error
 
 
+def _table(module, name, track_every, zombie_rule):
+    """(bag, padding_idx) of an nn.Embedding or nn.EmbeddingBag; Error naming `name` otherwise.
+    The numeric options are checked by the C++ tracker."""
+    if isinstance(module, nn.EmbeddingBag):
+        bag = True
+    elif isinstance(module, nn.Embedding):
+        bag = False
+    else:
+        raise Error(f"embedding '{name}': module of type {type(module).__name__} is not an nn.Embedding "
+                    f"or nn.EmbeddingBag")
+    if zombie_rule not in ("windowed", "gradtracer"):
+        raise Error(f"embedding '{name}': zombie_rule must be 'windowed' or 'gradtracer', got {zombie_rule!r}")
+    if isinstance(track_every, bool) or not isinstance(track_every, int) or track_every < 1:
+        raise Error(f"embedding '{name}': track_every must be an integer >= 1, got {track_every!r}")
+    return bag, getattr(module, "padding_idx", None)
+
+
+def _options(auto_fix, track_every, thresholds, zombie_rule, more):
+    """The C++ EmbeddingTrackerOptions; `more` holds the rest by their C++ names (gradient_ema,
+    fix_min_scale, fix_max_scale, boost_undertrained, undertrained_exposure, boost_max,
+    rank_sample_rows)."""
+    o = _engine.EmbeddingTrackerOptions()
+    o.auto_fix = auto_fix
+    o.track_every = track_every
+    o.thresholds = thresholds or _engine.Thresholds()
+    o.windowed = zombie_rule == "windowed"
+    for key, value in more.items():
+        if key in ("thresholds", "windowed", "track_every", "auto_fix") or not hasattr(o, key):
+            raise TypeError(f"unexpected option {key!r}")
+        setattr(o, key, value)
+    return o
+
+
 class EmbeddingTracker:
     def __init__(self, module, auto_fix=False, track_every=1, *, name="embedding", thresholds=None,
-                 zombie_rule="windowed"):
-        if isinstance(module, nn.EmbeddingBag):
-            bag = True
-        elif isinstance(module, nn.Embedding):
-            bag = False
-        else:
-            raise Error(f"embedding '{name}': module of type {type(module).__name__} is not an nn.Embedding "
-                        f"or nn.EmbeddingBag")
-        if zombie_rule not in ("windowed", "gradtracer"):
-            raise Error(f"embedding '{name}': zombie_rule must be 'windowed' or 'gradtracer', got {zombie_rule!r}")
-        if isinstance(track_every, bool) or not isinstance(track_every, int) or track_every < 1:
-            raise Error(f"embedding '{name}': track_every must be an integer >= 1, got {track_every!r}")
+                 zombie_rule="windowed", **options):
+        """`options`: gradient_ema, fix_min_scale, fix_max_scale, boost_undertrained,
+        undertrained_exposure, boost_max, rank_sample_rows (docs/embedding.md)."""
+        bag, padding_idx = _table(module, name, track_every, zombie_rule)
+        o = _options(auto_fix, track_every, thresholds, zombie_rule, options)
+        self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, o))
+
+    @classmethod
+    def _of_hub(cls, module, name, table):
+        """The tracker of a hub's table: `table` is the hub engine's view of it."""
+        tracker = cls.__new__(cls)
+        tracker._attach(module, name, table)
+        return tracker
+
+    def _attach(self, module, name, engine):
         self.name = name
         self._module = module
         self._negative = False
-        self._engine = _engine.EmbeddingEngine(module.weight, bag, getattr(module, "padding_idx", None), name,
-                                               auto_fix, track_every, thresholds or _engine.Thresholds(),
-                                               zombie_rule == "windowed")
+        self._engine = engine
         self._handle = module.register_forward_hook(self._observe_hook)
 
     def _observe_hook(self, module, inputs, output):
@@ -94,6 +128,94 @@ class EmbeddingTracker:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class _HubTable:
+    """One table of an EmbeddingHubEngine with the EmbeddingEngine methods a tracker calls."""
+
+    def __init__(self, hub, layer):
+        self._hub, self._layer = hub, layer
+
+    def observe(self, indices, negative=False):
+        self._hub.observe(self._layer, indices, negative)
+
+    def _steps_with_hub(self, *_):
+        # The hub reads every table's gradient before one optimizer step and every update after
+        # it; a table stepped on its own would see the others' rows change under it.
+        raise Error(f"embedding hub: table '{self._layer}' is stepped by its hub: call hub.step(opt)")
+
+    before_step = after_step = step = _steps_with_hub
+
+    def current_step(self):
+        return self._hub.current_step(self._layer)
+
+    def report_json(self):
+        return self._hub.table_report_json(self._layer)
+
+    def warnings(self):
+        return self._hub.warnings(self._layer)
+
+    def touched_rows(self):
+        return self._hub.touched_rows(self._layer)
+
+    def gradient_norms(self):
+        return self._hub.gradient_norms(self._layer)
+
+
+class EmbeddingHub:
+    """Several tables tracked together (two towers, several feature tables): one step for all
+    of them, and the correlation over steps between every pair's gradient norms.
+
+        hub = gradscope.EmbeddingHub()
+        users = hub.track(model.user_emb, name="user")      # an EmbeddingTracker (its report(), ...)
+        items = hub.track(model.item_emb, name="item")
+        ...; loss.backward(); hub.step(opt)
+        hub.report()   # {"tables": [per-table reports], "gradient_norm_correlations": [{a, b, pearson, steps}]}
+    """
+
+    def __init__(self):
+        self._engine = _engine.EmbeddingHubEngine()
+        self._tables = {}
+
+    def track(self, module, auto_fix=False, track_every=1, *, name="embedding", thresholds=None,
+              zombie_rule="windowed", **options):
+        """Starts tracking a table (the same options as EmbeddingTracker); returns its tracker."""
+        bag, padding_idx = _table(module, name, track_every, zombie_rule)
+        self._engine.track(module.weight, bag, padding_idx, name,
+                           _options(auto_fix, track_every, thresholds, zombie_rule, options))
+        table = EmbeddingTracker._of_hub(module, name, _HubTable(self._engine, name))
+        self._tables[name] = table
+        return table
+
+    def __getitem__(self, name):
+        if name not in self._tables:
+            raise Error(f"embedding hub: no table '{name}' (tables: {list(self._tables)})")
+        return self._tables[name]
+
+    def step(self, optimizer):
+        """before_step() on every table, optimizer.step() (or `optimizer()`), after_step() on every table."""
+        update = optimizer if callable(optimizer) and not hasattr(optimizer, "step") else optimizer.step
+        self._engine.step(lambda: update())
+
+    def report(self):
+        """{"tables": [each table's report, as its tracker's report()], "gradient_norm_correlations":
+        [{"a", "b", "pearson", "steps"} for every pair, in tracking order]}."""
+        return json.loads(self._engine.report_json())["gradscope_embedding_hub"]
+
+    def to_json(self):
+        return self._engine.report_json()
+
+    def close(self):
+        """Removes every table's forward hook."""
+        for table in self._tables.values():
+            table.close()
 
     def __enter__(self):
         return self

@@ -123,6 +123,12 @@ int64_t AuditEngine::current_step() const { return audit_ ? audit_->current_step
 
 Report AuditEngine::report() const { return audit_ ? audit_->report() : report_; }
 std::vector<Record> AuditEngine::records() const { return audit_ ? audit_->records() : records_; }
+std::vector<ChannelRecord> AuditEngine::channel_records() const {
+  return audit_ ? audit_->channel_records() : channel_records_;
+}
+std::vector<SimilarityRecord> AuditEngine::similarity_records() const {
+  return audit_ ? audit_->similarity_records() : similarity_records_;
+}
 std::vector<std::string> AuditEngine::node_ids() const { return audit_ ? audit_->node_ids() : node_ids_; }
 Architecture AuditEngine::architecture() const { return audit_ ? audit_->architecture() : architecture_; }
 std::vector<std::string> AuditEngine::warnings() const { return audit_ ? audit_->warnings() : warnings_; }
@@ -137,6 +143,8 @@ void AuditEngine::close() {
     }
     report_ = audit_->report();
     records_ = audit_->records();
+    channel_records_ = audit_->channel_records();
+    similarity_records_ = audit_->similarity_records();
     node_ids_ = audit_->node_ids();
     architecture_ = audit_->architecture();
     warnings_ = audit_->warnings();
@@ -152,8 +160,9 @@ void AuditEngine::close() {
   }
 }
 
-EmbeddingEngine::EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
-                                 std::string layer, torch::EmbeddingTrackerOptions options) {
+std::shared_ptr<::torch::nn::Module> embedding_shell(const at::Tensor& weight, bool bag,
+                                                     std::optional<int64_t> padding_idx,
+                                                     const std::string& layer) {
   if (!weight.defined() || weight.dim() != 2)
     throw Error("embedding '" + layer + "': weight must be a defined 2-D tensor");
   // A one-row module whose weight is then PyTorch's: the tracker reads `weight` only.
@@ -161,18 +170,29 @@ EmbeddingEngine::EmbeddingEngine(const at::Tensor& weight, bool bag, std::option
     auto m = std::make_shared<::torch::nn::EmbeddingBagImpl>(::torch::nn::EmbeddingBagOptions(1, weight.size(1)));
     m->weight = weight;
     if (padding_idx) m->options.padding_idx(*padding_idx);
-    module_ = m;
-  } else {
-    auto m = std::make_shared<::torch::nn::EmbeddingImpl>(::torch::nn::EmbeddingOptions(1, weight.size(1)));
-    m->weight = weight;
-    if (padding_idx) m->options.padding_idx(*padding_idx);
-    module_ = m;
+    return m;
   }
+  auto m = std::make_shared<::torch::nn::EmbeddingImpl>(::torch::nn::EmbeddingOptions(1, weight.size(1)));
+  m->weight = weight;
+  if (padding_idx) m->options.padding_idx(*padding_idx);
+  return m;
+}
+
+EmbeddingEngine::EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
+                                 std::string layer, torch::EmbeddingTrackerOptions options)
+    : module_(embedding_shell(weight, bag, padding_idx, layer)) {
   tracker_ = std::make_unique<torch::EmbeddingTracker>(module_, std::move(layer), std::move(options));
 }
 
 void EmbeddingEngine::observe(const at::Tensor& indices, bool negative) {
   tracker_->observe(indices, negative ? torch::Role::kNegative : torch::Role::kLookup);
+}
+
+void EmbeddingHubEngine::track(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
+                               const std::string& layer, torch::EmbeddingTrackerOptions options) {
+  auto module = embedding_shell(weight, bag, padding_idx, layer);
+  hub_.track(module, layer, std::move(options));
+  modules_.push_back(std::move(module));  // only once the hub has accepted the table
 }
 
 }  // namespace gradscope::python

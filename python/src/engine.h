@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gradscope/core/architecture.h"
+#include "gradscope/core/channels.h"
 #include "gradscope/core/embedding_report.h"
 #include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
@@ -67,6 +68,9 @@ class AuditEngine {
 
   Report report() const;
   std::vector<Record> records() const;
+  /// Audit::channel_records / similarity_records (kept also after close()).
+  std::vector<ChannelRecord> channel_records() const;
+  std::vector<SimilarityRecord> similarity_records() const;
   std::vector<std::string> node_ids() const;
   Architecture architecture() const;
   std::vector<std::string> warnings() const;
@@ -86,9 +90,18 @@ class AuditEngine {
   // After close(): what the audit found.
   Report report_;
   std::vector<Record> records_;
+  std::vector<ChannelRecord> channel_records_;
+  std::vector<SimilarityRecord> similarity_records_;
   std::vector<std::string> node_ids_, warnings_;
   Architecture architecture_;
 };
+
+/// A one-row LibTorch Embedding (or EmbeddingBag) whose weight is PyTorch's `weight`: the
+/// trackers read only the weight (and the padding index). Throws Error naming `layer` for a
+/// weight that is not a defined 2-D tensor.
+std::shared_ptr<::torch::nn::Module> embedding_shell(const at::Tensor& weight, bool bag,
+                                                     std::optional<int64_t> padding_idx,
+                                                     const std::string& layer);
 
 /// A C++ EmbeddingTracker over a PyTorch Embedding or EmbeddingBag weight.
 class EmbeddingEngine {
@@ -107,6 +120,23 @@ class EmbeddingEngine {
  private:
   std::shared_ptr<::torch::nn::Module> module_;
   std::unique_ptr<torch::EmbeddingTracker> tracker_;
+};
+
+/// A C++ EmbeddingHub over PyTorch tables: one step for all of them and the correlation of
+/// their gradient norms.
+class EmbeddingHubEngine {
+ public:
+  /// EmbeddingHub::track on embedding_shell(weight, ...); throws Error for a layer tracked twice.
+  void track(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
+             const std::string& layer, torch::EmbeddingTrackerOptions options);
+  /// The tracker of `layer` (Error naming it when unknown).
+  torch::EmbeddingTracker& operator[](const std::string& layer) { return hub_[layer]; }
+  void step(const std::function<void()>& apply_update) { hub_.step(apply_update); }
+  EmbeddingHubReport report() const { return hub_.report(); }
+
+ private:
+  std::vector<std::shared_ptr<::torch::nn::Module>> modules_;  // the shells the trackers read
+  torch::EmbeddingHub hub_;
 };
 
 }  // namespace gradscope::python

@@ -20,6 +20,7 @@ using namespace gradscope;
 namespace gt = gradscope::torch;
 using gradscope::python::AuditEngine;
 using gradscope::python::EmbeddingEngine;
+using gradscope::python::EmbeddingHubEngine;
 
 namespace {
 
@@ -162,6 +163,58 @@ void bind_audit(py::module_& m) {
       .def_readwrite("dim", &gt::ChannelView::dim)
       .def_readwrite("every", &gt::ChannelView::every)
       .def_readwrite("groups", &gt::ChannelView::groups);
+  py::class_<gt::NodeScope>(m, "NodeScope",
+                            "Which submodules inside a node get their own records (gradscope::torch::NodeScope).")
+      .def(py::init([](std::optional<int> depth, std::optional<std::vector<std::string>> patterns, int sample_every,
+                       int max_modules) {
+             if (depth && patterns) throw Error("scope: give depth or patterns, not both");
+             // to_depth checks the depth; the others are checked where the scope is resolved
+             // too, but here the error points at the line that built the scope.
+             gt::NodeScope s = depth      ? gt::NodeScope::to_depth(*depth)
+                               : patterns ? gt::NodeScope::matching(std::move(*patterns))
+                                          : gt::NodeScope::automatic();
+             if (sample_every < 1) throw Error("scope: sample_every must be >= 1, got " + std::to_string(sample_every));
+             if (max_modules < 0) throw Error("scope: max_modules must be >= 0, got " + std::to_string(max_modules));
+             s.sample_every = sample_every;
+             s.max_modules = max_modules;
+             return s;
+           }),
+           py::arg("depth") = py::none(), py::arg("patterns") = py::none(), py::arg("sample_every") = 1,
+           py::arg("max_modules") = 32)
+      .def_static("automatic", &gt::NodeScope::automatic)
+      .def_static("to_depth", &gt::NodeScope::to_depth, py::arg("depth"))
+      .def_static("matching", &gt::NodeScope::matching, py::arg("patterns"))
+      .def_static("none", &gt::NodeScope::none)
+      .def_property_readonly("mode",
+                             [](const gt::NodeScope& s) {
+                               switch (s.mode) {
+                                 case gt::NodeScope::Mode::kDepth: return "depth";
+                                 case gt::NodeScope::Mode::kPatterns: return "patterns";
+                                 default: return "auto";
+                               }
+                             })
+      .def_readonly("depth", &gt::NodeScope::depth)
+      .def_readonly("patterns", &gt::NodeScope::patterns)
+      .def_readwrite("sample_every", &gt::NodeScope::sample_every)
+      .def_readwrite("max_modules", &gt::NodeScope::max_modules)
+      .def("__repr__", [](const gt::NodeScope& s) {
+        std::string r = "NodeScope(";
+        if (s.mode == gt::NodeScope::Mode::kDepth) r += "depth=" + std::to_string(s.depth) + ", ";
+        if (s.mode == gt::NodeScope::Mode::kPatterns) r += "patterns=" + std::to_string(s.patterns.size()) + ", ";
+        return r + "sample_every=" + std::to_string(s.sample_every) + ", max_modules=" +
+               std::to_string(s.max_modules) + ")";
+      });
+  py::class_<ChannelRecord>(m, "ChannelRecord")
+      .def_readonly("step", &ChannelRecord::step)
+      .def_readonly("node", &ChannelRecord::node)
+      .def_readonly("activation", &ChannelRecord::activation)
+      .def_readonly("output_grad", &ChannelRecord::output_grad)
+      .def_readonly("effective_rank", &ChannelRecord::effective_rank);
+  py::class_<SimilarityRecord>(m, "SimilarityRecord")
+      .def_readonly("step", &SimilarityRecord::step)
+      .def_readonly("node", &SimilarityRecord::node)
+      .def_readonly("other", &SimilarityRecord::other)
+      .def_readonly("cka", &SimilarityRecord::cka);
   py::class_<gt::AuditOptions>(m, "AuditOptions")
       .def(py::init<>())
       .def_readwrite("thresholds", &gt::AuditOptions::thresholds)
@@ -173,7 +226,10 @@ void bind_audit(py::module_& m) {
       .def_readwrite("leakage_pairs", &gt::AuditOptions::leakage_pairs)
       .def_readwrite("leakage_every", &gt::AuditOptions::leakage_every)
       .def_readwrite("free_nodes", &gt::AuditOptions::free_nodes)
-      .def_readwrite("keep_records", &gt::AuditOptions::keep_records);
+      .def_readwrite("keep_records", &gt::AuditOptions::keep_records)
+      .def_readwrite("keep_steps", &gt::AuditOptions::keep_steps)
+      .def_readwrite("scopes", &gt::AuditOptions::scopes)
+      .def_readwrite("on_step", &gt::AuditOptions::on_step);
   py::class_<ArchitectureNode>(m, "ArchitectureNode")
       .def_readonly("id", &ArchitectureNode::id)
       .def_readonly("type", &ArchitectureNode::type)
@@ -203,6 +259,8 @@ void bind_audit(py::module_& m) {
       .def("current_step", &AuditEngine::current_step)
       .def("report", &AuditEngine::report)
       .def("records", &AuditEngine::records)
+      .def("channel_records", &AuditEngine::channel_records)
+      .def("similarity_records", &AuditEngine::similarity_records)
       .def("node_ids", &AuditEngine::node_ids)
       .def("architecture", [](const AuditEngine& e) { return e.architecture().nodes; })
       .def("warnings", &AuditEngine::warnings)
@@ -211,18 +269,26 @@ void bind_audit(py::module_& m) {
 }
 
 void bind_embedding(py::module_& m) {
+  // The tracker's options with their C++ names; the callbacks (on_intervention, on_step) and
+  // the declared negative sampler are not exposed.
+  py::class_<gt::EmbeddingTrackerOptions>(m, "EmbeddingTrackerOptions")
+      .def(py::init<>())
+      .def_readwrite("thresholds", &gt::EmbeddingTrackerOptions::thresholds)
+      .def_property(
+          "windowed", [](const gt::EmbeddingTrackerOptions& o) { return o.zombie_rule == ZombieRule::kWindowed; },
+          [](gt::EmbeddingTrackerOptions& o, bool w) { o.zombie_rule = w ? ZombieRule::kWindowed : ZombieRule::kGradTracer; })
+      .def_readwrite("gradient_ema", &gt::EmbeddingTrackerOptions::gradient_ema)
+      .def_readwrite("track_every", &gt::EmbeddingTrackerOptions::track_every)
+      .def_readwrite("auto_fix", &gt::EmbeddingTrackerOptions::auto_fix)
+      .def_readwrite("fix_min_scale", &gt::EmbeddingTrackerOptions::fix_min_scale)
+      .def_readwrite("fix_max_scale", &gt::EmbeddingTrackerOptions::fix_max_scale)
+      .def_readwrite("boost_undertrained", &gt::EmbeddingTrackerOptions::boost_undertrained)
+      .def_readwrite("undertrained_exposure", &gt::EmbeddingTrackerOptions::undertrained_exposure)
+      .def_readwrite("boost_max", &gt::EmbeddingTrackerOptions::boost_max)
+      .def_readwrite("rank_sample_rows", &gt::EmbeddingTrackerOptions::rank_sample_rows);
   py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
-      .def(py::init([](const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
-                       bool auto_fix, int track_every, Thresholds thresholds, bool windowed) {
-             gt::EmbeddingTrackerOptions o;
-             o.auto_fix = auto_fix;
-             o.track_every = track_every;
-             o.thresholds = thresholds;
-             o.zombie_rule = windowed ? ZombieRule::kWindowed : ZombieRule::kGradTracer;
-             return std::make_unique<EmbeddingEngine>(weight, bag, padding_idx, std::move(layer), std::move(o));
-           }),
-           py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("auto_fix"),
-           py::arg("track_every"), py::arg("thresholds"), py::arg("windowed") = true)
+      .def(py::init<const at::Tensor&, bool, std::optional<int64_t>, std::string, gt::EmbeddingTrackerOptions>(),
+           py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"))
       .def("observe", &EmbeddingEngine::observe, py::arg("indices"), py::arg("negative") = false)
       .def("before_step", &EmbeddingEngine::before_step)
       .def("after_step", &EmbeddingEngine::after_step)
@@ -232,6 +298,26 @@ void bind_embedding(py::module_& m) {
       .def("warnings", [](const EmbeddingEngine& e) { return e.tracker().warnings(); })
       .def("touched_rows", [](const EmbeddingEngine& e) { return e.tracker().touched_rows(); })
       .def("gradient_norms", [](const EmbeddingEngine& e) { return e.tracker().gradient_norms(); });
+  // The hub's tables are addressed by layer name: the hub owns their trackers.
+  py::class_<EmbeddingHubEngine>(m, "EmbeddingHubEngine")
+      .def(py::init<>())
+      .def("track", &EmbeddingHubEngine::track, py::arg("weight"), py::arg("bag"), py::arg("padding_idx"),
+           py::arg("layer"), py::arg("options"))
+      .def(
+          "observe",
+          [](EmbeddingHubEngine& h, const std::string& layer, const at::Tensor& indices, bool negative) {
+            h[layer].observe(indices, negative ? gt::Role::kNegative : gt::Role::kLookup);
+          },
+          py::arg("layer"), py::arg("indices"), py::arg("negative") = false)
+      .def("step", &EmbeddingHubEngine::step)
+      .def("current_step", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].current_step(); })
+      .def("report_json", [](const EmbeddingHubEngine& h) { return render_embedding_hub_json(h.report()); })
+      .def("table_report_json",
+           [](EmbeddingHubEngine& h, const std::string& layer) { return render_embedding_json(h[layer].report()); })
+      .def("warnings", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].warnings(); })
+      .def("touched_rows", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].touched_rows(); })
+      .def("gradient_norms",
+           [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].gradient_norms(); });
 }
 
 }  // namespace

@@ -86,6 +86,17 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
       s.params.push_back(std::move(param));
     }
   }
+  // A scope for an id that is no node would silently scope nothing (a typo, or a submodule
+  // path where the node's id belongs).
+  for (const auto& [id, scope] : o.scopes) {
+    const auto it = s.by_id.find(id);
+    if (it != s.by_id.end() && s.entries[static_cast<std::size_t>(it->second)].parent < 0) continue;
+    std::string nodes;
+    for (const auto& e : s.entries)
+      if (e.parent < 0) nodes += (nodes.empty() ? "'" : ", '") + e.id + "'";
+    throw Error("audit: scope for unknown node id '" + id +
+                "' (scopes are keyed by node id; nodes: " + nodes + ")");
+  }
   for (const std::string& id : o.free_nodes) {
     if (s.by_id.count(id)) throw Error("audit: free node '" + id + "' is also a module node");
     s.add_entry(id, nullptr, -1);

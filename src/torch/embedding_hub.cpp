@@ -33,9 +33,21 @@ void EmbeddingHub::step(const std::function<void()>& apply_update) {
   for (auto& t : trackers_) t->after_step();
 }
 
+EmbeddingHubReport EmbeddingHub::report() const {
+  // Each tracker's own thresholds, zombie rule and sampler: a hub must not judge a table
+  // differently from the same tracker on its own.
+  EmbeddingHubReport out;
+  for (const auto& t : trackers_) out.tables.push_back(t->report());
+  return with_correlations(std::move(out));
+}
+
 EmbeddingHubReport EmbeddingHub::report(const EmbeddingRuleOptions& rules) const {
   EmbeddingHubReport out;
   for (const auto& t : trackers_) out.tables.push_back(t->report(rules));
+  return with_correlations(std::move(out));
+}
+
+EmbeddingHubReport EmbeddingHub::with_correlations(EmbeddingHubReport out) const {
   for (std::size_t i = 0; i < trackers_.size(); ++i) {
     std::map<int64_t, double> a;
     for (const auto& [step, norm] : trackers_[i]->gradient_norms())

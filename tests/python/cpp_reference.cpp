@@ -2,6 +2,7 @@
 // check that Python gets the same numbers and the same flags.
 //
 //   cpp_reference parity SEED STEPS           one JSON record per line, of a seeded MLP
+//   cpp_reference parity-scoped SEED STEPS    the same, of a nested model with a scoped node
 //   cpp_reference scenarios DIGITS STEPS NAME...   {"name": {"node": ["FLAG", ...]}, ...}
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -24,6 +25,8 @@ using namespace gradscope;
 
 namespace {
 
+void print_records(const gradscope::torch::Audit& audit);
+
 // Fc1 -> tanh -> fc2 -> relu -> out, SGD lr 0.1, inputs and targets from the same seed: the
 // model tests/python/test_parity.py builds in PyTorch.
 int parity(uint64_t seed, int steps) {
@@ -42,6 +45,45 @@ int parity(uint64_t seed, int steps) {
     audit.forward(net, x).sub(y).pow(2).mean().backward();
     audit.step(opt);
   }
+  print_records(audit);
+  return 0;
+}
+
+// A model of enc (a Sequential: a -> tanh -> b) and out, run as out(relu(enc(x))), with enc
+// scoped to {"a", "b"}: the model tests/python/test_scopes.py builds in PyTorch. LibTorch has
+// no hooks, so the submodules are tapped here where Python's forward hooks tap them.
+struct ScopedNet : nn::Module {
+  nn::Sequential enc{{"a", nn::Linear(16, 32)}, {"act", nn::Tanh()}, {"b", nn::Linear(32, 32)}};
+  nn::Linear out{nullptr};
+  ScopedNet() {
+    register_module("enc", enc);
+    out = register_module("out", nn::Linear(32, 4));
+  }
+};
+
+int parity_scoped(uint64_t seed, int steps) {
+  ::torch::manual_seed(seed);
+  auto net = std::make_shared<ScopedNet>();
+  auto& enc = net->enc;
+  auto& out = net->out;
+  ::torch::optim::SGD opt(net->parameters(), ::torch::optim::SGDOptions(0.1));
+  gradscope::torch::AuditOptions options;
+  options.scopes["enc"] = gradscope::torch::NodeScope::matching({"a", "b"});
+  gradscope::torch::Audit audit(std::static_pointer_cast<nn::Module>(net), options);
+  for (int step = 0; step < steps; ++step) {
+    const at::Tensor x = at::randn({8, 16}) * 3;
+    const at::Tensor y = at::randn({8, 4});
+    opt.zero_grad();
+    const at::Tensor a = audit.tap("enc/a", enc[0]->as<nn::Linear>()->forward(x));
+    const at::Tensor e = audit.tap("enc", audit.tap("enc/b", enc[2]->as<nn::Linear>()->forward(a.tanh())));
+    audit.tap("out", out->forward(e.relu())).sub(y).pow(2).mean().backward();
+    audit.step(opt);
+  }
+  print_records(audit);
+  return 0;
+}
+
+void print_records(const gradscope::torch::Audit& audit) {
   for (const Record& r : audit.records())
     std::printf(
         "{\"step\":%lld,\"node\":\"%s\",\"site\":\"%s\",\"count\":%lld,\"zero\":%lld,\"saturated\":%lld,"
@@ -49,7 +91,6 @@ int parity(uint64_t seed, int steps) {
         static_cast<long long>(r.step), r.node.c_str(), site_name(r.site), static_cast<long long>(r.stats.count),
         static_cast<long long>(r.stats.zero), static_cast<long long>(r.stats.saturated), r.stats.sum,
         r.stats.sum_sq, r.stats.sum_abs, r.stats.min, r.stats.max);
-  return 0;
 }
 
 int scenarios_flags(const std::string& digits, int steps, int argc, char** argv) {
@@ -77,8 +118,10 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "parity" && argc == 4) return parity(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
+    if (mode == "parity-scoped" && argc == 4)
+      return parity_scoped(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
     if (mode == "scenarios" && argc >= 5) return scenarios_flags(argv[2], std::atoi(argv[3]), argc - 4, argv + 4);
-    std::cerr << "usage: cpp_reference parity SEED STEPS | scenarios DIGITS STEPS NAME...\n";
+    std::cerr << "usage: cpp_reference parity|parity-scoped SEED STEPS | scenarios DIGITS STEPS NAME...\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "cpp_reference: error: " << e.what() << "\n";

@@ -1,4 +1,5 @@
 """EmbeddingTracker over nn.Embedding: the C++ tracker's numbers on PyTorch's table."""
+import pytest
 import torch
 from torch import nn
 
@@ -55,3 +56,23 @@ def test_track_every_and_bad_indices():
             assert "user" in str(e) and "12" in str(e)
         else:
             raise AssertionError("an index outside the table must be an Error")
+
+
+def test_the_other_tracker_options_reach_the_cpp_tracker():
+    emb = nn.Embedding(20, 4)
+    with gradscope.EmbeddingTracker(emb, name="item", rank_sample_rows=3) as tracker:
+        emb(torch.arange(10)).sum().backward()
+        tracker.step(lambda: None)
+    stats = tracker.report()["embedding_stats"]
+    assert stats["exposed_rows"] == 10 and stats["effective_rank_rows"] == 3  # default: all 10
+    with pytest.raises(gradscope.Error, match=r"embedding 'item': need 0 < fix_min_scale <= fix_max_scale"):
+        gradscope.EmbeddingTracker(emb, name="item", fix_min_scale=0.5, fix_max_scale=0.2)
+    with pytest.raises(TypeError, match="unexpected option 'rank_rows'"):
+        gradscope.EmbeddingTracker(emb, name="item", rank_rows=3)
+    hub = gradscope.EmbeddingHub()
+    hub.track(emb, name="item", rank_sample_rows=2)
+    emb(torch.arange(10)).sum().backward()
+    hub.step(lambda: None)
+    assert hub.report()["tables"][0]["embedding_stats"]["effective_rank_rows"] == 2
+    hub.close()
+    assert emb._forward_hooks == {}

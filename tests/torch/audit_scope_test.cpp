@@ -84,6 +84,22 @@ TEST(AuditScope, PerCallBeatsRegisteredBeatsAuto) {
   register_scope<EncoderImpl>(NodeScope::automatic());  // leave the registry as found
 }
 
+TEST(AuditScope, AScopeForAnIdThatIsNoNodeIsAnError) {
+  auto m = std::make_shared<Model>();
+  for (const std::string id : {"enc", "encoder/backbone.0"}) {  // a typo; a submodule id
+    AuditOptions o;
+    o.scopes[id] = NodeScope::none();
+    try {
+      Audit audit(std::static_pointer_cast<nn::Module>(m), o);
+      FAIL() << "a scope for '" << id << "' must be an Error";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("scope for unknown node id '" + id +
+                                                 "' (scopes are keyed by node id; nodes: "
+                                                 "'encoder', 'head')"));
+    }
+  }
+}
+
 TEST(AuditScope, SubmoduleFlagsRollUpToTheNode) {
   ::torch::manual_seed(0);
   auto m = std::make_shared<Model>();

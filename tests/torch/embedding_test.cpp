@@ -206,6 +206,37 @@ TEST(EmbeddingTracker, HealthyMatrixFactorisationHasNoZombies) {
   EXPECT_EQ(j["gradscope_embedding_hub"]["tables"][1]["layer"], "item_tower");
 }
 
+TEST(EmbeddingHub, JudgesEachTableWithItsOwnOptions) {
+  // The default (windowed) rule judges a row after two windows of 16 real updates, too many
+  // for 20 steps; GradTracer's rule judges every exposed row. The window size is per-row
+  // state, so the users' windows of 2 are judged under any rules.
+  at::manual_seed(2);
+  Embedding users(EmbeddingOptions(30, 4)), items(EmbeddingOptions(40, 4));
+  EmbeddingTrackerOptions user_options, item_options;
+  user_options.thresholds.zombie_window = 2;
+  item_options.zombie_rule = ZombieRule::kGradTracer;
+  EmbeddingHub hub;
+  hub.track(users, "user", user_options);
+  hub.track(items, "item", item_options);
+  ::torch::optim::SGD opt(std::vector<at::Tensor>{users->weight, items->weight}, 0.5);
+  for (int s = 0; s < 20; ++s) {  // windows count real updates: the rows have to move
+    const at::Tensor u = at::randint(0, 30, {16}, at::kLong), i = at::randint(0, 40, {16}, at::kLong);
+    opt.zero_grad();
+    ((hub["user"].forward(u) * hub["item"].forward(i)).sum(1) - 1).pow(2).mean().backward();
+    hub.step(opt);
+  }
+  const EmbeddingHubReport own = hub.report();
+  EXPECT_EQ(render_embedding_json(own.tables[0]), render_embedding_json(hub["user"].report()));
+  EXPECT_EQ(render_embedding_json(own.tables[1]), render_embedding_json(hub["item"].report()));
+  EXPECT_GT(own.tables[0].stats.zombie_rows_judged, 0);
+  EXPECT_EQ(own.tables[1].stats.zombie_rows_judged, own.tables[1].stats.exposed_rows);
+  const EmbeddingHubReport defaults = hub.report(EmbeddingRuleOptions{});  // explicit rules win
+  EXPECT_EQ(defaults.tables[0].stats.zombie_rows_judged, own.tables[0].stats.zombie_rows_judged);
+  EXPECT_EQ(defaults.tables[1].stats.zombie_rows_judged, 0);
+  ASSERT_EQ(own.correlations.size(), 1u);
+  EXPECT_EQ(own.correlations[0].steps, 20);
+}
+
 TEST(EmbeddingTracker, AgentJsonHasTheIssueShape) {
   Embedding emb = make_table(false);
   EmbeddingTracker tracker(emb, "item_emb");

@@ -166,10 +166,14 @@ class EmbeddingHub {
   /// before_step() on every table, optimizer.step(), after_step() on every table.
   void step(::torch::optim::Optimizer& optimizer);
   void step(const std::function<void()>& apply_update);
-  /// Every table's report and the pairwise gradient-norm correlations.
-  EmbeddingHubReport report(const EmbeddingRuleOptions& rules = {}) const;
+  /// Every table's report, each judged with its own tracker's options (as its report()), and
+  /// the pairwise gradient-norm correlations.
+  EmbeddingHubReport report() const;
+  /// Same, every table judged with `rules`.
+  EmbeddingHubReport report(const EmbeddingRuleOptions& rules) const;
 
  private:
+  EmbeddingHubReport with_correlations(EmbeddingHubReport out) const;
   std::vector<std::unique_ptr<EmbeddingTracker>> trackers_;
 };
 
