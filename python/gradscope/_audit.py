@@ -101,13 +101,14 @@ class Audit:
 
     Use it as a context manager: its hooks are removed when the block ends, also on an
     exception. `run` writes every audited step to a run directory that `gradscope report`,
-    `html`, `diff` and `ls` read.
+    `html`, `diff` and `ls` read. `tensorboard` writes the same steps live to a TensorBoard
+    event file in that directory (with `run` too: both, from the same records).
     """
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
                  gradient_snr=False, threads=1, keep_records=True, keep_steps=100, scopes=None, on_step=None,
-                 run_name=None, overwrite=False):
+                 run_name=None, overwrite=False, tensorboard=None):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
@@ -122,7 +123,9 @@ class Audit:
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
                            leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
                            resolve_scopes(self._nodes, scopes), on_step)
-        self._engine = _engine.AuditEngine(specs, options, run_spec)
+        if tensorboard is not None:
+            tensorboard = os.fspath(tensorboard)
+        self._engine = _engine.AuditEngine(specs, options, run_spec, tensorboard)
         # The engine chose the scoped submodules on its copy of the module tree (same paths).
         self._submodules = scoped_submodules(self._nodes, self._engine.node_ids())
         self._sample_every = sample_every

@@ -4,6 +4,7 @@
 #include <torch/nn/modules/embedding.h>
 
 #include <exception>
+#include <filesystem>
 #include <map>
 
 #include "gradscope/core/error.h"
@@ -77,7 +78,8 @@ ModulePtr build_shell(const NodeSpec& node) {
 
 }  // namespace
 
-AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions options, std::optional<RunSpec> run)
+AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions options, std::optional<RunSpec> run,
+                         std::optional<std::string> tensorboard)
     : sample_every_(options.sample_every) {
   if (nodes.empty()) throw Error("audit: no nodes to audit");
   std::vector<std::pair<std::string, ModulePtr>> pairs;
@@ -85,14 +87,40 @@ AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions option
     shells_.push_back(build_shell(n));
     pairs.emplace_back(n.id, shells_.back());
   }
+  // TensorBoard first: an unwritable directory then fails before the run directory exists,
+  // so a corrected retry does not find a half-made run it refuses to overwrite.
+  if (tensorboard) {
+    tensorboard::TensorBoardSinkOptions tb;
+    tb.thresholds = options.thresholds;  // the audit's, so the flags agree with the report
+    tensorboard_ = std::make_unique<tensorboard::TensorBoardSink>(*tensorboard, tb);
+  }
   if (run) {
     RunWriterOptions store;
     store.name = run->name;
     store.command_line = run->command_line;
     store.thresholds = options.thresholds;
     store.overwrite = run->overwrite;
-    writer_ = std::make_unique<RunWriter>(run->dir, store);
-    options.sink = writer_.get();  // every audited step, and the summary at close()
+    try {
+      writer_ = std::make_unique<RunWriter>(run->dir, store);
+    } catch (...) {
+      // The run was refused (it exists, say): take back the event file just created, or
+      // every retry would leave TensorBoard one more empty run to show.
+      if (tensorboard_) {
+        const std::string path = tensorboard_->path();
+        tensorboard_.reset();
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+      }
+      throw;
+    }
+  }
+  if (writer_ && tensorboard_) {
+    tee_ = std::make_unique<TeeSink>(std::vector<RunSink*>{writer_.get(), tensorboard_.get()});
+    options.sink = tee_.get();  // every audited step, and the summary at close(), to both
+  } else if (writer_) {
+    options.sink = writer_.get();
+  } else if (tensorboard_) {
+    options.sink = tensorboard_.get();
   }
   audit_ = std::make_unique<torch::Audit>(std::move(pairs), std::move(options));
 }
@@ -149,6 +177,9 @@ void AuditEngine::close() {
     architecture_ = audit_->architecture();
     warnings_ = audit_->warnings();
     audit_.reset();  // removes the hooks it installed; those on live activations go inert
+    // Never throws: a failed write was reported once on stderr (TensorBoardSink), as in C++.
+    tee_.reset();
+    if (tensorboard_) std::unique_ptr<tensorboard::TensorBoardSink>(std::move(tensorboard_))->close();
     if (failed) {
       writer_.reset();  // its destructor swallows what close() would throw again
       std::rethrow_exception(failed);

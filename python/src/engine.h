@@ -26,7 +26,9 @@
 #include "gradscope/core/embedding_report.h"
 #include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
+#include "gradscope/core/tee_sink.h"
 #include "gradscope/io/run_writer.h"
+#include "gradscope/tensorboard/tensorboard_sink.h"
 #include "gradscope/torch/audit.h"
 #include "gradscope/torch/embedding.h"
 
@@ -49,11 +51,15 @@ struct RunSpec {
   bool overwrite = false;
 };
 
-/// A C++ Audit over PyTorch's tensors, with an optional run store.
+/// A C++ Audit over PyTorch's tensors, with an optional run store and an optional live
+/// TensorBoard event file (TensorBoardSink; both at once through a TeeSink).
 class AuditEngine {
  public:
-  /// Throws Error for no nodes, a node without parameters, or a parameter not on the CPU.
-  AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions options, std::optional<RunSpec> run);
+  /// Throws Error for no nodes, a node without parameters, a parameter not on the CPU, or a run
+  /// or `tensorboard` directory that cannot be written. A TensorBoard write that fails later
+  /// never stops training: TensorBoardSink reports it once on stderr and writes no more.
+  AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions options, std::optional<RunSpec> run,
+              std::optional<std::string> tensorboard = std::nullopt);
   ~AuditEngine();
 
   /// Audit::tap (activation now, output gradient in backward).
@@ -76,7 +82,7 @@ class AuditEngine {
   std::vector<std::string> warnings() const;
 
   /// Keeps the findings, hands the run the audit's summary (Audit::finish), destroys the audit
-  /// (its hooks go) and closes the run. Idempotent.
+  /// (its hooks go) and closes the TensorBoard file and the run. Idempotent.
   void close();
   bool closed() const { return !audit_; }
 
@@ -85,7 +91,10 @@ class AuditEngine {
   torch::Audit& audit();
   int sample_every_ = 1;
   std::vector<std::shared_ptr<::torch::nn::Module>> shells_;
+  // Declared before audit_, so they outlive the audit that holds a pointer to one of them.
   std::unique_ptr<RunWriter> writer_;
+  std::unique_ptr<tensorboard::TensorBoardSink> tensorboard_;
+  std::unique_ptr<TeeSink> tee_;  // writer_ and tensorboard_, when both are given
   std::unique_ptr<torch::Audit> audit_;
   // After close(): what the audit found.
   Report report_;

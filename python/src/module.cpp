@@ -237,7 +237,8 @@ void bind_audit(py::module_& m) {
       .def_readonly("parameters", &ArchitectureNode::parameters)
       .def_readonly("trainable", &ArchitectureNode::trainable);
   py::class_<AuditEngine>(m, "AuditEngine")
-      .def(py::init([](const std::vector<py::tuple>& nodes, gt::AuditOptions options, py::object run) {
+      .def(py::init([](const std::vector<py::tuple>& nodes, gt::AuditOptions options, py::object run,
+                       std::optional<std::string> tensorboard) {
              std::vector<python::NodeSpec> specs;
              for (const py::tuple& n : nodes)
                specs.push_back({n[0].cast<std::string>(), n[1].cast<std::string>(),
@@ -249,9 +250,11 @@ void bind_audit(py::module_& m) {
                spec = python::RunSpec{r[0].cast<std::string>(), r[1].cast<std::string>(),
                                       r[2].cast<std::string>(), r[3].cast<bool>()};
              }
-             return std::make_unique<AuditEngine>(std::move(specs), std::move(options), std::move(spec));
+             return std::make_unique<AuditEngine>(std::move(specs), std::move(options), std::move(spec),
+                                                  std::move(tensorboard));
            }),
-           py::arg("nodes"), py::arg("options"), py::arg("run") = py::none())
+           py::arg("nodes"), py::arg("options"), py::arg("run") = py::none(),
+           py::arg("tensorboard") = py::none())
       .def("tap", &AuditEngine::tap)
       .def("pre_activation", &AuditEngine::pre_activation)
       .def("step", &AuditEngine::step)
