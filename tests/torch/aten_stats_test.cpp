@@ -48,6 +48,17 @@ void expect_paths_agree(const at::Tensor& t, const StatsOptions& o = {}) {
   expect_agree(compute(view_of(t, "t"), o), aten_stats(t, "t", o));
 }
 
+// Sets the switch for one scope and restores it: the suite also runs with the whole program
+// forced (GRADSCOPE_FORCE_ATEN_STATS=1), and these tests need both paths.
+class ForceAten {
+ public:
+  explicit ForceAten(bool on) : was_(internal::aten_stats_forced()) { internal::force_aten_stats(on); }
+  ~ForceAten() { internal::force_aten_stats(was_); }
+
+ private:
+  bool was_;
+};
+
 const auto kFloatTypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16};
 
 TEST(AtenStats, RandomTensorsOfEveryDtypeAgreeWithTheFusedKernel) {
@@ -113,12 +124,15 @@ TEST(AtenStats, StatsOfTakesTheAtenPathWhenForced) {
   at::manual_seed(7);
   at::Tensor t = at::randn({513, 17}) * 100;
   t[3][4] = NAN;
+  ForceAten off(false);
   const Stats fused = stats_of(t, "t");
-  internal::force_aten_stats(true);
-  EXPECT_TRUE(internal::use_aten_stats(t));
-  const Stats aten = stats_of(t, "t");
-  internal::force_aten_stats(false);
   EXPECT_FALSE(internal::use_aten_stats(t));
+  Stats aten;
+  {
+    ForceAten on(true);
+    EXPECT_TRUE(internal::use_aten_stats(t));
+    aten = stats_of(t, "t");
+  }
   expect_agree(fused, aten);
   EXPECT_EQ(aten.nan, 1);
   // Bit for bit what the ATen path gives (the run is deterministic), and the fused kernel
@@ -136,10 +150,12 @@ TEST(AtenStats, PerChannelStatsAgreeAndCopyOnce) {
   x[2][3][1][1] = -kInf;
   for (int64_t dim : {1, 0, -1}) {
     SCOPED_TRACE("dim " + std::to_string(dim));
-    const std::vector<Stats> fused = internal::per_channel_stats(x, dim, {});
-    internal::force_aten_stats(true);
+    const std::vector<Stats> fused = [&] {
+      ForceAten off(false);
+      return internal::per_channel_stats(x, dim, {});
+    }();
+    ForceAten on(true);
     const std::vector<Stats> aten = internal::per_channel_stats(x, dim, {});
-    internal::force_aten_stats(false);
     ASSERT_EQ(aten.size(), fused.size());
     for (std::size_t c = 0; c < fused.size(); ++c) expect_agree(fused[c], aten[c]);
   }
