@@ -26,7 +26,7 @@ std::atomic<bool>& forced() {
 }
 
 // Column order of the stacked result. count is known on the host; neg_inf is the rest.
-enum Field { kFinite, kNaN, kPosInf, kZero, kSaturated, kSum, kSumSq, kSumAbs, kMin, kMax, kMaxAbs, kFields };
+enum Field { kFinite, kNaN, kPosInf, kZeroOrNotFinite, kSaturated, kSum, kSumSq, kSumAbs, kMin, kMax, kMaxAbs, kFields };
 
 // The fields of `x` (rows == false: the whole tensor; true: each row of a 2-D tensor).
 // Everything is taken in double, as the fused kernel does: widening f32/f16/bf16 is exact,
@@ -35,26 +35,36 @@ enum Field { kFinite, kNaN, kPosInf, kZero, kSaturated, kSum, kSumSq, kSumAbs, k
 // the order of the double additions differs between the paths.
 at::Tensor fields_of(const at::Tensor& x, bool rows, const StatsOptions& o) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const at::Tensor xd = x.scalar_type() == at::kDouble ? x : x.to(at::kDouble);
-  const at::Tensor finite = at::isfinite(xd);
-  const at::Tensor not_finite = at::logical_not(finite);
-  const at::Tensor xf = xd.masked_fill(not_finite, 0.0);  // value sums cover finite values only
-  const at::Tensor af = xf.abs();
   auto sum = [&](const at::Tensor& t) { return rows ? t.sum({1}, false, at::kDouble) : t.sum(at::kDouble); };
   auto lowest = [&](const at::Tensor& t) { return rows ? t.amin({1}) : t.min(); };
   auto highest = [&](const at::Tensor& t) { return rows ? t.amax({1}) : t.max(); };
   std::vector<at::Tensor> f(kFields);
-  f[kFinite] = sum(finite);
-  f[kNaN] = sum(at::isnan(xd));
-  f[kPosInf] = sum(at::isposinf(xd));
-  f[kZero] = sum(xd.abs().le(o.dead_eps));  // NaN compares false, Inf is not <= a finite eps
-  f[kSaturated] = sum(af.gt(o.saturation));  // non-finite values are 0 here, never above it
+  // Scopes free each tensor-sized temporary once its fields are queued: at most two double
+  // copies of the tensor and its masks are alive at once (docs/devices.md, device memory).
+  at::Tensor not_finite, xf;  // xf: the finite values, 0 elsewhere (value sums cover those only)
+  {
+    const at::Tensor xd = x.scalar_type() == at::kDouble ? x : x.to(at::kDouble);
+    const at::Tensor finite = at::isfinite(xd);
+    f[kFinite] = sum(finite);
+    f[kNaN] = sum(at::isnan(xd));
+    f[kPosInf] = sum(at::isposinf(xd));
+    not_finite = at::logical_not(finite);
+    xf = xd.masked_fill(not_finite, 0.0);
+  }
+  {
+    const at::Tensor af = xf.abs();
+    // |x| <= dead_eps over the finite-masked magnitudes also counts every non-finite value (0
+    // there, and dead_eps >= 0); resolve() takes those out on the host. One temporary fewer
+    // than testing |x| itself.
+    f[kZeroOrNotFinite] = sum(af.le(o.dead_eps));
+    f[kSaturated] = sum(af.gt(o.saturation));  // non-finite values are 0 here, never above it
+    f[kSumAbs] = sum(af);
+    f[kMaxAbs] = highest(af);
+  }
   f[kSum] = sum(xf);
   f[kSumSq] = sum(xf.square());
-  f[kSumAbs] = sum(af);
-  f[kMin] = lowest(xd.masked_fill(not_finite, kInf));  // +Inf when no finite value, as Stats
-  f[kMax] = highest(xd.masked_fill(not_finite, -kInf));
-  f[kMaxAbs] = highest(af);
+  f[kMin] = lowest(xf.masked_fill(not_finite, kInf));  // +Inf when no finite value, as Stats
+  f[kMax] = highest(xf.masked_fill(not_finite, -kInf));
   const at::Tensor stacked = at::stack(f, rows ? 1 : 0);
   return rows ? stacked : stacked.unsqueeze(0);
 }
@@ -128,7 +138,7 @@ std::vector<Stats> AtenStatsBatch::resolve() {
         s.nan = static_cast<int64_t>(p[kNaN]);
         s.pos_inf = static_cast<int64_t>(p[kPosInf]);
         s.neg_inf = s.count - s.finite - s.nan - s.pos_inf;
-        s.zero = static_cast<int64_t>(p[kZero]);
+        s.zero = static_cast<int64_t>(p[kZeroOrNotFinite]) - (s.count - s.finite);
         s.saturated = static_cast<int64_t>(p[kSaturated]);
         s.sum = p[kSum];
         s.sum_sq = p[kSumSq];
