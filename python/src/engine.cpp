@@ -65,9 +65,10 @@ ModulePtr build_shell(const NodeSpec& node) {
   if (node.params.empty()) throw Error(who + "has no parameters");
   for (const auto& [path, tensor] : node.params) {
     if (!tensor.defined()) throw Error(who + "parameter '" + path + "' is undefined");
-    if (!tensor.device().is_cpu())
-      throw Error(who + "parameter '" + path + "' is on device " + tensor.device().str() +
-                  ", which this build cannot read (CPU only; move the model with .cpu())");
+    // Parameters on any device with data are measured there (ATen path, docs/devices.md);
+    // the meta device has shapes only.
+    if (tensor.is_meta())
+      throw Error(who + "parameter '" + path + "' is on device meta, which holds no data to measure");
     const std::size_t dot = path.rfind('.');
     ModulePtr owner = dot == std::string::npos ? by_path.at("") : module_at(path.substr(0, dot));
     owner->register_parameter(dot == std::string::npos ? path : path.substr(dot + 1), tensor,

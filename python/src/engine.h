@@ -116,7 +116,7 @@ std::shared_ptr<::torch::nn::Module> embedding_shell(const at::Tensor& weight, b
 class EmbeddingEngine {
  public:
   /// `bag`: the weight belongs to an EmbeddingBag. Throws Error for a weight the tracker
-  /// cannot read (not 2-D, not on the CPU, not floating point).
+  /// cannot read (not 2-D, not on the CPU, not floating point; docs/devices.md).
   EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
                   torch::EmbeddingTrackerOptions options);
   void observe(const at::Tensor& indices, bool negative);

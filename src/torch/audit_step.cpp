@@ -4,7 +4,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <iterator>
+#include <optional>
 
+#include "aten_stats.h"
 #include "audit_state.h"
 #include "channel_math.h"
 #include "gradscope/core/error.h"
@@ -70,16 +72,19 @@ void Audit::step(const std::function<void()>& apply_update) {
     const at::Tensor& grad = p.tensor.grad();
     // Only parameters with a gradient are updated by the optimizer step: snapshot those, in
     // the same read that measures them when the parameter is contiguous.
-    const TensorView view = view_of(value, p.name);
+    // Not on the CPU (or GRADSCOPE_FORCE_ATEN_STATS): no view; measured on its device by
+    // stats_of and snapshotted there by the clone below (aten_stats.h).
+    const std::optional<TensorView> view =
+        internal::use_aten_stats(value) ? std::nullopt : std::optional<TensorView>(view_of(value, p.name));
     Stats v;
-    if (grad.defined() && view.is_contiguous()) {
+    if (grad.defined() && view && view->is_contiguous()) {
       if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
           p.snapshot.scalar_type() != value.scalar_type())
         p.snapshot = at::empty_like(value.detach(), at::MemoryFormat::Contiguous);
-      v = compute_and_copy(view, p.snapshot.data_ptr(), s.stats_options);
+      v = compute_and_copy(*view, p.snapshot.data_ptr(), s.stats_options);
       s.snapshotted[i] = 1;
     } else {
-      v = compute(view, s.stats_options);
+      v = view ? compute(*view, s.stats_options) : stats_of(value, p.name, s.stats_options);
       if (grad.defined()) {
         p.snapshot = value.detach().clone(at::MemoryFormat::Contiguous);
         s.snapshotted[i] = 1;
@@ -107,11 +112,12 @@ void Audit::step(const std::function<void()>& apply_update) {
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     if (!s.snapshotted[i]) continue;
     State::Param& p = s.params[i];
-    const TensorView after = view_of(p.tensor, p.name);
+    const std::optional<TensorView> after =
+        internal::use_aten_stats(p.tensor) ? std::nullopt : std::optional<TensorView>(view_of(p.tensor, p.name));
     Stats d;
-    if (after.is_contiguous()) {
+    if (after && after->is_contiguous()) {
       const TensorView before = view_of(p.snapshot, p.before_name);
-      d = compute_difference(after, before, s.stats_options);  // after - before, never stored
+      d = compute_difference(*after, before, s.stats_options);  // after - before, never stored
     } else {
       at::sub_out(p.snapshot, p.tensor.detach(), p.snapshot);
       d = stats_of(p.snapshot, p.update_name, s.stats_options);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "aten_stats.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/tensor.h"
 
@@ -14,6 +15,12 @@ std::vector<Stats> per_channel_stats(const at::Tensor& x, int64_t dim, const Sta
   if (dim < 0 || dim >= x.dim())
     throw Error("channel dim " + std::to_string(dim) + " out of range for a tensor with " +
                 std::to_string(x.dim()) + " dims");
+  if (use_aten_stats(x)) {
+    // On its device: every channel in one stacked result, one copy to the host.
+    AtenStatsBatch batch(options);
+    batch.add_slices(x, dim, "channels");
+    return batch.resolve();
+  }
   const at::Tensor rows = x.detach().movedim(dim, 0).contiguous();
   const int64_t channels = rows.size(0);
   const int64_t per_row = channels ? rows.numel() / channels : 0;

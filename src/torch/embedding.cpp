@@ -12,11 +12,15 @@
 namespace gradscope::torch {
 
 namespace {
-// A weight the tracker can read: a defined 2-D floating-point tensor on the CPU.
+// A weight the tracker can read: a defined 2-D floating-point tensor on the CPU. Its row
+// statistics and per-row state (exposure, velocity, oscillation) are host loops over gathered
+// rows, so a device table would need them on the device too: refused, not copied to the host.
 void check_readable(const at::Tensor& w, const std::string& who) {
   if (!w.defined() || w.dim() != 2) throw Error(who + "weight must be 2-D");
   if (!w.device().is_cpu())
-    throw Error(who + "weight on device " + w.device().str() + ", which this build cannot read (CPU only)");
+    throw Error(who + "weight on device " + w.device().str() +
+                ": the embedding tracker keeps its per-row state on the CPU and reads rows there; "
+                "tables on other devices are not supported yet (docs/devices.md)");
   if (!at::isFloatingType(w.scalar_type()))
     throw Error(who + "unsupported weight dtype " + std::string(c10::toString(w.scalar_type())));
 }
@@ -64,7 +68,9 @@ void EmbeddingTracker::State::check_gradient(const at::Tensor& grad) const {
   if (!grad.sizes().equals(weight.sizes()))
     throw Error(who() + "gradient shape " + shape_of(grad) + " differs from the weight's " + shape_of(weight));
   if (!grad.device().is_cpu())
-    throw Error(who() + "gradient on device " + grad.device().str() + ", which this build cannot read (CPU only)");
+    throw Error(who() + "gradient on device " + grad.device().str() +
+                ": the embedding tracker reads rows on the CPU only; "
+                "tables on other devices are not supported yet (docs/devices.md)");
   if (grad.is_sparse() && grad.sparse_dim() != 1)
     throw Error(who() + "sparse gradient with " + std::to_string(grad.sparse_dim()) +
                 " sparse dims; only row-sparse gradients (sparse_dim 1, as Embedding gives) are read");

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "aten_stats.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope::torch {
@@ -17,8 +18,10 @@ DType dtype_of(c10::ScalarType type, const std::string& name) {
   return parse_dtype(c10::toString(type), name);  // throws, naming tensor and dtype
 }
 
-TensorView view_of(const at::Tensor& tensor, const std::string& name) {
-  // The message prefix is built only on the error paths: views are made on every audited step.
+namespace internal {
+
+void check_dense_float(const at::Tensor& tensor, const std::string& name) {
+  // The message prefix is built only on the error paths: tensors are checked on every audited step.
   auto who = [&] { return "tensor '" + name + "': "; };
   if (!tensor.defined()) throw Error(who() + "undefined tensor");
   if (tensor.layout() != c10::kStrided)
@@ -28,12 +31,20 @@ TensorView view_of(const at::Tensor& tensor, const std::string& name) {
     throw Error(who() + "layout " + layout.str() +
                 " is not supported (dense tensors only; use .to_dense() or the values)");
   }
+  if (tensor.is_meta()) throw Error(who() + "on device meta, which holds no data to measure");
+  dtype_of(tensor.scalar_type(), name);  // throws, naming tensor and dtype
+}
+
+}  // namespace internal
+
+TensorView view_of(const at::Tensor& tensor, const std::string& name) {
+  internal::check_dense_float(tensor, name);
+  // A view is a CPU pointer; tensors elsewhere are reduced on their device by stats_of.
   if (!tensor.device().is_cpu())
-    throw Error(who() + "on device " + tensor.device().str() +
-                ", which this build cannot read (CPU only; copy with .cpu())");
-  const DType dtype = dtype_of(tensor.scalar_type(), name);
-  return TensorView::strided(tensor.data_ptr(), dtype, tensor.sizes().vec(), tensor.strides().vec(),
-                             name);
+    throw Error("tensor '" + name + "': on device " + tensor.device().str() +
+                "; a view reads CPU memory only (stats_of reduces it on its device)");
+  return TensorView::strided(tensor.data_ptr(), dtype_of(tensor.scalar_type(), name), tensor.sizes().vec(),
+                             tensor.strides().vec(), name);
 }
 
 std::string shape_of(const at::Tensor& tensor) {
@@ -44,6 +55,8 @@ std::string shape_of(const at::Tensor& tensor) {
 }
 
 Stats stats_of(const at::Tensor& tensor, const std::string& name, const StatsOptions& options) {
+  // Not on the CPU (or forced): ATen reductions where the tensor lives, one small copy back.
+  if (internal::use_aten_stats(tensor)) return internal::aten_stats(tensor, name, options);
   return compute(view_of(tensor, name), options);
 }
 

@@ -112,6 +112,23 @@ TEST(EmbeddingTrackerInput, GradientOfAnotherShapeIsAnError) {
             "embedding 'item': gradient shape [50, 4] differs from the weight's [50, 8]");
 }
 
+// Tables off the CPU are not supported yet (docs/devices.md): refused by name, never copied
+// to the host. The meta device stands in for a GPU (this LibTorch has no CUDA).
+TEST(EmbeddingTrackerInput, TablesAndGradientsOffTheCpuAreAClearError) {
+  Embedding meta(EmbeddingOptions(50, 8));
+  meta->weight = at::zeros({50, 8}, at::TensorOptions().device(at::kMeta));  // what the tracker reads
+  EXPECT_EQ(error_of([&] { EmbeddingTracker(meta, "item"); }),
+            "embedding 'item': weight on device meta: the embedding tracker keeps its per-row state on the "
+            "CPU and reads rows there; tables on other devices are not supported yet (docs/devices.md)");
+  Embedding emb = table();
+  EmbeddingTracker tracker(emb, "item");
+  tracker.observe(at::tensor({1, 2}, at::kLong));
+  emb->weight.mutable_grad() = at::zeros({50, 8}, at::TensorOptions().device(at::kMeta));
+  EXPECT_EQ(error_of([&] { tracker.before_step(); }),
+            "embedding 'item': gradient on device meta: the embedding tracker reads rows on the CPU only; "
+            "tables on other devices are not supported yet (docs/devices.md)");
+}
+
 // On untracked steps the tracker does not read the indices; LibTorch's lookup rejects them,
 // and its error comes back as ours.
 TEST(EmbeddingTrackerInput, ForwardErrorsNameTheTableOnUntrackedSteps) {

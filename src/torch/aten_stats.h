@@ -1,0 +1,73 @@
+// Stats of tensors that are not on the CPU: ATen reductions on the tensor's own device.
+//
+//   internal::AtenStatsBatch batch(options);
+//   const std::size_t g = batch.add(grad, "fc1.weight.grad");   // queued on grad's device
+//   const std::size_t c = batch.add_slices(act, 1, "fc1");      // one Stats per channel
+//   std::vector<Stats> all = batch.resolve();                   // one small copy per device
+//
+// The CPU keeps the fused kernel (gradscope::compute); this path is taken for any other
+// device, or for CPU tensors too when GRADSCOPE_FORCE_ATEN_STATS is set (tests compare the
+// two paths on the same data). docs/devices.md gives the tolerances between them.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/stats.h"
+
+namespace gradscope::torch::internal {
+
+/// Throws Error naming `name` for an undefined, non-strided (sparse), data-less (meta) or
+/// non-float tensor: what both paths refuse, with the same messages.
+void check_dense_float(const at::Tensor& tensor, const std::string& name);
+
+/// True when `tensor` is reduced with ATen ops: it is not on the CPU, or the ATen path is forced.
+bool use_aten_stats(const at::Tensor& tensor);
+
+/// Forces the ATen path for CPU tensors too (or stops forcing it). The process starts forced
+/// when the environment variable GRADSCOPE_FORCE_ATEN_STATS is set to anything but "" or "0".
+void force_aten_stats(bool on);
+bool aten_stats_forced();
+
+/// Queues ATen reductions of several tensors and copies all their results to the host at once.
+class AtenStatsBatch {
+ public:
+  explicit AtenStatsBatch(StatsOptions options);
+
+  /// Queues one summary of the whole tensor; returns its index in resolve()'s result. Throws
+  /// Error naming `name` for an undefined, sparse, non-float or data-less (meta) tensor.
+  std::size_t add(const at::Tensor& tensor, const std::string& name);
+
+  /// Queues one summary per slice of `tensor` along `dim` (its channels); returns the index of
+  /// the first. A tensor with size(dim) == 0 queues nothing.
+  std::size_t add_slices(const at::Tensor& tensor, int64_t dim, const std::string& name);
+
+  /// Everything queued, in order: one device-to-host copy per device; empties the batch.
+  std::vector<Stats> resolve();
+
+  std::size_t size() const { return counts_.size(); }
+
+  /// Device-to-host copies made by resolve() so far (tests check there is one per device).
+  std::size_t copies() const { return copies_; }
+
+ private:
+  struct Group {
+    at::Device device;
+    std::vector<at::Tensor> parts;  // [rows, kFields] double, on `device`
+    std::vector<std::size_t> first;  // index in counts_ of each part's first row
+  };
+  void queue(const at::Tensor& fields);
+
+  StatsOptions options_;
+  std::vector<int64_t> counts_;    // elements of each queued summary (known on the host)
+  std::vector<Group> groups_;
+  std::size_t copies_ = 0;
+};
+
+/// One tensor through the ATen path (a batch of one: one small copy).
+Stats aten_stats(const at::Tensor& tensor, const std::string& name, const StatsOptions& options);
+
+}  // namespace gradscope::torch::internal
