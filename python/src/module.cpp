@@ -410,7 +410,10 @@ void bind_compress(py::module_& m) {
       .def("to_json", [](const cz::Recipe& r, int indent) { return render_recipe_json(r, indent); },
            py::arg("indent") = 2)
       .def_static("from_json", &parse_recipe_json, py::arg("text"), py::arg("source") = "recipe")
-      .def_static("load", &load_recipe, py::arg("path"));
+      .def_static(
+          "load",
+          [](const py::object& path) { return load_recipe(py::module_::import("os").attr("fspath")(path).cast<std::string>()); },
+          py::arg("path"));
   py::class_<cz::AppliedNode>(m, "AppliedNode")
       .def_readonly("node", &cz::AppliedNode::node)
       .def_property_readonly("precision", [](const cz::AppliedNode& n) { return std::string(cz::precision_name(n.precision)); })
