@@ -6,8 +6,9 @@
 //   cpp_reference scenarios DIGITS STEPS NAME...   {"name": {"node": ["FLAG", ...]}, ...}
 //   cpp_reference apply RECIPE IN OUT         the parity MLP with IN's weights (raw float32, in
 //                                             named_parameters order), compress::apply'd, to OUT
-//   cpp_reference sampler KIND LOOKUPS        an EmbeddingTracker's report on the lookups in
-//                                             LOOKUPS, with a KIND (uniform|popularity) sampler
+//   cpp_reference sampler KIND LOOKUPS...     per LOOKUPS file, one line: an EmbeddingTracker's
+//                                             report on its lookups with a KIND (uniform|popularity)
+//                                             sampler
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -154,7 +155,7 @@ int sampler_report(const std::string& kind, const std::string& path) {
     tracker.observe(at::tensor(ids, at::kLong),
                     tag == "N" ? gradscope::torch::Role::kNegative : gradscope::torch::Role::kLookup);
   }
-  std::printf("%s\n", render_embedding_json(tracker.report()).c_str());
+  std::printf("%s\n", render_embedding_json(tracker.report(), /*indent=*/-1).c_str());
   return 0;
 }
 
@@ -186,10 +187,13 @@ int main(int argc, char** argv) {
     if (mode == "parity-scoped" && argc == 4)
       return parity_scoped(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
     if (mode == "apply" && argc == 5) return apply_recipe(argv[2], argv[3], argv[4]);
-    if (mode == "sampler" && argc == 4) return sampler_report(argv[2], argv[3]);
+    if (mode == "sampler" && argc >= 4) {
+      for (int i = 3; i < argc; ++i) sampler_report(argv[2], argv[i]);
+      return 0;
+    }
     if (mode == "scenarios" && argc >= 5) return scenarios_flags(argv[2], std::atoi(argv[3]), argc - 4, argv + 4);
     std::cerr << "usage: cpp_reference parity|parity-scoped SEED STEPS | scenarios DIGITS STEPS NAME... | apply "
-                 "RECIPE IN OUT | sampler uniform|popularity LOOKUPS\n";
+                 "RECIPE IN OUT | sampler uniform|popularity LOOKUPS...\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "cpp_reference: error: " << e.what() << "\n";
