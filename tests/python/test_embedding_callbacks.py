@@ -67,14 +67,21 @@ def raise_on(site):
     return callback
 
 
-def test_an_exception_in_the_gradient_half_stops_the_step_before_the_update():
+def step_that_raises(site):
+    """A tracker whose on_step raises at `site` on rows 1 and 2: (table, optimizer, tracker,
+    the weights before the step) once step() has raised."""
     emb = nn.Embedding(10, 4)
     opt = torch.optim.SGD(emb.parameters(), lr=0.1)
-    tracker = gradscope.EmbeddingTracker(emb, on_step=raise_on("embedding_rows"))
+    tracker = gradscope.EmbeddingTracker(emb, on_step=raise_on(site))
     emb(torch.tensor([1, 2])).sum().backward()
     kept = emb.weight.detach().clone()
-    with pytest.raises(Boom, match="raised at embedding_rows"):
+    with pytest.raises(Boom, match=f"raised at {site}"):
         tracker.step(opt)
+    return emb, opt, tracker, kept
+
+
+def test_an_exception_in_the_gradient_half_stops_the_step_before_the_update():
+    emb, opt, tracker, kept = step_that_raises("embedding_rows")
     assert torch.equal(emb.weight, kept) and tracker.current_step == 0  # opt.step() did not run
     with pytest.raises(gradscope.Error, match="before_step\\(\\) called twice"):
         tracker.step(opt)
@@ -84,13 +91,7 @@ def test_an_exception_in_the_gradient_half_stops_the_step_before_the_update():
 
 
 def test_an_exception_in_the_update_half_finds_the_step_complete():
-    emb = nn.Embedding(10, 4)
-    opt = torch.optim.SGD(emb.parameters(), lr=0.1)
-    tracker = gradscope.EmbeddingTracker(emb, on_step=raise_on("update"))
-    emb(torch.tensor([1, 2])).sum().backward()
-    kept = emb.weight.detach().clone()
-    with pytest.raises(Boom, match="raised at update"):
-        tracker.step(opt)
+    emb, opt, tracker, kept = step_that_raises("update")
     assert not torch.equal(emb.weight, kept) and tracker.current_step == 1
     opt.zero_grad()  # the tracker goes on: the next step counts only its own lookups
     emb(torch.tensor([3])).sum().backward()
