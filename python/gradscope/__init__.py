@@ -13,13 +13,16 @@ this package only decides what to measure and when, from PyTorch module hooks.
 """
 import torch  # noqa: F401  (loads LibTorch before the engine that links it)
 
-from ._engine import ChannelView, Error, HealthError, NodeScope, Thresholds, stats
+from ._engine import (ChannelView, EmbeddingIntervention, Error, HealthError, NegativeSampler, NodeScope, Record,
+                      Role, Thresholds, stats)
 from ._audit import Audit
 from ._embedding import EmbeddingHub, EmbeddingTracker
 from ._report import Report
 from ._run import Run, load_run
 from ._scope import register_scope
+from . import compress
 
-__all__ = ["Audit", "ChannelView", "EmbeddingHub", "EmbeddingTracker", "Error", "HealthError", "NodeScope",
-           "Report", "Run", "Thresholds", "load_run", "register_scope", "stats"]
+__all__ = ["Audit", "ChannelView", "EmbeddingHub", "EmbeddingIntervention", "EmbeddingTracker", "Error",
+           "HealthError", "NegativeSampler", "NodeScope", "Record", "Report", "Role", "Run", "Thresholds", "compress",
+           "load_run", "register_scope", "stats"]
 __version__ = "0.1.0"

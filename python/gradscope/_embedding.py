@@ -4,11 +4,17 @@ the C++ EmbeddingTracker on the table's own weight (shared, never copied).
     tracker = gradscope.EmbeddingTracker(model.item_emb, name="item")
     for users, items, negatives in loader:
         opt.zero_grad()
-        with tracker.negatives():            # lookups of sampled negatives, if any
+        with tracker.negatives():            # lookups of sampled negatives (Role.NEGATIVE), if any
             neg = model.item_emb(negatives)
         loss(model(users, items), neg).backward()
         tracker.step(opt)                    # or: tracker.before_step(); opt.step(); tracker.after_step()
     print(tracker.report()["diagnostics"])
+
+Options keep their C++ names: negative_sampler=gradscope.NegativeSampler("popularity") declares
+the sampler the negatives should follow (NEGATIVE_SAMPLER_SKEW); on_intervention=fn(iv) gets
+each auto-fix act (a gradscope.EmbeddingIntervention), on_step=fn(records) each tracked step's
+records (gradscope.Record: the touched rows' gradient, then their update). An exception raised
+in a callback propagates out of step() (docs/python.md says what state the tracker is in then).
 
 Every forward of the table is observed by a forward hook (its indices); the hook goes on
 close() or at the end of a with-block.
@@ -19,7 +25,7 @@ import json
 from torch import nn
 
 from . import _engine
-from ._engine import Error
+from ._engine import Error, NegativeSampler, Role
 
 
 def _table(module, name, track_every, zombie_rule):
@@ -39,10 +45,19 @@ def _table(module, name, track_every, zombie_rule):
     return bag, getattr(module, "padding_idx", None)
 
 
-def _options(auto_fix, track_every, thresholds, zombie_rule, more):
+def _options(name, auto_fix, track_every, thresholds, zombie_rule, more):
     """The C++ EmbeddingTrackerOptions; `more` holds the rest by their C++ names (gradient_ema,
     fix_min_scale, fix_max_scale, boost_undertrained, undertrained_exposure, boost_max,
-    rank_sample_rows)."""
+    rank_sample_rows, negative_sampler, on_intervention, on_step)."""
+    for key in ("on_intervention", "on_step"):
+        if more.get(key) is not None and not callable(more[key]):
+            raise Error(f"embedding '{name}': {key} must be callable, got {type(more[key]).__name__}")
+    sampler = more.get("negative_sampler")
+    if sampler is not None and not isinstance(sampler, NegativeSampler):
+        raise Error(f"embedding '{name}': negative_sampler must be a gradscope.NegativeSampler, got "
+                    f"{type(sampler).__name__}")
+    more = {k: v for k, v in more.items() if v is not None or k not in ("on_intervention", "on_step",
+                                                                        "negative_sampler")}
     o = _engine.EmbeddingTrackerOptions()
     o.auto_fix = auto_fix
     o.track_every = track_every
@@ -55,13 +70,20 @@ def _options(auto_fix, track_every, thresholds, zombie_rule, more):
     return o
 
 
+def _role(role):
+    if not isinstance(role, Role):
+        raise TypeError(f"embedding: role must be gradscope.Role.LOOKUP or gradscope.Role.NEGATIVE, got {role!r}")
+    return role
+
+
 class EmbeddingTracker:
     def __init__(self, module, auto_fix=False, track_every=1, *, name="embedding", thresholds=None,
                  zombie_rule="windowed", **options):
         """`options`: gradient_ema, fix_min_scale, fix_max_scale, boost_undertrained,
-        undertrained_exposure, boost_max, rank_sample_rows (docs/embedding.md)."""
+        undertrained_exposure, boost_max, rank_sample_rows (docs/embedding.md), negative_sampler,
+        on_intervention, on_step (docs/python.md)."""
         bag, padding_idx = _table(module, name, track_every, zombie_rule)
-        o = _options(auto_fix, track_every, thresholds, zombie_rule, options)
+        o = _options(name, auto_fix, track_every, thresholds, zombie_rule, options)
         self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, o))
 
     @classmethod
@@ -74,25 +96,27 @@ class EmbeddingTracker:
     def _attach(self, module, name, engine):
         self.name = name
         self._module = module
-        self._negative = False
+        self._role = Role.LOOKUP
         self._engine = engine
         self._handle = module.register_forward_hook(self._observe_hook)
 
     def _observe_hook(self, module, inputs, output):
-        self._engine.observe(inputs[0], self._negative)
+        self._engine.observe(inputs[0], self._role)
 
-    def observe(self, indices, negative=False):
-        """Notes lookups made without calling the module (e.g. F.embedding on its weight)."""
-        self._engine.observe(indices, negative)
+    def observe(self, indices, role=Role.LOOKUP):
+        """Notes lookups made without calling the module (e.g. F.embedding on its weight);
+        role=gradscope.Role.NEGATIVE for rows drawn by a negative sampler."""
+        self._engine.observe(indices, _role(role))
 
     @contextlib.contextmanager
     def negatives(self):
-        """Lookups inside this block are sampled negatives (for NEGATIVE_SAMPLER_SKEW)."""
-        self._negative = True
+        """The module's lookups inside this block are sampled negatives (Role.NEGATIVE, for
+        NEGATIVE_SAMPLER_SKEW)."""
+        self._role = Role.NEGATIVE
         try:
             yield self
         finally:
-            self._negative = False
+            self._role = Role.LOOKUP
 
     def before_step(self):
         """After backward: reads the touched rows' gradient (and applies auto-fix)."""
@@ -143,8 +167,8 @@ class _HubTable:
     def __init__(self, hub, layer):
         self._hub, self._layer = hub, layer
 
-    def observe(self, indices, negative=False):
-        self._hub.observe(self._layer, indices, negative)
+    def observe(self, indices, role=Role.LOOKUP):
+        self._hub.observe(self._layer, indices, role)
 
     def _steps_with_hub(self, *_):
         # The hub reads every table's gradient before one optimizer step and every update after
@@ -189,7 +213,7 @@ class EmbeddingHub:
         """Starts tracking a table (the same options as EmbeddingTracker); returns its tracker."""
         bag, padding_idx = _table(module, name, track_every, zombie_rule)
         self._engine.track(module.weight, bag, padding_idx, name,
-                           _options(auto_fix, track_every, thresholds, zombie_rule, options))
+                           _options(name, auto_fix, track_every, thresholds, zombie_rule, options))
         table = EmbeddingTracker._of_hub(module, name, _HubTable(self._engine, name))
         self._tables[name] = table
         return table

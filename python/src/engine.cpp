@@ -32,9 +32,9 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
-// The node's module tree with the parameters PyTorch owns (the same tensors, shared).
-ModulePtr build_shell(const NodeSpec& node) {
-  const std::string who = "audit: node '" + node.id + "': ";
+}  // namespace
+
+ModulePtr build_shell(const NodeSpec& node, const std::string& who) {
   std::map<std::string, ModulePtr> by_path;
   by_path[""] = std::make_shared<Shell>(node.type);
   auto module_at = [&](const std::string& path) -> ModulePtr {
@@ -77,15 +77,13 @@ ModulePtr build_shell(const NodeSpec& node) {
   return by_path.at("");
 }
 
-}  // namespace
-
 AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions options, std::optional<RunSpec> run,
                          std::optional<std::string> tensorboard)
     : sample_every_(options.sample_every) {
   if (nodes.empty()) throw Error("audit: no nodes to audit");
   std::vector<std::pair<std::string, ModulePtr>> pairs;
   for (const NodeSpec& n : nodes) {
-    shells_.push_back(build_shell(n));
+    shells_.push_back(build_shell(n, "audit: node '" + n.id + "': "));
     pairs.emplace_back(n.id, shells_.back());
   }
   // TensorBoard first: an unwritable directory then fails before the run directory exists,
@@ -214,10 +212,6 @@ EmbeddingEngine::EmbeddingEngine(const at::Tensor& weight, bool bag, std::option
                                  std::string layer, torch::EmbeddingTrackerOptions options)
     : module_(embedding_shell(weight, bag, padding_idx, layer)) {
   tracker_ = std::make_unique<torch::EmbeddingTracker>(module_, std::move(layer), std::move(options));
-}
-
-void EmbeddingEngine::observe(const at::Tensor& indices, bool negative) {
-  tracker_->observe(indices, negative ? torch::Role::kNegative : torch::Role::kLookup);
 }
 
 void EmbeddingHubEngine::track(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,

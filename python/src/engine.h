@@ -43,6 +43,11 @@ struct NodeSpec {
   std::vector<std::pair<std::string, at::Tensor>> params;
 };
 
+/// The module tree of `node` with the parameters PyTorch owns (the same tensors, shared), as
+/// LibTorch modules. Throws Error starting with `who` for no parameters, an undefined one or one
+/// not on the CPU.
+std::shared_ptr<::torch::nn::Module> build_shell(const NodeSpec& node, const std::string& who);
+
 /// Where a run is written (a RunWriter directory) and what its metadata says.
 struct RunSpec {
   std::string dir;
@@ -119,7 +124,7 @@ class EmbeddingEngine {
   /// cannot read (not 2-D, not on the CPU, not floating point; docs/devices.md).
   EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
                   torch::EmbeddingTrackerOptions options);
-  void observe(const at::Tensor& indices, bool negative);
+  void observe(const at::Tensor& indices, torch::Role role) { tracker_->observe(indices, role); }
   void before_step() { tracker_->before_step(); }
   void after_step() { tracker_->after_step(); }
   void step(const std::function<void()>& apply_update) { tracker_->step(apply_update); }

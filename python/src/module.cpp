@@ -4,9 +4,12 @@
 #include <pybind11/stl.h>
 #include <torch/extension.h>
 
+#include "compress_engine.h"
 #include "engine.h"
+#include "gradscope/core/compress_rule.h"
 #include "gradscope/core/error.h"
 #include "gradscope/core/thresholds.h"
+#include "gradscope/io/compress_json.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_json.h"
 #include "gradscope/io/json.h"
@@ -28,6 +31,13 @@ std::vector<std::string> flag_names(const FlagSet& flags) {
   std::vector<std::string> names;
   for (Flag f : flags.list()) names.emplace_back(flag_name(f));
   return names;
+}
+
+// A (id, type, [(path, type)], [(path, tensor)]) tuple from Python: a node, or a whole model.
+python::NodeSpec node_spec(const py::tuple& n) {
+  return {n[0].cast<std::string>(), n[1].cast<std::string>(),
+          n[2].cast<std::vector<std::pair<std::string, std::string>>>(),
+          n[3].cast<std::vector<std::pair<std::string, at::Tensor>>>()};
 }
 
 void bind_stats(py::module_& m) {
@@ -240,10 +250,7 @@ void bind_audit(py::module_& m) {
       .def(py::init([](const std::vector<py::tuple>& nodes, gt::AuditOptions options, py::object run,
                        std::optional<std::string> tensorboard) {
              std::vector<python::NodeSpec> specs;
-             for (const py::tuple& n : nodes)
-               specs.push_back({n[0].cast<std::string>(), n[1].cast<std::string>(),
-                                n[2].cast<std::vector<std::pair<std::string, std::string>>>(),
-                                n[3].cast<std::vector<std::pair<std::string, at::Tensor>>>()});
+             for (const py::tuple& n : nodes) specs.push_back(node_spec(n));
              std::optional<python::RunSpec> spec;
              if (!run.is_none()) {
                const py::tuple r = run.cast<py::tuple>();
@@ -272,14 +279,49 @@ void bind_audit(py::module_& m) {
 }
 
 void bind_embedding(py::module_& m) {
-  // The tracker's options with their C++ names; the callbacks (on_intervention, on_step) and
-  // the declared negative sampler are not exposed.
+  py::enum_<gt::Role>(m, "Role", "Why the rows of a lookup were looked up (gradscope::torch::Role).")
+      .value("LOOKUP", gt::Role::kLookup)
+      .value("NEGATIVE", gt::Role::kNegative);
+  py::class_<NegativeSampler>(m, "NegativeSampler",
+                              "The sampler the negatives should follow, for NEGATIVE_SAMPLER_SKEW.")
+      .def(py::init([](const std::string& kind, double exponent) {
+             NegativeSampler s;
+             if (kind == "popularity") s.kind = NegativeSampler::Kind::kPopularity;
+             else if (kind != "uniform")
+               throw Error("negative sampler: kind must be 'uniform' or 'popularity', got '" + kind + "'");
+             s.exponent = exponent;
+             return s;
+           }),
+           py::arg("kind") = "uniform", py::arg("exponent") = 0.75)
+      .def_property_readonly("kind",
+                             [](const NegativeSampler& s) {
+                               return s.kind == NegativeSampler::Kind::kPopularity ? "popularity" : "uniform";
+                             })
+      .def_readonly("exponent", &NegativeSampler::exponent)
+      .def("__repr__", [](const NegativeSampler& s) {
+        return std::string("NegativeSampler('") +
+               (s.kind == NegativeSampler::Kind::kPopularity ? "popularity" : "uniform") +
+               "', exponent=" + py::repr(py::float_(s.exponent)).cast<std::string>() + ")";
+      });
+  py::class_<EmbeddingIntervention>(m, "EmbeddingIntervention", "One auto-fix act on one table at one step.")
+      .def_readonly("time", &EmbeddingIntervention::time)
+      .def_readonly("step", &EmbeddingIntervention::step)
+      .def_readonly("layer", &EmbeddingIntervention::layer)
+      .def_readonly("type", &EmbeddingIntervention::type)
+      .def_readonly("rows_affected", &EmbeddingIntervention::rows_affected)
+      .def_readonly("scale_min", &EmbeddingIntervention::scale_min)
+      .def_readonly("scale_mean", &EmbeddingIntervention::scale_mean)
+      .def_readonly("scale_max", &EmbeddingIntervention::scale_max)
+      .def_readonly("snr_median", &EmbeddingIntervention::snr_median)
+      .def_readonly("sample_rows", &EmbeddingIntervention::sample_rows);
+  // The tracker's options with their C++ names.
   py::class_<gt::EmbeddingTrackerOptions>(m, "EmbeddingTrackerOptions")
       .def(py::init<>())
       .def_readwrite("thresholds", &gt::EmbeddingTrackerOptions::thresholds)
       .def_property(
           "windowed", [](const gt::EmbeddingTrackerOptions& o) { return o.zombie_rule == ZombieRule::kWindowed; },
           [](gt::EmbeddingTrackerOptions& o, bool w) { o.zombie_rule = w ? ZombieRule::kWindowed : ZombieRule::kGradTracer; })
+      .def_readwrite("negative_sampler", &gt::EmbeddingTrackerOptions::negative_sampler)
       .def_readwrite("gradient_ema", &gt::EmbeddingTrackerOptions::gradient_ema)
       .def_readwrite("track_every", &gt::EmbeddingTrackerOptions::track_every)
       .def_readwrite("auto_fix", &gt::EmbeddingTrackerOptions::auto_fix)
@@ -288,11 +330,13 @@ void bind_embedding(py::module_& m) {
       .def_readwrite("boost_undertrained", &gt::EmbeddingTrackerOptions::boost_undertrained)
       .def_readwrite("undertrained_exposure", &gt::EmbeddingTrackerOptions::undertrained_exposure)
       .def_readwrite("boost_max", &gt::EmbeddingTrackerOptions::boost_max)
-      .def_readwrite("rank_sample_rows", &gt::EmbeddingTrackerOptions::rank_sample_rows);
+      .def_readwrite("rank_sample_rows", &gt::EmbeddingTrackerOptions::rank_sample_rows)
+      .def_readwrite("on_intervention", &gt::EmbeddingTrackerOptions::on_intervention)
+      .def_readwrite("on_step", &gt::EmbeddingTrackerOptions::on_step);
   py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
       .def(py::init<const at::Tensor&, bool, std::optional<int64_t>, std::string, gt::EmbeddingTrackerOptions>(),
            py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"))
-      .def("observe", &EmbeddingEngine::observe, py::arg("indices"), py::arg("negative") = false)
+      .def("observe", &EmbeddingEngine::observe, py::arg("indices"), py::arg("role") = gt::Role::kLookup)
       .def("before_step", &EmbeddingEngine::before_step)
       .def("after_step", &EmbeddingEngine::after_step)
       .def("step", &EmbeddingEngine::step)
@@ -308,10 +352,10 @@ void bind_embedding(py::module_& m) {
            py::arg("layer"), py::arg("options"))
       .def(
           "observe",
-          [](EmbeddingHubEngine& h, const std::string& layer, const at::Tensor& indices, bool negative) {
-            h[layer].observe(indices, negative ? gt::Role::kNegative : gt::Role::kLookup);
+          [](EmbeddingHubEngine& h, const std::string& layer, const at::Tensor& indices, gt::Role role) {
+            h[layer].observe(indices, role);
           },
-          py::arg("layer"), py::arg("indices"), py::arg("negative") = false)
+          py::arg("layer"), py::arg("indices"), py::arg("role") = gt::Role::kLookup)
       .def("step", &EmbeddingHubEngine::step)
       .def("current_step", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].current_step(); })
       .def("report_json", [](const EmbeddingHubEngine& h) { return render_embedding_hub_json(h.report()); })
@@ -321,6 +365,87 @@ void bind_embedding(py::module_& m) {
       .def("touched_rows", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].touched_rows(); })
       .def("gradient_norms",
            [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].gradient_norms(); });
+}
+
+void bind_compress(py::module_& m) {
+  namespace cz = gradscope::compress;
+  py::class_<cz::NodeProfile>(m, "NodeProfile", "What the compression rule reads of one node (compress.h).")
+      .def_readonly("node", &cz::NodeProfile::node)
+      .def_readonly("weight_shape", &cz::NodeProfile::weight_shape)
+      .def_readonly("bias", &cz::NodeProfile::bias)
+      .def_readonly("next", &cz::NodeProfile::next)
+      .def_readonly("next_fan", &cz::NodeProfile::next_fan)
+      .def_readonly("grad_sq", &cz::NodeProfile::grad_sq)
+      .def_readonly("update_ratio", &cz::NodeProfile::update_ratio)
+      .def_readonly("steps", &cz::NodeProfile::steps)
+      .def_readonly("batch", &cz::NodeProfile::batch)
+      .def_readonly("positions", &cz::NodeProfile::positions)
+      .def_readonly("act_sq", &cz::NodeProfile::act_sq)
+      .def_readonly("out_grad_sq", &cz::NodeProfile::out_grad_sq)
+      .def_readonly("zero_frac", &cz::NodeProfile::zero_frac)
+      .def_readonly("max_abs", &cz::NodeProfile::max_abs)
+      .def_readonly("weight_sq", &cz::NodeProfile::weight_sq);
+  py::class_<cz::NodeDecision>(m, "NodeDecision", "What a recipe does with one node, and why.")
+      .def_readonly("node", &cz::NodeDecision::node)
+      .def_readonly("weight_shape", &cz::NodeDecision::weight_shape)
+      .def_readonly("bias", &cz::NodeDecision::bias)
+      .def_readonly("next", &cz::NodeDecision::next)
+      .def_readonly("next_fan", &cz::NodeDecision::next_fan)
+      .def_property_readonly("precision", [](const cz::NodeDecision& d) { return std::string(cz::precision_name(d.precision)); })
+      .def_readonly("pruned_units", &cz::NodeDecision::pruned_units)
+      .def_readonly("bytes", &cz::NodeDecision::bytes)
+      .def_readonly("predicted_loss", &cz::NodeDecision::predicted_loss)
+      .def_readonly("premise", &cz::NodeDecision::premise)
+      .def_readonly("action", &cz::NodeDecision::action)
+      .def_readonly("expected_effect", &cz::NodeDecision::expected_effect);
+  py::class_<cz::Recipe>(m, "Recipe", "A compression recipe: per node a precision and the units to prune.")
+      .def_readonly("method", &cz::Recipe::method)
+      .def_readonly("budget_bytes", &cz::Recipe::budget_bytes)
+      .def_readonly("max_loss", &cz::Recipe::max_loss)
+      .def_readonly("magnitude_keep", &cz::Recipe::magnitude_keep)
+      .def_readonly("fp32_bytes", &cz::Recipe::fp32_bytes)
+      .def_readonly("bytes", &cz::Recipe::bytes)
+      .def_readonly("predicted_loss", &cz::Recipe::predicted_loss)
+      .def_readonly("nodes", &cz::Recipe::nodes)
+      .def("to_json", [](const cz::Recipe& r, int indent) { return render_recipe_json(r, indent); },
+           py::arg("indent") = 2)
+      .def_static("from_json", &parse_recipe_json, py::arg("text"), py::arg("source") = "recipe")
+      .def_static(
+          "load",
+          [](const py::object& path) { return load_recipe(py::module_::import("os").attr("fspath")(path).cast<std::string>()); },
+          py::arg("path"));
+  py::class_<cz::AppliedNode>(m, "AppliedNode")
+      .def_readonly("node", &cz::AppliedNode::node)
+      .def_property_readonly("precision", [](const cz::AppliedNode& n) { return std::string(cz::precision_name(n.precision)); })
+      .def_readonly("kept_units", &cz::AppliedNode::kept_units)
+      .def_readonly("kept_weights", &cz::AppliedNode::kept_weights)
+      .def_readonly("bytes", &cz::AppliedNode::bytes);
+  py::class_<cz::Applied>(m, "Applied")
+      .def_readonly("bytes", &cz::Applied::bytes)
+      .def_readonly("fp32_bytes", &cz::Applied::fp32_bytes)
+      .def_readonly("nodes", &cz::Applied::nodes);
+  m.def(
+      "make_recipe",
+      [](const std::vector<cz::NodeProfile>& profiles, int64_t budget_bytes, double max_loss, bool use_fisher,
+         bool use_unit_saliency) {
+        cz::RuleOptions o;
+        o.use_fisher = use_fisher;
+        o.use_unit_saliency = use_unit_saliency;
+        return cz::make_recipe(profiles, cz::Budget{budget_bytes, max_loss}, o);
+      },
+      py::arg("profiles"), py::arg("budget_bytes"), py::arg("max_loss"), py::arg("use_fisher") = true,
+      py::arg("use_unit_saliency") = true);
+  m.def("load_run_compress_profile", &load_run_compress_profile, py::arg("run"));
+  m.def("save_compress_profile", &save_compress_profile, py::arg("run"), py::arg("profiles"));
+  m.def(
+      "apply_recipe", [](const py::tuple& model, const cz::Recipe& recipe) { return python::apply_recipe(node_spec(model), recipe); },
+      py::arg("model"), py::arg("recipe"));
+  m.def(
+      "profile_model",
+      [](const py::tuple& model, const AuditEngine& audit, int64_t batch, bool chain) {
+        return python::profile_model(node_spec(model), audit, batch, chain);
+      },
+      py::arg("model"), py::arg("audit"), py::arg("batch"), py::arg("chain") = true);
 }
 
 }  // namespace
@@ -334,4 +459,5 @@ PYBIND11_MODULE(_engine, m) {
   bind_report(m);
   bind_audit(m);
   bind_embedding(m);
+  bind_compress(m);
 }

@@ -144,6 +144,7 @@ void EmbeddingTracker::after_step() {
   s.in_step = false;
   const std::vector<int64_t>& t = s.touched.rows();
   const auto T = static_cast<int64_t>(t.size());
+  std::vector<Record> update;  // for on_step, handed on once the step is complete
   if (s.tracking && T > 0) {
     s.check_weight();  // the update may have replaced it
     at::NoGradGuard no_grad;
@@ -168,12 +169,14 @@ void EmbeddingTracker::after_step() {
     }
     if (all) {
       const at::Tensor delta = at::from_blob(s.delta.data(), {T, dim}, at::kFloat);
-      s.options.on_step({Record{s.step, s.layer, Site::kUpdate, stats_of(delta, s.layer)}});
+      update.push_back(Record{s.step, s.layer, Site::kUpdate, stats_of(delta, s.layer)});
     }
   }
   s.observed.clear();
   s.negatives.clear();
   ++s.step;
+  // Last, as the audit's step does: a callback that throws finds the step complete.
+  if (!update.empty()) s.options.on_step(update);
 }
 
 }  // namespace gradscope::torch

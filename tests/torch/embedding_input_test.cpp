@@ -282,5 +282,30 @@ TEST(EmbeddingTrackerBadInput, ATableOfDimOneIsJudgedAgainstItsOwnChanceLevel) {
   for (const auto& d : rep.diagnostics) EXPECT_NE(d.type, "REPRESENTATION_COLLAPSE");
 }
 
+// A callback that throws (a full disk in a run writer, an exception from Python) reaches the
+// caller of step(). The update half of the step has happened by then: like the audit's step,
+// the tracker finishes the step before handing its records on, so the next step neither counts
+// this step's lookups again nor reuses its number.
+TEST(EmbeddingTrackerInput, AnUpdateCallbackThatThrowsLeavesTheStepComplete) {
+  Embedding emb = table();
+  EmbeddingTrackerOptions o;
+  bool fail = true;
+  o.on_step = [&](const std::vector<Record>& records) {
+    if (fail && records.at(0).site == Site::kUpdate) throw std::runtime_error("sink full");
+  };
+  EmbeddingTracker tracker(emb, "item", o);
+  ::torch::optim::SGD opt(emb->parameters(), ::torch::optim::SGDOptions(0.1));
+  tracker.forward(at::tensor({1, 2}, at::kLong)).sum().backward();
+  EXPECT_THROW(tracker.step(opt), std::runtime_error);
+  EXPECT_EQ(tracker.current_step(), 1);
+  fail = false;
+  opt.zero_grad();
+  tracker.forward(at::tensor({3}, at::kLong)).sum().backward();
+  tracker.step(opt);
+  EXPECT_EQ(tracker.current_step(), 2);
+  EXPECT_EQ(tracker.touched_rows(), (std::vector<int64_t>{3}));
+  EXPECT_EQ(tracker.report().stats.lookups, 3);
+}
+
 }  // namespace
 }  // namespace gradscope::torch

@@ -1,0 +1,143 @@
+"""gradscope.compress: the C++ recipe rule and compress::apply on a PyTorch model. Python's
+apply equals the C++ apply bit for bit on the same weights and recipe, with the same size; a
+recipe is the JSON `gradscope compress` writes; a recipe for another model is refused before
+any change."""
+import collections
+import copy
+import json
+import subprocess
+
+import pytest
+import torch
+from torch import nn
+
+import gradscope
+from conftest import run_json
+
+BATCH = 8
+
+
+def mlp():
+    """The C++ reference's parity MLP (cpp_reference.cpp: parity_mlp)."""
+    return nn.Sequential(collections.OrderedDict([
+        ("fc1", nn.Linear(16, 32)), ("tanh", nn.Tanh()), ("fc2", nn.Linear(32, 32)), ("relu", nn.ReLU()),
+        ("out", nn.Linear(32, 4))]))
+
+
+def trained(run=None, steps=12):
+    torch.manual_seed(5)
+    net = mlp()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with gradscope.Audit(net, run=run, channels_all_nodes=gradscope.ChannelView(every=1), keep_steps=0) as audit:
+        for _ in range(steps):
+            x, y = torch.randn(BATCH, 16) * 3, torch.randn(BATCH, 4)
+            opt.zero_grad()
+            (net(x) - y).pow(2).mean().backward()
+            audit.step(opt)
+    return net, audit
+
+
+def edited(recipe, **by_node):
+    """The recipe with some nodes' precision / pruned units replaced, through its JSON."""
+    doc = json.loads(recipe.to_json())
+    for node in doc["gradscope_compression_recipe"]["nodes"]:
+        node.update(by_node.get(node["node"], {}))
+    return gradscope.compress.Recipe.from_json(json.dumps(doc), "edited")
+
+
+def raw(net):
+    return b"".join(p.detach().numpy().tobytes() for p in net.parameters())
+
+
+def test_apply_equals_the_cpp_apply_bit_for_bit(cpp_reference, tmp_path):
+    net, audit = trained()
+    profile = gradscope.compress.profile(net, audit, batch=BATCH)
+    assert [(p.node, p.weight_shape, p.next, p.next_fan) for p in profile] == [
+        ("fc1", [32, 16], "fc2", 1), ("fc2", [32, 32], "out", 1), ("out", [4, 32], "", 0)]
+    base = gradscope.compress.recipe(profile, budget_bytes=3000)
+    assert base.bytes <= 3000 and base.fp32_bytes == 4 * (32 * 16 + 32 + 32 * 32 + 32 + 4 * 32 + 4)
+    # Every path of apply: INT4, INT8 and FP16, units pruned with the next node's inputs, and an
+    # all-zero unit (stays zero); a planted exact tie (2.5 steps) rounds as at::round does.
+    recipe = edited(base, fc1={"precision": "int4", "pruned_units": [3, 30]},
+                    fc2={"precision": "int8", "pruned_units": [0]}, out={"precision": "fp16", "pruned_units": []})
+    with torch.no_grad():
+        net.fc1.weight[5].zero_()
+        net.fc2.weight[7, :3] = torch.tensor([127.0, 2.5, -2.5])
+    recipe_path, before, after = tmp_path / "recipe.json", tmp_path / "in.bin", tmp_path / "out.bin"
+    recipe_path.write_text(recipe.to_json())
+    before.write_bytes(raw(net))
+    cpp = run_json([cpp_reference, "apply", str(recipe_path), str(before), str(after)])[0]
+
+    size = gradscope.compress.apply(net, recipe)
+    assert raw(net) == after.read_bytes()
+    assert size == cpp["bytes"] and cpp["fp32_bytes"] == base.fp32_bytes
+    # What was applied, checked on the values too: pruned units and the inputs they fed are 0.
+    assert net.fc1.weight[[3, 30]].abs().sum() == 0 and net.fc1.bias[[3, 30]].abs().sum() == 0
+    assert net.fc2.weight[:, [3, 30]].abs().sum() == 0 and net.out.weight[:, 0].abs().sum() == 0
+    assert net.fc1.weight[5].abs().sum() == 0
+    assert all(len(torch.unique(row)) <= 15 for row in net.fc1.weight)   # INT4: levels -7..7
+    assert torch.equal(net.out.weight, net.out.weight.half().float())
+
+
+def test_size_is_the_recipe_size_and_a_second_apply_changes_nothing(cpp_reference):
+    net, audit = trained()
+    recipe = gradscope.compress.recipe(gradscope.compress.profile(net, audit, batch=BATCH), budget_bytes=2500)
+    assert any(d.precision != "fp32" for d in recipe.nodes)
+    applied = gradscope.compress.apply_detailed(net, recipe)
+    assert applied.bytes == recipe.bytes == sum(n.bytes for n in applied.nodes)
+    assert [(n.node, n.precision) for n in applied.nodes] == [(d.node, d.precision) for d in recipe.nodes]
+    once = raw(net)
+    assert gradscope.compress.apply(net, recipe) == recipe.bytes and raw(net) == once  # on its own grid
+
+
+def test_a_recipe_for_another_model_names_the_node_and_changes_nothing():
+    net, audit = trained(steps=3)
+    recipe = gradscope.compress.recipe(gradscope.compress.profile(net, audit, batch=BATCH), budget_bytes=3000)
+    other = nn.Sequential(collections.OrderedDict([("fc1", nn.Linear(16, 32)), ("head", nn.Linear(32, 4))]))
+    kept = raw(other)
+    with pytest.raises(gradscope.Error, match=r"node\(s\) 'fc2', 'out' not in the model \(its nodes: fc1, head\)"):
+        gradscope.compress.apply(other, recipe)
+    assert raw(other) == kept
+    wider = mlp()
+    wider.fc2 = nn.Linear(32, 48)
+    with pytest.raises(gradscope.Error, match=r"shapes differ for 'fc2' \(recipe weight \[32, 32\]"):
+        gradscope.compress.apply(wider, recipe)
+
+
+def test_recipe_from_a_python_run_equals_the_cli_recipe(gradscope_cli, tmp_path):
+    run = tmp_path / "run"
+    net, audit = trained(run=run, steps=6)
+    gradscope.compress.save_profile(run, gradscope.compress.profile(net, audit, batch=BATCH))
+    out = tmp_path / "cli.json"
+    subprocess.run([gradscope_cli, "compress", str(run), "--budget-bytes", "2500", "-o", str(out)], check=True,
+                   capture_output=True)
+    mine = gradscope.compress.recipe(run, budget_bytes=2500)
+    assert out.read_text() == mine.to_json()
+    loaded = gradscope.compress.Recipe.load(out)
+    assert loaded.to_json() == mine.to_json() and loaded.bytes == mine.bytes <= 2500
+    model = copy.deepcopy(net)
+    assert gradscope.compress.apply(model, out) == mine.bytes   # a path works as the recipe too
+
+
+def test_bad_input_is_an_error_naming_it(tmp_path):
+    net, audit = trained(steps=2)
+    profile = gradscope.compress.profile(net, audit, batch=BATCH)
+    with pytest.raises(gradscope.Error, match="give budget_bytes or max_loss, not both or neither"):
+        gradscope.compress.recipe(profile)
+    with pytest.raises(gradscope.Error, match="give budget_bytes or max_loss, not both or neither"):
+        gradscope.compress.recipe(profile, budget_bytes=100, max_loss=0.1)
+    with pytest.raises(gradscope.Error, match="smallest"):
+        gradscope.compress.recipe(profile, budget_bytes=10)
+    with pytest.raises(gradscope.Error, match="no units.json"):
+        gradscope.compress.recipe(tmp_path, budget_bytes=1000)
+    with pytest.raises(gradscope.Error, match="batch 0 is < 1"):
+        gradscope.compress.profile(net, audit, batch=0)
+    with pytest.raises(gradscope.Error, match=r"edited: .*precision"):
+        edited(gradscope.compress.recipe(profile, budget_bytes=3000), fc1={"precision": "int3"})
+    with pytest.raises(TypeError, match="must be a gradscope.compress.Recipe or a path"):
+        gradscope.compress.apply(net, {"nodes": []})
+    bad = edited(gradscope.compress.recipe(profile, budget_bytes=3000), fc1={"precision": "int8"})
+    with torch.no_grad():
+        net.fc1.weight[0, 0] = float("nan")
+    with pytest.raises(gradscope.Error, match="recipe node 'fc1': weight holds NaN or Inf"):
+        gradscope.compress.apply(net, bad)
