@@ -9,11 +9,13 @@
 #include <torch/utils.h>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <chrono>
 
 #include "gradscope/core/error.h"
 #include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress_search.h"
 #include "scenario_models.h"
 
 namespace gradscope::scenarios {
@@ -157,6 +159,29 @@ std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data)
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, bytes), data, budget));
   }
   return out;
+}
+
+MeasuredBound measured_max_loss(Trained& trained, const cli::Digits& data, double max_loss, uint64_t seed) {
+  const int64_t n = data.x_test.size(0);
+  if (n < 2) throw Error("measured maximum loss: " + std::to_string(n) + " test rows, 2 are needed to split");
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7919);  // not the split's own seed
+  const at::Tensor order = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor val = order.narrow(0, 0, n / 2), rep = order.narrow(0, n / 2, n - n / 2);
+  const at::Tensor xv = data.x_test.index_select(0, val), yv = data.y_test.index_select(0, val);
+  const at::Tensor xr = data.x_test.index_select(0, rep), yr = data.y_test.index_select(0, rep);
+  ScenarioModel& model = *trained.model;
+  MeasuredBound b;
+  b.max_loss = max_loss;
+  b.search = compress::search_max_loss(*model.audit_root(), trained.profiles, max_loss,
+                                       [&] { return accuracy(model, xv, yv); });
+  b.validation_loss = b.search.loss;
+  const double fp32 = accuracy(model, xr, yr);
+  cli::Digits report{data.x_train, data.y_train, xr, yr};
+  const Measured m = measure(trained, b.search.recipe, report, "max-loss-measured");
+  b.bytes = m.bytes;
+  b.report_accuracy = m.accuracy;
+  b.report_loss = fp32 - m.accuracy;
+  return b;
 }
 
 }  // namespace gradscope::scenarios

@@ -104,5 +104,26 @@ TEST(CompressionEval, EveryMethodIsMeasuredAtItsBaselinesSize) {
   EXPECT_DOUBLE_EQ(accuracy(*t.model, data.x_test, data.y_test), t.accuracy);
 }
 
+TEST(CompressionEval, MeasuredMaxLossHoldsOnValidationAndTheNextSmallerProbeDoesNot) {
+  GRADSCOPE_REQUIRE_DATA(data_dir() + "/digits.csv");
+  const cli::Digits data = cli::load_digits(data_dir() + "/digits.csv", 0.25, 2, kScenarioBatch);
+  CompressionTask task = digits_mlp_task();
+  task.steps = 60;
+  Trained t = train_for_compression(task, data, 2);
+  const MeasuredBound b = measured_max_loss(t, data, 0.01, 2);
+  EXPECT_LE(b.validation_loss, 0.01);
+  EXPECT_EQ(b.bytes, b.search.recipe.bytes);
+  EXPECT_LT(b.bytes, b.search.recipe.fp32_bytes);
+  if (!b.search.reached_smallest) {
+    EXPECT_GT(b.search.next_smaller.loss, 0.01);
+    EXPECT_LT(b.search.next_smaller.bytes, b.bytes);
+  }
+  EXPECT_GE(b.report_accuracy, 0.0);
+  EXPECT_LE(b.report_accuracy, 1.0);
+  // The search left the FP32 weights as they were.
+  EXPECT_DOUBLE_EQ(accuracy(*t.model, data.x_test, data.y_test), t.accuracy);
+  EXPECT_THAT(error_of([&] { measured_max_loss(t, data, -0.01, 2); }), HasSubstr("finite number >= 0"));
+}
+
 }  // namespace
 }  // namespace gradscope::scenarios
