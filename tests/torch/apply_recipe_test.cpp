@@ -10,10 +10,14 @@
 #include <torch/utils.h>
 
 #include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
 #include "gradscope/core/compress_rule.h"
+#include "gradscope/io/compress_rows_json.h"
 #include "gradscope/torch/apply_recipe.h"
 
 namespace gradscope::compress {
@@ -238,6 +242,28 @@ TEST(ApplyRows, QuantisesPrunesAndRefusesOtherShapes) {
   bad[0][0] = NAN;
   EXPECT_THAT(error_of([&] { apply_rows(bad, r); }), HasSubstr("NaN or Inf"));
   EXPECT_THAT(error_of([&] { row_profile("item", other, rows); }), HasSubstr("differ in shape"));
+}
+
+TEST(ApplyRows, ASavedRunsRowsGiveTheInMemoryRecipe) {
+  ::torch::manual_seed(5);
+  const at::Tensor table = at::randn({50, 8});
+  EmbeddingRows rows(50, 8);
+  for (int64_t i = 0; i < 40; ++i) {  // rows 40..49 never exposed
+    rows.expose(i, 0);
+    rows.count_lookups(i, 3 + (i * 7) % 13, i % 3);  // lookups >= negatives
+  }
+  const RowProfile p = row_profile("item", table, rows);
+  const std::string dir = ::testing::TempDir() + "gs-rows-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  save_row_profiles(dir, {p});
+  const std::vector<RowProfile> saved = load_run_row_profiles(dir);
+  ASSERT_EQ(saved.size(), 1u);
+  for (int64_t budget : {1200, 900, 400}) {
+    const RowRecipe a = make_row_recipe(p, budget), b = make_row_recipe(saved[0], budget);
+    EXPECT_EQ(a.level, b.level) << budget;
+    EXPECT_EQ(render_row_recipes_json({a}), render_row_recipes_json({b})) << budget;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
