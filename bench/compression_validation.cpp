@@ -66,7 +66,7 @@ void print_bounds(const std::map<double, BoundCell>& bounds) {
 // NDCG@10 per method, paired t-tests of HR@10 over seeds, the row rule against each.
 void movielens_table(const std::string& dir, int seeds, std::string& summary_json) {
   const sc::Interactions data = sc::load_movielens(dir + "/movielens.csv");
-  std::map<std::string, std::vector<double>> hr, ndcg, bytes;
+  std::map<std::string, std::vector<double>> hr, ndcg, bytes, merged;
   std::vector<std::string> order;
   for (int seed = 1; seed <= seeds; ++seed) {
     for (const sc::MfMeasured& m : sc::compare_mf_methods(data, seed, sc::MfOptions{}.epochs)) {
@@ -75,6 +75,7 @@ void movielens_table(const std::string& dir, int seeds, std::string& summary_jso
       hr[key].push_back(m.hr);
       ndcg[key].push_back(m.ndcg);
       bytes[key].push_back(static_cast<double>(m.bytes));
+      merged[key].push_back(static_cast<double>(m.merged_rows));
     }
     std::fprintf(stderr, "movielens-mf seed %d done\n", seed);
   }
@@ -98,6 +99,11 @@ void movielens_table(const std::string& dir, int seeds, std::string& summary_jso
     std::printf("| %s | %s | %.0f | %.4f | %.4f | %s\n", budget.c_str(), key.substr(key.find(' ') + 1).c_str(),
                 mean(bytes[key]), mean(hr[key]), mean(ndcg[key]), test.c_str());
   }
+  std::printf("\nRows merged by dynamics-merge (user + item tables, mean per seed):");
+  for (const std::string& key : order)
+    if (key.size() > 15 && key.compare(key.size() - 15, 15, " dynamics-merge") == 0)
+      std::printf(" %s %.1f;", key.substr(0, key.find(' ')).c_str(), mean(merged[key]));
+  std::printf("\n");
   std::fflush(stdout);
 }
 

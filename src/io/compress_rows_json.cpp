@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 using internal::Field;
 using namespace compress;
 
-constexpr const char* kLevelNames[] = {"fp32", "fp16", "int8", "int4", "pruned"};
+constexpr const char* kLevelNames[] = {"fp32", "fp16", "int8", "int4", "pruned", "merged"};
 
 std::vector<double> numbers(const Field& f, double lo) {
   std::vector<double> out(f.size());
@@ -63,7 +63,9 @@ std::string render_row_profiles_json(const std::vector<RowProfile>& tables, int 
                    {"max_abs", t.max_abs},
                    {"sum_sq", t.sum_sq},
                    {"fallback_sq", t.fallback_sq},
-                   {"fallback", t.fallback}});
+                   {"fallback", t.fallback},
+                   {"merge_into", t.merge_into},
+                   {"merge_sq", t.merge_sq}});
   }
   const Json doc = {{"gradscope_compression_rows", {{"version", 1}, {"tables", out}}}};
   return doc.dump(indent, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -93,6 +95,15 @@ std::vector<RowProfile> parse_row_profiles_json(const std::string& text, const s
       p.sum_sq = numbers(t.at("sum_sq"), 0);
       p.fallback_sq = numbers(t.at("fallback_sq"), 0);
       p.fallback = finites(t.at("fallback"));
+      if (t.has("merge_into")) {  // merge candidates are optional
+        const Field into = t.at("merge_into");
+        for (std::size_t k = 0; k < into.size(); ++k) {
+          const double m = into.element(k).number_in(-1, static_cast<double>(p.rows - 1));
+          if (m != std::floor(m)) into.element(k).fail("is not a row index");
+          p.merge_into.push_back(static_cast<int64_t>(m));
+        }
+        p.merge_sq = numbers(t.at("merge_sq"), 0);
+      }
       for (const RowProfile& seen : out)
         if (seen.table == p.table) t.at("table").fail("table '" + p.table + "' appears twice");
       check_row_profile(p);
@@ -132,7 +143,7 @@ std::string render_row_recipes_json(const std::vector<RowRecipe>& recipes, int i
   Json out = Json::array();
   for (const RowRecipe& r : recipes) {
     Json levels = Json::array();
-    for (uint8_t l : r.level) levels.push_back(kLevelNames[std::min<int>(l, kRowPruned)]);
+    for (uint8_t l : r.level) levels.push_back(kLevelNames[std::min<int>(l, kRowMerged)]);
     out.push_back({{"table", r.table},
                    {"method", r.method},
                    {"rows", r.rows},
@@ -143,6 +154,7 @@ std::string render_row_recipes_json(const std::vector<RowRecipe>& recipes, int i
                    {"premise", r.premise},
                    {"action", r.action},
                    {"level", levels},
+                   {"merged_into", r.merged_into},
                    {"fallback", r.fallback}});
   }
   const Json doc = {{"gradscope_row_recipes", {{"version", 1}, {"tables", out}}}};
@@ -173,10 +185,18 @@ std::vector<RowRecipe> parse_row_recipes_json(const std::string& text, const std
       for (std::size_t k = 0; k < levels.size(); ++k) {
         const std::string name = levels.element(k).string();
         uint8_t l = 0;
-        while (l <= kRowPruned && name != kLevelNames[l]) ++l;
-        if (l > kRowPruned) levels.element(k).fail("'" + name + "' is not fp32, fp16, int8, int4 or pruned");
+        while (l <= kRowMerged && name != kLevelNames[l]) ++l;
+        if (l > kRowMerged) levels.element(k).fail("'" + name + "' is not fp32, fp16, int8, int4, pruned or merged");
         r.level.push_back(l);
       }
+      const Field merged = t.at("merged_into");
+      for (std::size_t k = 0; k < merged.size(); ++k) {
+        const double m = merged.element(k).number_in(-1, static_cast<double>(r.rows - 1));
+        if (m != std::floor(m)) merged.element(k).fail("is not a row index");
+        r.merged_into.push_back(static_cast<int64_t>(m));
+      }
+      if (!r.merged_into.empty() && static_cast<int64_t>(r.merged_into.size()) != r.rows)
+        merged.fail(std::to_string(r.merged_into.size()) + " entries for " + std::to_string(r.rows) + " rows");
       r.fallback = finites(t.at("fallback"));
       if (static_cast<int64_t>(r.fallback.size()) != r.dim)
         t.at("fallback").fail(std::to_string(r.fallback.size()) + " values for dim " + std::to_string(r.dim));

@@ -79,7 +79,7 @@ TEST(RowRecipesJson, RoundTripsAndRecomputesSizes) {
   std::string bad = render_row_recipes_json({r});
   bad.replace(bad.find("\"pruned\""), 8, "\"int3\"");
   EXPECT_THAT(error_of([&] { parse_row_recipes_json(bad, "x.json"); }),
-              HasSubstr("'int3' is not fp32, fp16, int8, int4 or pruned"));
+              HasSubstr("'int3' is not fp32, fp16, int8, int4, pruned or merged"));
 }
 
 }  // namespace
