@@ -11,7 +11,9 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "gradscope/core/error.h"
 #include "gradscope/torch/apply_recipe.h"
@@ -38,6 +40,46 @@ struct FashionCnn : ScenarioModel {
     return audit.tap("out", out->forward(h.flatten(1)));
   }
 };
+
+// Issue 13's Z > 0 attempt, fixed before measuring: uniform INT4, then INT8 for the node with
+// the largest predicted INT4 cost, paid for by pruning the units of least predicted pruning
+// cost (any prunable node) until the model fits `budget_bytes` again.
+compress::Recipe int8_top_recipe(const std::vector<compress::NodeProfile>& profiles, int64_t budget_bytes) {
+  using namespace compress;
+  Recipe r = uniform_recipe(profiles, Precision::kInt4);
+  r.method = "int8-top-pruned";
+  std::size_t top = 0;
+  double worst = -1;
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    const double l = predicted_loss(profiles[i], r.nodes[i]);
+    if (l > worst) worst = l, top = i;
+  }
+  r.nodes[top].precision = Precision::kInt8;
+  // Every prunable unit by its predicted pruning cost (the decision with that unit alone pruned,
+  // at FP32, costs exactly that), cheapest first.
+  std::vector<std::tuple<double, std::size_t, int64_t>> units;
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    if (profiles[i].next.empty() || profiles[i].next_fan < 1) continue;
+    for (int64_t j = 0; j < profiles[i].units(); ++j) {
+      NodeDecision d;
+      d.pruned_units = {j};
+      units.emplace_back(predicted_loss(profiles[i], d), i, j);
+    }
+  }
+  std::sort(units.begin(), units.end());
+  recompute_bytes(r);
+  for (const auto& [cost, i, j] : units) {
+    if (r.bytes <= budget_bytes) break;
+    if (static_cast<int64_t>(r.nodes[i].pruned_units.size()) + 1 >= profiles[i].units()) continue;
+    r.nodes[i].pruned_units.push_back(j);
+    std::sort(r.nodes[i].pruned_units.begin(), r.nodes[i].pruned_units.end());
+    recompute_bytes(r);
+  }
+  if (r.bytes > budget_bytes)
+    throw Error("int8-top-pruned: " + std::to_string(r.bytes) + " bytes after pruning, budget " + std::to_string(budget_bytes));
+  r.budget_bytes = budget_bytes;
+  return r;
+}
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -148,6 +190,7 @@ std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data)
       out.push_back(measure(trained, make_recipe(trained.profiles, b, o), data, budget));
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kFp32, uniform.bytes), data, budget));
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, uniform.bytes), data, budget));
+    if (p == Precision::kInt4) out.push_back(measure(trained, int8_top_recipe(trained.profiles, uniform.bytes), data, budget));
   }
   // Below uniform INT4, where no uniform precision reaches: the rule (and its ablations)
   // against magnitude pruning + INT8.

@@ -71,7 +71,9 @@ Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Di
 /// Uniform INT8 and INT4, and at each of their sizes: the dynamics recipe, its ablations
 /// (no Fisher, no unit saliency, neither = "static"), global magnitude pruning (FP32) and
 /// magnitude pruning + INT8; then at 3/4 and 1/2 of uniform INT4's size (which no uniform
-/// precision reaches) the recipe and its ablations against magnitude pruning + INT8.
+/// precision reaches) the recipe and its ablations against magnitude pruning + INT8. At INT4's
+/// size also "int8-top-pruned": INT8 for the node of largest predicted INT4 cost, paid for by
+/// pruning the units of least predicted cost (the Z > 0 attempt, docs/validation.md).
 std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data);
 
 /// The measured maximum-loss search (compress_search.h) on held-out data that never served to

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -83,7 +84,7 @@ TEST(CompressionEval, EveryMethodIsMeasuredAtItsBaselinesSize) {
   EXPECT_GT(t.accuracy, 0.5);
   ASSERT_EQ(t.profiles.size(), 3u);
   const std::vector<Measured> all = compare_methods(t, data);
-  ASSERT_EQ(all.size(), 24u);
+  ASSERT_EQ(all.size(), 25u);
   int64_t int8 = 0, int4 = 0;
   for (const Measured& m : all) {
     if (m.method == "uniform-int8") int8 = m.bytes;
@@ -100,6 +101,16 @@ TEST(CompressionEval, EveryMethodIsMeasuredAtItsBaselinesSize) {
     EXPECT_GE(m.accuracy, 0.0);
     EXPECT_LE(m.accuracy, 1.0);
   }
+  // The Z > 0 attempt: one node at INT8, units pruned, within INT4's bytes.
+  const auto top = std::find_if(all.begin(), all.end(), [](const Measured& m) { return m.method == "int8-top-pruned"; });
+  ASSERT_NE(top, all.end());
+  int64_t int8_nodes = 0, pruned = 0;
+  for (const compress::NodeDecision& d : top->recipe.nodes) {
+    int8_nodes += d.precision == compress::Precision::kInt8;
+    pruned += static_cast<int64_t>(d.pruned_units.size());
+  }
+  EXPECT_EQ(int8_nodes, 1);
+  EXPECT_GT(pruned, 0);
   // measure() restored the FP32 weights.
   EXPECT_DOUBLE_EQ(accuracy(*t.model, data.x_test, data.y_test), t.accuracy);
 }
