@@ -97,7 +97,7 @@ void add_compress_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<CompressOptions>();
   CLI::App* cmd = app.add_subcommand(
       "compress", "Write a compression recipe (precision and pruned units per node) from a saved run's dynamics");
-  cmd->add_option("RUN", opt->run, "run directory with run.db and units.json")->required();
+  cmd->add_option("RUN", opt->run, "run directory with run.db and units.json (rows.json for --table)")->required();
   CLI::Option* bytes = cmd->add_option("--budget-bytes", opt->budget_bytes, "largest size of the model as stored, in bytes")
                            ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   CLI::Option* loss =
