@@ -43,11 +43,30 @@ struct Cell {
   std::vector<double> accuracy, bytes;
 };
 
+// The measured maximum-loss search per seed: what it kept and lost on validation and on the
+// report half it never saw.
+struct BoundCell {
+  std::vector<double> bytes, validation_loss, report_loss, probes, fp32_bytes;
+  int reached_smallest = 0, report_over = 0;
+};
+
+// A ratio over seeds, for the table.
+void print_bounds(const std::map<double, BoundCell>& bounds) {
+  if (bounds.empty()) return;
+  std::printf("\nMeasured --max-loss (search on half of the test set, reported on the other half):\n\n");
+  std::printf("| bound (accuracy) | bytes (mean) | of FP32 | probes (mean) | loss on validation | loss on report half | seeds over the bound on report | smallest size reached |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& [x, c] : bounds)
+    std::printf("| %.3f | %.0f | %.1f%% | %.1f | %+.4f | %+.4f | %d of %zu | %d |\n", x, mean(c.bytes),
+                100.0 * mean(c.bytes) / mean(c.fp32_bytes), mean(c.probes), mean(c.validation_loss), mean(c.report_loss),
+                c.report_over, c.bytes.size(), c.reached_smallest);
+}
+
 // Embedding tables of BPR matrix factorisation on MovieLens (compression_mf.h): HR@10 and
 // NDCG@10 per method, paired t-tests of HR@10 over seeds, the row rule against each.
 void movielens_table(const std::string& dir, int seeds, std::string& summary_json) {
   const sc::Interactions data = sc::load_movielens(dir + "/movielens.csv");
-  std::map<std::string, std::vector<double>> hr, ndcg, bytes;
+  std::map<std::string, std::vector<double>> hr, ndcg, bytes, merged;
   std::vector<std::string> order;
   for (int seed = 1; seed <= seeds; ++seed) {
     for (const sc::MfMeasured& m : sc::compare_mf_methods(data, seed, sc::MfOptions{}.epochs)) {
@@ -56,6 +75,7 @@ void movielens_table(const std::string& dir, int seeds, std::string& summary_jso
       hr[key].push_back(m.hr);
       ndcg[key].push_back(m.ndcg);
       bytes[key].push_back(static_cast<double>(m.bytes));
+      merged[key].push_back(static_cast<double>(m.merged_rows));
     }
     std::fprintf(stderr, "movielens-mf seed %d done\n", seed);
   }
@@ -79,6 +99,11 @@ void movielens_table(const std::string& dir, int seeds, std::string& summary_jso
     std::printf("| %s | %s | %.0f | %.4f | %.4f | %s\n", budget.c_str(), key.substr(key.find(' ') + 1).c_str(),
                 mean(bytes[key]), mean(hr[key]), mean(ndcg[key]), test.c_str());
   }
+  std::printf("\nRows merged by dynamics-merge (user + item tables, mean per seed):");
+  for (const std::string& key : order)
+    if (key.size() > 15 && key.compare(key.size() - 15, 15, " dynamics-merge") == 0)
+      std::printf(" %s %.1f;", key.substr(0, key.find(' ')).c_str(), mean(merged[key]));
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -104,6 +129,7 @@ int main(int argc, char** argv) {
       std::map<std::string, Cell> cells;
       std::vector<std::string> order;
       std::vector<double> fp32;
+      std::map<double, BoundCell> bounds;
       for (int seed = 1; seed <= seeds; ++seed) {
         const gradscope::cli::Digits data = task.name.rfind("digits", 0) == 0
                                                 ? gradscope::cli::load_digits(dir + "/digits.csv", 0.25, seed, 64)
@@ -116,6 +142,19 @@ int main(int argc, char** argv) {
         measured.push_back(sc::measure(t, gradscope::compress::make_recipe(t.profiles, gradscope::compress::Budget::loss(0.01)),
                                        data, "max-loss-0.01"));
         measured.back().method = "dynamics";
+        // The measured bound: accuracy lost on a validation half of the test set, then checked
+        // on the other half.
+        for (double x : {0.0, 0.01}) {
+          const sc::MeasuredBound b = sc::measured_max_loss(t, data, x, seed);
+          BoundCell& c = bounds[x];
+          c.bytes.push_back(static_cast<double>(b.bytes));
+          c.fp32_bytes.push_back(static_cast<double>(b.search.recipe.fp32_bytes));
+          c.validation_loss.push_back(b.validation_loss);
+          c.report_loss.push_back(b.report_loss);
+          c.probes.push_back(static_cast<double>(b.search.probes.size()));
+          c.reached_smallest += b.search.reached_smallest;
+          c.report_over += b.report_loss > x;
+        }
         for (const sc::Measured& m : measured) {
           const std::string key = m.budget + " " + m.method;
           if (!cells.count(key)) order.push_back(key);
@@ -150,6 +189,7 @@ int main(int argc, char** argv) {
         std::printf("| %s | %s | %.0f | %.4f | %s\n", budget.c_str(), key.substr(key.find(' ') + 1).c_str(),
                     mean(c.bytes), mean(c.accuracy), test.c_str());
       }
+      print_bounds(bounds);
       std::fflush(stdout);
     }
     if (tasks.find("movielens-mf") != std::string::npos) movielens_table(dir, seeds, summary_json);

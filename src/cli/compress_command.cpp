@@ -1,14 +1,19 @@
 // gradscope compress RUN --budget-bytes N | --max-loss X [-o recipe.json]: a compression
 // recipe from a saved run's dynamics (run.db and units.json), by the rule in
 // include/gradscope/core/compress_rule.h. Reads the run without LibTorch; prints a table of the
-// decisions and writes the recipe JSON (to stdout when -o is not given).
+// decisions and writes the recipe JSON (to stdout when -o is not given). --max-loss bounds the
+// rule's predicted loss: the CLI has no model to measure (the measured bound is
+// gradscope::compress::search_max_loss, in C++). --table NAME=BYTES (repeatable) writes row
+// recipes for embedding tables instead, from the run's rows.json (compress_rows.h).
 #include <cstdio>
 #include <iostream>
 #include <limits>
 
 #include "commands.h"
 #include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress_rows.h"
 #include "gradscope/io/compress_json.h"
+#include "gradscope/io/compress_rows_json.h"
 #include "gradscope/io/safe_text.h"
 #include "run_loading.h"
 
@@ -19,7 +24,51 @@ struct CompressOptions {
   std::string run, out;
   int64_t budget_bytes = 0;
   double max_loss = 0;
+  std::vector<std::string> tables;  ///< NAME=BYTES
 };
+
+// NAME=BYTES, BYTES a positive integer; the name may itself hold '='.
+std::pair<std::string, int64_t> table_budget(const std::string& arg) {
+  const std::size_t eq = arg.rfind('=');
+  std::size_t used = 0;
+  long long bytes = 0;
+  try {
+    if (eq != std::string::npos && eq > 0) bytes = std::stoll(arg.substr(eq + 1), &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (eq == std::string::npos || eq == 0 || used == 0 || used != arg.size() - eq - 1 || bytes < 1)
+    throw UsageError("compress: --table takes NAME=BYTES (bytes a positive integer), got '" + arg + "'");
+  return {arg.substr(0, eq), bytes};
+}
+
+int run_compress_tables(const CompressOptions& opt) {
+  const std::vector<compress::RowProfile> tables = load_run_row_profiles(opt.run);
+  std::vector<compress::RowRecipe> recipes;
+  for (const std::string& arg : opt.tables) {
+    const auto [name, bytes] = table_budget(arg);
+    const compress::RowProfile* found = nullptr;
+    std::string names;
+    for (const compress::RowProfile& t : tables) {
+      if (t.table == name) found = &t;
+      names += (names.empty() ? "'" : ", '") + t.table + "'";
+    }
+    if (!found) throw Error("run '" + opt.run + "': no embedding table '" + name + "' in rows.json (its tables: " + names + ")");
+    recipes.push_back(compress::make_row_recipe(*found, bytes));
+  }
+  const std::string json = render_row_recipes_json(recipes);
+  if (opt.out.empty()) {
+    std::cout << json;
+    return kExitOk;
+  }
+  write_text_file(opt.out, json);
+  for (const compress::RowRecipe& r : recipes)
+    std::printf("table %s: %lld of %lld bytes (%.1f%% of FP32): %s\n      because: %s\n", terminal_text(r.table).c_str(),
+                static_cast<long long>(r.bytes), static_cast<long long>(r.fp32_bytes), 100.0 * r.bytes / r.fp32_bytes,
+                terminal_text(r.action).c_str(), terminal_text(r.premise).c_str());
+  std::printf("written to %s\n", terminal_text(opt.out).c_str());
+  return kExitOk;
+}
 
 int run_compress(const CompressOptions& opt, bool by_bytes) {
   const std::vector<compress::NodeProfile> nodes = load_run_compress_profile(opt.run);
@@ -48,17 +97,28 @@ void add_compress_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<CompressOptions>();
   CLI::App* cmd = app.add_subcommand(
       "compress", "Write a compression recipe (precision and pruned units per node) from a saved run's dynamics");
-  cmd->add_option("RUN", opt->run, "run directory with run.db and units.json")->required();
+  cmd->add_option("RUN", opt->run, "run directory with run.db and units.json (rows.json for --table)")->required();
   CLI::Option* bytes = cmd->add_option("--budget-bytes", opt->budget_bytes, "largest size of the model as stored, in bytes")
                            ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   CLI::Option* loss =
       cmd->add_option("--max-loss", opt->max_loss,
-                      "largest predicted increase of the training loss, in nats (second-order estimate)")
+                      "largest PREDICTED increase of the training loss, in nats (second-order estimate; not measured: "
+                      "the CLI has no model, see gradscope::compress::search_max_loss for a measured bound)")
           ->check(CLI::Range(0.0, 1e300));
   bytes->excludes(loss);
+  CLI::Option* table = cmd->add_option("--table", opt->tables,
+                                       "NAME=BYTES: a row recipe for embedding table NAME within BYTES, from the run's "
+                                       "rows.json (repeatable; instead of --budget-bytes / --max-loss)");
+  table->excludes(bytes);
+  table->excludes(loss);
   cmd->add_option("-o,--out", opt->out, "recipe JSON file (default: stdout)");
-  cmd->callback([opt, bytes, loss, &exit_code] {
-    if (bytes->count() == 0 && loss->count() == 0) throw UsageError("compress: give --budget-bytes N or --max-loss X");
+  cmd->callback([opt, bytes, loss, table, &exit_code] {
+    if (table->count() > 0) {
+      exit_code = run_compress_tables(*opt);
+      return;
+    }
+    if (bytes->count() == 0 && loss->count() == 0)
+      throw UsageError("compress: give --budget-bytes N or --max-loss X (or --table NAME=BYTES)");
     exit_code = run_compress(*opt, bytes->count() > 0);
   });
 }

@@ -9,11 +9,15 @@
 #include <torch/utils.h>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "gradscope/core/error.h"
 #include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress_search.h"
 #include "scenario_models.h"
 
 namespace gradscope::scenarios {
@@ -36,6 +40,46 @@ struct FashionCnn : ScenarioModel {
     return audit.tap("out", out->forward(h.flatten(1)));
   }
 };
+
+// Issue 13's Z > 0 attempt, fixed before measuring: uniform INT4, then INT8 for the node with
+// the largest predicted INT4 cost, paid for by pruning the units of least predicted pruning
+// cost (any prunable node) until the model fits `budget_bytes` again.
+compress::Recipe int8_top_recipe(const std::vector<compress::NodeProfile>& profiles, int64_t budget_bytes) {
+  using namespace compress;
+  Recipe r = uniform_recipe(profiles, Precision::kInt4);
+  r.method = "int8-top-pruned";
+  std::size_t top = 0;
+  double worst = -1;
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    const double l = predicted_loss(profiles[i], r.nodes[i]);
+    if (l > worst) worst = l, top = i;
+  }
+  r.nodes[top].precision = Precision::kInt8;
+  // Every prunable unit by its predicted pruning cost (the decision with that unit alone pruned,
+  // at FP32, costs exactly that), cheapest first.
+  std::vector<std::tuple<double, std::size_t, int64_t>> units;
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    if (profiles[i].next.empty() || profiles[i].next_fan < 1) continue;
+    for (int64_t j = 0; j < profiles[i].units(); ++j) {
+      NodeDecision d;
+      d.pruned_units = {j};
+      units.emplace_back(predicted_loss(profiles[i], d), i, j);
+    }
+  }
+  std::sort(units.begin(), units.end());
+  recompute_bytes(r);
+  for (const auto& [cost, i, j] : units) {
+    if (r.bytes <= budget_bytes) break;
+    if (static_cast<int64_t>(r.nodes[i].pruned_units.size()) + 1 >= profiles[i].units()) continue;
+    r.nodes[i].pruned_units.push_back(j);
+    std::sort(r.nodes[i].pruned_units.begin(), r.nodes[i].pruned_units.end());
+    recompute_bytes(r);
+  }
+  if (r.bytes > budget_bytes)
+    throw Error("int8-top-pruned: " + std::to_string(r.bytes) + " bytes after pruning, budget " + std::to_string(budget_bytes));
+  r.budget_bytes = budget_bytes;
+  return r;
+}
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -146,6 +190,7 @@ std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data)
       out.push_back(measure(trained, make_recipe(trained.profiles, b, o), data, budget));
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kFp32, uniform.bytes), data, budget));
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, uniform.bytes), data, budget));
+    if (p == Precision::kInt4) out.push_back(measure(trained, int8_top_recipe(trained.profiles, uniform.bytes), data, budget));
   }
   // Below uniform INT4, where no uniform precision reaches: the rule (and its ablations)
   // against magnitude pruning + INT8.
@@ -157,6 +202,29 @@ std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data)
     out.push_back(measure(trained, magnitude_recipe(trained.profiles, Precision::kInt8, bytes), data, budget));
   }
   return out;
+}
+
+MeasuredBound measured_max_loss(Trained& trained, const cli::Digits& data, double max_loss, uint64_t seed) {
+  const int64_t n = data.x_test.size(0);
+  if (n < 2) throw Error("measured maximum loss: " + std::to_string(n) + " test rows, 2 are needed to split");
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed + 7919);  // not the split's own seed
+  const at::Tensor order = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor val = order.narrow(0, 0, n / 2), rep = order.narrow(0, n / 2, n - n / 2);
+  const at::Tensor xv = data.x_test.index_select(0, val), yv = data.y_test.index_select(0, val);
+  const at::Tensor xr = data.x_test.index_select(0, rep), yr = data.y_test.index_select(0, rep);
+  ScenarioModel& model = *trained.model;
+  MeasuredBound b;
+  b.max_loss = max_loss;
+  b.search = compress::search_max_loss(*model.audit_root(), trained.profiles, max_loss,
+                                       [&] { return accuracy(model, xv, yv); });
+  b.validation_loss = b.search.loss;
+  const double fp32 = accuracy(model, xr, yr);
+  cli::Digits report{data.x_train, data.y_train, xr, yr};
+  const Measured m = measure(trained, b.search.recipe, report, "max-loss-measured");
+  b.bytes = m.bytes;
+  b.report_accuracy = m.accuracy;
+  b.report_loss = fp32 - m.accuracy;
+  return b;
 }
 
 }  // namespace gradscope::scenarios

@@ -15,6 +15,7 @@
 #include "digits.h"
 #include "gradscope/core/compress.h"
 #include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress_search.h"
 #include "gradscope/core/run_sink.h"
 #include "scenario.h"
 
@@ -70,7 +71,22 @@ Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Di
 /// Uniform INT8 and INT4, and at each of their sizes: the dynamics recipe, its ablations
 /// (no Fisher, no unit saliency, neither = "static"), global magnitude pruning (FP32) and
 /// magnitude pruning + INT8; then at 3/4 and 1/2 of uniform INT4's size (which no uniform
-/// precision reaches) the recipe and its ablations against magnitude pruning + INT8.
+/// precision reaches) the recipe and its ablations against magnitude pruning + INT8. At INT4's
+/// size also "int8-top-pruned": INT8 for the node of largest predicted INT4 cost, paid for by
+/// pruning the units of least predicted cost (the Z > 0 attempt, docs/validation.md).
 std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data);
+
+/// The measured maximum-loss search (compress_search.h) on held-out data that never served to
+/// judge it: the test set is split in two halves by `seed`; the search measures accuracy lost on
+/// the first (validation), and the returned recipe is then measured on the second (report).
+struct MeasuredBound {
+  double max_loss = 0;           ///< accuracy points the search may lose on validation
+  compress::MeasuredSearch search;
+  int64_t bytes = 0;             ///< of the returned recipe, computed by apply()
+  double validation_loss = 0;    ///< = search.loss
+  double report_loss = 0;        ///< FP32 accuracy minus the recipe's, on the report half
+  double report_accuracy = 0;    ///< the recipe's, on the report half
+};
+MeasuredBound measured_max_loss(Trained& trained, const cli::Digits& data, double max_loss, uint64_t seed);
 
 }  // namespace gradscope::scenarios

@@ -27,6 +27,8 @@ MfMeasured rank_with(const Interactions& data, const Tables& trained, const RowR
   m.hr = r.hr;
   m.ndcg = r.ndcg;
   m.user_hr = r.user_hr;
+  for (const RowRecipe* t : {&user, &item})
+    for (uint8_t l : t->level) m.merged_rows += l == kRowMerged;
   return m;
 }
 
@@ -41,8 +43,11 @@ std::vector<MfMeasured> compare_mf_methods(const Interactions& data, uint64_t se
     if (epoch == epochs) trained = {u.detach().clone(), i.detach().clone()};
   };
   const MfRun run = train_matrix_factorization(data, opt);
-  const RowProfile pu = row_profile("user", trained.user, run.rows[0]);
-  const RowProfile pi = row_profile("item", trained.item, run.rows[1]);
+  RowProfile pu = row_profile("user", trained.user, run.rows[0]);
+  RowProfile pi = row_profile("item", trained.item, run.rows[1]);
+  // Merge candidates ride along in the profile; only RowRuleOptions::merge uses them.
+  add_merge_candidates(pu, trained.user);
+  add_merge_candidates(pi, trained.item);
   std::vector<MfMeasured> out;
   {
     const Ranking r = rank_held_out(data, trained.user, trained.item, opt.top_k);
@@ -59,6 +64,8 @@ std::vector<MfMeasured> compare_mf_methods(const Interactions& data, uint64_t se
     out.push_back(rank_with(data, trained, make_row_recipe(pu, su), make_row_recipe(pi, si), name, opt.top_k));
     out.push_back(rank_with(data, trained, make_row_recipe(pu, su, RowRuleOptions{false}),
                             make_row_recipe(pi, si, RowRuleOptions{false}), name, opt.top_k));
+    out.push_back(rank_with(data, trained, make_row_recipe(pu, su, RowRuleOptions{true, true}),
+                            make_row_recipe(pi, si, RowRuleOptions{true, true}), name, opt.top_k));
     out.push_back(rank_with(data, trained, prune_row_recipe(pu, norms(pu), kRowInt8, su, "magnitude"),
                             prune_row_recipe(pi, norms(pi), kRowInt8, si, "magnitude"), name, opt.top_k));
     out.push_back(rank_with(data, trained, prune_row_recipe(pu, lookups(pu), kRowInt8, su, "frequency"),

@@ -21,10 +21,12 @@ struct MfMeasured {
   int64_t bytes = 0;  ///< user + item tables as stored
   double hr = 0, ndcg = 0;
   std::vector<double> user_hr;  ///< per test user, for paired tests
+  int64_t merged_rows = 0;      ///< rows served by another row's stored values (both tables)
 };
 
 /// FP32 first (budget "fp32"), then uniform INT8 / INT4, and at each of their sizes and at half
-/// of INT4's: the row rule ("dynamics"), without the frequency ("static"), pruning the
+/// of INT4's: the row rule ("dynamics"), without the frequency ("static"), with near-identical
+/// rows merged ("dynamics-merge", torch: add_merge_candidates at the default bounds), pruning the
 /// smallest-norm rows ("magnitude") or the least-looked-up rows ("frequency"), the rest INT8.
 std::vector<MfMeasured> compare_mf_methods(const Interactions& data, uint64_t seed, int epochs);
 

@@ -17,6 +17,10 @@ int64_t apply_rows(at::Tensor& table, const RowRecipe& recipe) {
   if (static_cast<int64_t>(recipe.level.size()) != recipe.rows || static_cast<int64_t>(recipe.fallback.size()) != recipe.dim)
     throw Error(who + "recipe has " + std::to_string(recipe.level.size()) + " row levels and a fallback of " +
                 std::to_string(recipe.fallback.size()) + " values");
+  bool merged = false;
+  for (uint8_t l : recipe.level) merged = merged || l == kRowMerged;
+  if (merged && static_cast<int64_t>(recipe.merged_into.size()) != recipe.rows)
+    throw Error(who + "recipe merges rows but names no row for each to share");
   ::torch::NoGradGuard no_grad;
   const at::Tensor level = at::from_blob(const_cast<uint8_t*>(recipe.level.data()), {recipe.rows}, at::kByte).to(at::kLong);
   const at::Tensor quantised = level.ge(kRowFp16).logical_and(level.lt(kRowPruned));
@@ -35,6 +39,20 @@ int64_t apply_rows(at::Tensor& table, const RowRecipe& recipe) {
   const std::pair<RowLevel, const at::Tensor*> levels[] = {
       {kRowFp16, &half}, {kRowInt8, &int8}, {kRowInt4, &int4}, {kRowPruned, &fallback}};
   for (const auto& [l, values] : levels) out = at::where(level.eq(l).unsqueeze(1), *values, out);
+  if (!recipe.merged_into.empty()) {
+    std::vector<int64_t> members, sources;
+    for (int64_t i = 0; i < recipe.rows; ++i) {
+      if (recipe.level[i] != kRowMerged) continue;
+      const int64_t m = recipe.merged_into[i];
+      if (m < 0 || m >= recipe.rows || recipe.level[m] >= kRowPruned)
+        throw Error(who + "merged row " + std::to_string(i) + " shares row " + std::to_string(m) +
+                    ", which is not a stored row");
+      members.push_back(i);
+      sources.push_back(m);
+    }
+    if (!members.empty())
+      out.index_copy_(0, at::tensor(members, at::kLong), out.index_select(0, at::tensor(sources, at::kLong)));
+  }
   table.copy_(out);
   return row_bytes(recipe.dim, recipe.level);
 }

@@ -8,7 +8,9 @@
 
 #include "../common/compress_fixture.h"
 #include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress_rows.h"
 #include "gradscope/io/compress_json.h"
+#include "gradscope/io/compress_rows_json.h"
 #include "gradscope/io/run_writer.h"
 #include "run_cli.h"
 
@@ -102,6 +104,71 @@ TEST(CompressCli, BadInputExitsWithWhatIsWrong) {
   fs::remove_all(bare.parent_path());
   r = run("compress /nonexistent/run --budget-bytes 100");
   EXPECT_EQ(r.code, 3);
+}
+
+// An item table of 8 rows x 4: rows 6 and 7 never exposed, row 0 looked up most.
+compress::RowProfile item_rows() {
+  compress::RowProfile t;
+  t.table = "item";
+  t.rows = 8;
+  t.dim = 4;
+  for (int64_t i = 0; i < t.rows; ++i) {
+    t.lookups.push_back(i < 6 ? 40.0 / (i + 1) : 0.0);
+    t.exposed.push_back(i < 6);
+    t.max_abs.push_back(0.25 + 0.1 * i);
+    t.sum_sq.push_back(0.1 + 0.05 * i);
+    t.fallback_sq.push_back(0.02 + 0.01 * i);
+  }
+  t.fallback = {0.1, -0.2, 0.3, 1.0 / 3};
+  return t;
+}
+
+TEST(CompressCli, TableRecipesFromASavedRunEqualTheInMemoryRecipe) {
+  const fs::path run_dir = saved_run();
+  compress::RowProfile user = item_rows();
+  user.table = "user";
+  save_row_profiles(run_dir.string(), {item_rows(), user});
+  const fs::path out = run_dir.parent_path() / "rows.recipe.json";
+  const CliResult r = run("compress " + run_dir.string() + " --table item=60 --table user=100 -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("table item: "));
+  EXPECT_THAT(r.out, HasSubstr("of 128 bytes"));
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, render_row_recipes_json({compress::make_row_recipe(item_rows(), 60), compress::make_row_recipe(user, 100)}));
+  const std::vector<compress::RowRecipe> back = parse_row_recipes_json(text, out.string());
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_LE(back[0].bytes, 60);
+  EXPECT_EQ(back[0].level[7], compress::kRowPruned);  // never exposed: pruned first
+  const CliResult s = run("compress " + run_dir.string() + " --table user=100");
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_THAT(s.out, StartsWith("{\n  \"gradscope_row_recipes\""));
+  fs::remove_all(run_dir.parent_path());
+}
+
+TEST(CompressCli, TableRecipesSayWhatTheRunLacks) {
+  const fs::path run_dir = saved_run();
+  CliResult r = run("compress " + run_dir.string() + " --table item=60");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no embedding rows to compress: no rows.json; gradscope::save_row_profiles writes it"));
+  std::ofstream(run_dir / "embedding.json") << "{}";
+  r = run("compress " + run_dir.string() + " --table item=60");
+  EXPECT_THAT(r.err, HasSubstr("its embedding.json holds per-table summaries, not the per-row lookups and norms"));
+  save_row_profiles(run_dir.string(), {item_rows()});
+  r = run("compress " + run_dir.string() + " --table user=60");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no embedding table 'user' in rows.json (its tables: 'item')"));
+  r = run("compress " + run_dir.string() + " --table item=1");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("smallest reachable size"));
+  for (const char* bad : {"item", "item=", "=60", "item=6x", "item=0", "item=-5"}) {
+    r = run("compress " + run_dir.string() + " --table " + bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("NAME=BYTES")) << bad;
+  }
+  r = run("compress " + run_dir.string() + " --table item=60 --budget-bytes 100");
+  EXPECT_EQ(r.code, 2);
+  fs::remove_all(run_dir.parent_path());
 }
 
 }  // namespace

@@ -78,5 +78,15 @@ TEST(CompressRows, BaselinesAndBadBudgets) {
   EXPECT_THAT(error_of([&] { make_row_recipe(bad, 60); }), HasSubstr("row 2 has a negative"));
 }
 
+TEST(CompressRows, MergedRowsCostTheirCodesAndIndicesOnly) {
+  // 4 rows x 4: one FP32 row, two merged into it, one pruned. 3-bit codes for 4 rows (2 bytes),
+  // two indices of ceil(log2 4) = 2 bits (1 byte), the FP32 fallback row (16 bytes).
+  EXPECT_EQ(row_bytes(4, {kRowFp32, kRowMerged, kRowMerged, kRowPruned}), 16 + 2 + 1 + 16);
+  // 5 rows need 3-bit indices; no pruned row, no fallback.
+  EXPECT_EQ(row_bytes(4, {kRowInt4, kRowMerged, kRowInt4, kRowInt4, kRowInt4}), 4 * 6 + 2 + 1);
+  // Without merged rows the 2-bit codes stay.
+  EXPECT_EQ(row_bytes(4, {kRowFp32, kRowInt4, kRowPruned}), 16 + 6 + 1 + 16);
+}
+
 }  // namespace
 }  // namespace gradscope::compress

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -83,7 +84,7 @@ TEST(CompressionEval, EveryMethodIsMeasuredAtItsBaselinesSize) {
   EXPECT_GT(t.accuracy, 0.5);
   ASSERT_EQ(t.profiles.size(), 3u);
   const std::vector<Measured> all = compare_methods(t, data);
-  ASSERT_EQ(all.size(), 24u);
+  ASSERT_EQ(all.size(), 25u);
   int64_t int8 = 0, int4 = 0;
   for (const Measured& m : all) {
     if (m.method == "uniform-int8") int8 = m.bytes;
@@ -100,8 +101,39 @@ TEST(CompressionEval, EveryMethodIsMeasuredAtItsBaselinesSize) {
     EXPECT_GE(m.accuracy, 0.0);
     EXPECT_LE(m.accuracy, 1.0);
   }
+  // The Z > 0 attempt: one node at INT8, units pruned, within INT4's bytes.
+  const auto top = std::find_if(all.begin(), all.end(), [](const Measured& m) { return m.method == "int8-top-pruned"; });
+  ASSERT_NE(top, all.end());
+  int64_t int8_nodes = 0, pruned = 0;
+  for (const compress::NodeDecision& d : top->recipe.nodes) {
+    int8_nodes += d.precision == compress::Precision::kInt8;
+    pruned += static_cast<int64_t>(d.pruned_units.size());
+  }
+  EXPECT_EQ(int8_nodes, 1);
+  EXPECT_GT(pruned, 0);
   // measure() restored the FP32 weights.
   EXPECT_DOUBLE_EQ(accuracy(*t.model, data.x_test, data.y_test), t.accuracy);
+}
+
+TEST(CompressionEval, MeasuredMaxLossHoldsOnValidationAndTheNextSmallerProbeDoesNot) {
+  GRADSCOPE_REQUIRE_DATA(data_dir() + "/digits.csv");
+  const cli::Digits data = cli::load_digits(data_dir() + "/digits.csv", 0.25, 2, kScenarioBatch);
+  CompressionTask task = digits_mlp_task();
+  task.steps = 60;
+  Trained t = train_for_compression(task, data, 2);
+  const MeasuredBound b = measured_max_loss(t, data, 0.01, 2);
+  EXPECT_LE(b.validation_loss, 0.01);
+  EXPECT_EQ(b.bytes, b.search.recipe.bytes);
+  EXPECT_LT(b.bytes, b.search.recipe.fp32_bytes);
+  if (!b.search.reached_smallest) {
+    EXPECT_GT(b.search.next_smaller.loss, 0.01);
+    EXPECT_LT(b.search.next_smaller.bytes, b.bytes);
+  }
+  EXPECT_GE(b.report_accuracy, 0.0);
+  EXPECT_LE(b.report_accuracy, 1.0);
+  // The search left the FP32 weights as they were.
+  EXPECT_DOUBLE_EQ(accuracy(*t.model, data.x_test, data.y_test), t.accuracy);
+  EXPECT_THAT(error_of([&] { measured_max_loss(t, data, -0.01, 2); }), HasSubstr("finite number >= 0"));
 }
 
 }  // namespace

@@ -10,10 +10,14 @@
 #include <torch/utils.h>
 
 #include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
 #include "gradscope/core/compress_rule.h"
+#include "gradscope/io/compress_rows_json.h"
 #include "gradscope/torch/apply_recipe.h"
 
 namespace gradscope::compress {
@@ -238,6 +242,83 @@ TEST(ApplyRows, QuantisesPrunesAndRefusesOtherShapes) {
   bad[0][0] = NAN;
   EXPECT_THAT(error_of([&] { apply_rows(bad, r); }), HasSubstr("NaN or Inf"));
   EXPECT_THAT(error_of([&] { row_profile("item", other, rows); }), HasSubstr("differ in shape"));
+}
+
+TEST(ApplyRows, ASavedRunsRowsGiveTheInMemoryRecipe) {
+  ::torch::manual_seed(5);
+  const at::Tensor table = at::randn({50, 8});
+  EmbeddingRows rows(50, 8);
+  for (int64_t i = 0; i < 40; ++i) {  // rows 40..49 never exposed
+    rows.expose(i, 0);
+    rows.count_lookups(i, 3 + (i * 7) % 13, i % 3);  // lookups >= negatives
+  }
+  const RowProfile p = row_profile("item", table, rows);
+  const std::string dir = ::testing::TempDir() + "gs-rows-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  save_row_profiles(dir, {p});
+  const std::vector<RowProfile> saved = load_run_row_profiles(dir);
+  ASSERT_EQ(saved.size(), 1u);
+  for (int64_t budget : {1200, 900, 400}) {
+    const RowRecipe a = make_row_recipe(p, budget), b = make_row_recipe(saved[0], budget);
+    EXPECT_EQ(a.level, b.level) << budget;
+    EXPECT_EQ(render_row_recipes_json({a}), render_row_recipes_json({b})) << budget;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(MergeRows, NearIdenticalRowsShareOneStoredRowAndTheSizeCountsIt) {
+  // Rows 0 and 1 differ by 0.5% (cosine ~1, norms within 1%); row 2 is the same direction at
+  // twice the norm (outside the norm bound); row 3 points elsewhere; row 4 was never exposed.
+  at::Tensor table = at::tensor({1.0f, 2.0f, 3.0f, 4.0f,    1.005f, 2.0f, 3.0f, 4.0f,  2.0f, 4.0f, 6.0f, 8.0f,
+                                 -4.0f, 1.0f, 0.5f, 2.0f,   1.0f, 2.0f, 3.0f, 4.0f})
+                         .view({5, 4});
+  EmbeddingRows rows(5, 4);
+  for (int64_t i = 0; i < 4; ++i) {
+    rows.expose(i, 0);
+    rows.count_lookups(i, 10 - i, 0);  // row 0 most looked up: the representative
+  }
+  RowProfile p = row_profile("item", table, rows);
+  add_merge_candidates(p, table);
+  EXPECT_EQ(p.merge_into, (std::vector<int64_t>{-1, 0, -1, -1, -1}));
+  EXPECT_NEAR(p.merge_sq[1], 0.005 * 0.005, 1e-9);
+  // 40 bytes: with row 4 pruned (its fallback row takes 16) one more exposed row must go;
+  // merging row 1 costs 0.005^2, pruning any row far more.
+  const int64_t budget = 40, int4 = uniform_row_recipe(p, kRowInt4).bytes;
+  RowRuleOptions merge;
+  merge.merge = true;
+  const RowRecipe m = make_row_recipe(p, budget, merge);
+  EXPECT_EQ(m.method, "dynamics-merge");
+  ASSERT_EQ(m.merged_into.size(), 5u);
+  EXPECT_EQ(m.level[1], kRowMerged);
+  EXPECT_EQ(m.merged_into[1], 0);
+  EXPECT_EQ(m.level[4], kRowPruned);  // never exposed
+  EXPECT_NE(m.level[0], kRowPruned);  // a representative stays
+  // Stored: rows 0, 2, 3 at their levels, 3-bit codes for 5 rows (2 bytes), one 3-bit index
+  // (1 byte), the fallback row (16 bytes).
+  int64_t kept = 0;
+  for (int64_t i : {0, 2, 3}) kept += m.level[i] == kRowInt4 ? 6 : m.level[i] == kRowInt8 ? 8 : m.level[i] == kRowFp16 ? 8 : 16;
+  EXPECT_EQ(m.bytes, kept + 2 + 1 + 16);
+  EXPECT_EQ(row_bytes(4, m.level), m.bytes);
+  EXPECT_LE(m.bytes, budget);
+  at::Tensor applied = table.clone();
+  EXPECT_EQ(apply_rows(applied, m), m.bytes);
+  EXPECT_TRUE(applied[1].equal(applied[0]));  // row 1 served by row 0's stored values
+  // Without merging the rule prunes an exposed row instead: further from the trained table.
+  const RowRecipe prune = make_row_recipe(p, budget);
+  EXPECT_TRUE(prune.merged_into.empty());
+  at::Tensor pruned = table.clone();
+  apply_rows(pruned, prune);
+  const at::Tensor exposed = at::arange(4);
+  EXPECT_LT((applied - table).index_select(0, exposed).pow(2).sum().item<double>(),
+            (pruned - table).index_select(0, exposed).pow(2).sum().item<double>());
+  // Bad candidates are refused by name.
+  RowProfile bad = p;
+  bad.merge_into[2] = 1;  // row 1 is itself merged
+  EXPECT_THAT(error_of([&] { make_row_recipe(bad, int4, merge); }), HasSubstr("row 2: merge candidate 1"));
+  RowRecipe lost = m;
+  lost.merged_into.clear();
+  EXPECT_THAT(error_of([&] { apply_rows(applied, lost); }), HasSubstr("names no row for each to share"));
+  EXPECT_THAT(error_of([&] { add_merge_candidates(p, at::zeros({4, 4})); }), HasSubstr("differ in shape"));
 }
 
 }  // namespace

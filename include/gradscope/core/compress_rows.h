@@ -8,6 +8,8 @@
 //
 // Storage: kept rows at their precision (+4 bytes of scale for INT8/INT4), a 2-bit code per row
 // when rows differ in precision or any is pruned, and the FP32 fallback row when any is pruned.
+// With merged rows (near-identical to another row, sharing its stored values) the code takes 3
+// bits a row and each merged row stores the index of the row it shares, ceil(log2 rows) bits.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,7 @@
 namespace gradscope::compress {
 
 /// What a row becomes.
-enum RowLevel : uint8_t { kRowFp32 = 0, kRowFp16 = 1, kRowInt8 = 2, kRowInt4 = 3, kRowPruned = 4 };
+enum RowLevel : uint8_t { kRowFp32 = 0, kRowFp16 = 1, kRowInt8 = 2, kRowInt4 = 3, kRowPruned = 4, kRowMerged = 5 };
 
 /// One table: per row its positive lookups during training (how often it was a query or a
 /// positive; the tracker's lookups minus negatives), whether it was ever exposed, and its final
@@ -29,17 +31,25 @@ struct RowProfile {
   std::vector<char> exposed;
   std::vector<double> max_abs, sum_sq, fallback_sq;
   std::vector<double> fallback;  ///< the fallback row (dim values): the mean of the exposed rows
+  /// Empty, or per row the row it may share (a representative, itself never merged; -1: none)
+  /// and the squared distance to it (torch/apply_recipe.h: add_merge_candidates).
+  std::vector<int64_t> merge_into;
+  std::vector<double> merge_sq;
 };
 
 /// Which signal weighs a row's error (the ablation drops the frequency).
 struct RowRuleOptions {
   bool use_frequency = true;
+  /// Rows with a merge candidate end their ladder merged into it instead of pruned (error: the
+  /// squared distance to it); representatives are never pruned and weigh their members' lookups.
+  bool merge = false;
 };
 
 struct RowRecipe {
   std::string table, method;
   int64_t rows = 0, dim = 0;
   std::vector<uint8_t> level;  ///< RowLevel per row
+  std::vector<int64_t> merged_into;  ///< empty, or per row the row whose values a merged row shares (-1 others)
   std::vector<double> fallback;  ///< what pruned rows are served (copied from the profile)
   int64_t bytes = 0, fp32_bytes = 0;
   double predicted_cost = 0;   ///< sum over rows of weight x squared error

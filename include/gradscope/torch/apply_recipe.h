@@ -65,10 +65,23 @@ std::vector<NodeProfile> profile_model(::torch::nn::Module& model, const std::ve
                                        int64_t batch, const ProfileOptions& options = {});
 
 /// Applies a row recipe to an embedding table [rows, dim] (float32, in place): rows quantised
-/// per row (symmetric, one scale each), pruned rows replaced by the recipe's fallback row.
+/// per row (symmetric, one scale each), pruned rows replaced by the recipe's fallback row, merged
+/// rows by their representative's stored values.
 /// Returns the bytes as stored (row_bytes). Throws Error when the shape differs from the
 /// recipe's (naming both) or a row to quantise holds NaN or Inf.
 int64_t apply_rows(at::Tensor& table, const RowRecipe& recipe);
+
+/// Bounds within which two rows count as near-identical (docs/compression.md).
+struct MergeOptions {
+  double min_cosine = 0.99;  ///< cosine of the two rows at least this
+  double max_norm_ratio = 1.05;  ///< the larger norm at most this times the smaller
+};
+
+/// Fills `t.merge_into` and `t.merge_sq` from the table's values: exposed rows in order of
+/// positive lookups (most first) become representatives unless one already chosen is within
+/// `options` (then the row may merge into the closest such); never-exposed rows merge into
+/// nothing. Throws Error when the table's shape differs from the profile's.
+void add_merge_candidates(RowProfile& t, const at::Tensor& table, const MergeOptions& options = {});
 
 /// The row rule's input from a trained table and its tracker state: per row the positive
 /// lookups (lookups - negatives), whether it was exposed, max |x|, sum x^2 and the squared
