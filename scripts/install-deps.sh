@@ -28,6 +28,8 @@ packages=(
   python3-torch pybind11-dev python3-dev  # the Python module (python/): PyTorch from the same
                                           # source as libtorch-dev, so tensors pass with no copy
   python3-pytest python3-venv python3-setuptools python3-pip  # its tests and `pip install .`
+  neovim                  # tests/editors: the real Neovim (0.7 on Debian 12) as the LSP client
+                          # of `gradscope lsp`, headless
   dataset-fashion-mnist   # Fashion-MNIST for the compression validation (scripts/fetch-data.sh)
 )
 # Node.js and npm fetch the chart libraries; a machine that already has npm (from nodesource or

@@ -74,7 +74,7 @@ def _node_spec(node_id, module):
 
 
 def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs, leakage_every,
-             free_nodes, gradient_snr, threads, keep_records, keep_steps, scopes, on_step):
+             free_nodes, gradient_snr, threads, keep_records, keep_steps, scopes, on_step, histogram_every=0):
     o = _engine.AuditOptions()
     if thresholds is not None:
         o.thresholds = thresholds
@@ -85,6 +85,9 @@ def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pai
     o.channels_all_nodes = channels_all_nodes
     o.leakage_pairs = [tuple(p) for p in leakage_pairs]
     o.leakage_every = leakage_every
+    if isinstance(histogram_every, bool) or not isinstance(histogram_every, int) or histogram_every < 0:
+        raise Error(f"audit: histogram_every must be an integer >= 0 (0: no histograms), got {histogram_every!r}")
+    o.histogram_every = histogram_every
     o.free_nodes = list(free_nodes)
     o.keep_records = keep_records
     o.keep_steps = keep_steps
@@ -103,12 +106,15 @@ class Audit:
     exception. `run` writes every audited step to a run directory that `gradscope report`,
     `html`, `diff` and `ls` read. `tensorboard` writes the same steps live to a TensorBoard
     event file in that directory (with `run` too: both, from the same records).
+    `histogram_every=N` counts histograms of the elements of each node's activation, output
+    gradient and parameter gradients every N-th audited step (0, the default: none); the run
+    store and the TensorBoard file keep them (docs/tensorboard.md).
     """
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
                  gradient_snr=False, threads=1, keep_records=True, keep_steps=100, scopes=None, on_step=None,
-                 run_name=None, overwrite=False, tensorboard=None):
+                 run_name=None, overwrite=False, tensorboard=None, histogram_every=0):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
@@ -122,7 +128,7 @@ class Audit:
             run_spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), overwrite)
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
                            leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
-                           resolve_scopes(self._nodes, scopes), on_step)
+                           resolve_scopes(self._nodes, scopes), on_step, histogram_every)
         if tensorboard is not None:
             tensorboard = os.fspath(tensorboard)
         self._engine = _engine.AuditEngine(specs, options, run_spec, tensorboard)

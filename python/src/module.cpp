@@ -235,6 +235,7 @@ void bind_audit(py::module_& m) {
       .def_readwrite("channels_all_nodes", &gt::AuditOptions::channels_all_nodes)
       .def_readwrite("leakage_pairs", &gt::AuditOptions::leakage_pairs)
       .def_readwrite("leakage_every", &gt::AuditOptions::leakage_every)
+      .def_readwrite("histogram_every", &gt::AuditOptions::histogram_every)
       .def_readwrite("free_nodes", &gt::AuditOptions::free_nodes)
       .def_readwrite("keep_records", &gt::AuditOptions::keep_records)
       .def_readwrite("keep_steps", &gt::AuditOptions::keep_steps)

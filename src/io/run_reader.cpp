@@ -336,7 +336,7 @@ int64_t RunReader::step_count() {
 
 int64_t RunReader::for_each(const std::function<void(const Record&)>& fn, StepRange range,
                             const std::function<void(int64_t, int64_t)>& progress) {
-  return for_each(RunVisitor{fn, {}, {}}, range, progress);
+  return for_each(RunVisitor{fn, {}, {}, {}}, range, progress);
 }
 
 int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
@@ -363,7 +363,8 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
   int64_t previous_row = std::numeric_limits<int64_t>::min();
   bool stopped = false;
   // Channel and similarity rows are delivered after the steps, for the steps delivered.
-  const bool extras = version_ >= 3 && (visit.channel || visit.similarity);
+  const bool histograms = version_ >= 4 && visit.histogram;
+  const bool extras = (version_ >= 3 && (visit.channel || visit.similarity)) || histograms;
   StepsRead read;
   internal::StoredRecord stored;
   std::vector<internal::StoredRecord> records;
@@ -462,7 +463,8 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
     std::sort(read.rows.begin(), read.rows.end());  // rows out of order were skipped, not lost
     for (const auto& [table, key, wanted] : {std::make_tuple("channels", internal::kChannelRowsKey, bool(visit.channel)),
                                              std::make_tuple("similarities", internal::kSimilarityRowsKey,
-                                                             bool(visit.similarity))}) {
+                                                             bool(visit.similarity)),
+                                             std::make_tuple("histograms", internal::kHistogramRowsKey, histograms)}) {
       if (!wanted) continue;
       const int64_t n = read_step_table(table, range, read, visit);
       if (whole_run && !stopped && n >= 0) check_row_count(key, table, n);

@@ -1,4 +1,5 @@
-// RunReader: the per-step tables beside steps (schema 3): channels and similarities. Checked
+// RunReader: the per-step tables beside steps: channels and similarities (schema 3), histograms
+// (schema 4). Checked
 // like steps (row types, order, checksum, blob, node ids); a row is delivered only when its
 // step's records were, so a partial read still keeps whole steps.
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include "gradscope/core/error.h"
 #include "gradscope/io/run_reader.h"
 #include "internal/channel_codec.h"
+#include "internal/histogram_codec.h"
 #include "internal/record_codec.h"
 #include "internal/sqlite_db.h"
 
@@ -13,13 +15,21 @@ namespace gradscope {
 
 namespace {
 
+enum class Table { kChannels, kSimilarities, kHistograms };
+
 // Decodes one row's blob into `out`, the node ids still unresolved.
-bool decode(bool channels, std::string_view blob, int64_t count,
+bool decode(Table table, std::string_view blob, int64_t count,
             std::vector<internal::StoredWithNode<ChannelRecord>>& channel_rows,
-            std::vector<internal::StoredWithNode<SimilarityRecord>>& similarity_rows) {
+            std::vector<internal::StoredWithNode<SimilarityRecord>>& similarity_rows,
+            std::vector<internal::StoredHistogram>& histogram_rows) {
   if (count < 0) return false;
-  return channels ? internal::decode_channels(blob, static_cast<uint64_t>(count), channel_rows)
-                  : internal::decode_similarities(blob, static_cast<uint64_t>(count), similarity_rows);
+  const auto n = static_cast<uint64_t>(count);
+  switch (table) {
+    case Table::kChannels: return internal::decode_channels(blob, n, channel_rows);
+    case Table::kSimilarities: return internal::decode_similarities(blob, n, similarity_rows);
+    case Table::kHistograms: return internal::decode_histograms(blob, n, histogram_rows);
+  }
+  return false;
 }
 
 }  // namespace
@@ -27,7 +37,9 @@ bool decode(bool channels, std::string_view blob, int64_t count,
 int64_t RunReader::read_step_table(const std::string& table, StepRange range, const StepsRead& steps,
                                    const RunVisitor& visit) {
   const std::string where = "run database '" + path_ + "': table " + table;
-  const bool channels = table == "channels";
+  const Table kind = table == "channels" ? Table::kChannels
+                     : table == "similarities" ? Table::kSimilarities
+                                               : Table::kHistograms;
   // SQLite's errors (no such table, a damaged page) name the file; the table is added here.
   const auto failed = [&](const Error& e) { tolerate(std::string(e.what()) + " in table " + table, "its records are not read"); };
   internal::Statement s;
@@ -44,6 +56,7 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
   }
   std::vector<internal::StoredWithNode<ChannelRecord>> channel_rows;
   std::vector<internal::StoredWithNode<SimilarityRecord>> similarity_rows;
+  std::vector<internal::StoredHistogram> histogram_rows;
   const auto known = [&](uint32_t id) { return id < nodes_.size() && node_known_[id]; };
   int64_t rows = 0, previous = -1;
   for (;;) {
@@ -71,7 +84,7 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       tolerate(row + "damaged (checksum mismatch)", "skipped");
       continue;
     }
-    if (!decode(channels, blob, s.column_int(1), channel_rows, similarity_rows)) {
+    if (!decode(kind, blob, s.column_int(1), channel_rows, similarity_rows, histogram_rows)) {
       tolerate(row + "malformed", "skipped");
       continue;
     }
@@ -83,10 +96,12 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       continue;
     }
     bool all_known = true;
-    if (channels)
+    if (kind == Table::kChannels)
       for (const auto& r : channel_rows) all_known = all_known && known(r.node);
-    else
+    else if (kind == Table::kSimilarities)
       for (const auto& r : similarity_rows) all_known = all_known && known(r.node);
+    else
+      for (const auto& r : histogram_rows) all_known = all_known && known(r.node);
     if (!all_known) {
       tolerate(row + "a record names a node id which table nodes does not have", "skipped");
       continue;
@@ -98,10 +113,27 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
         fn(r.record);
       }
     };
-    if (channels)
+    if (kind == Table::kChannels) {
       deliver(channel_rows, visit.channel);
-    else
+    } else if (kind == Table::kSimilarities) {
       deliver(similarity_rows, visit.similarity);
+    } else {
+      // A site this build does not know (a newer writer's) is left out, as for records.
+      bool bad_site = false;
+      for (const auto& r : histogram_rows)
+        bad_site = bad_site || r.site >= site_map_.size() || site_map_[r.site] == -2;
+      if (bad_site) {
+        tolerate(row + "a histogram names a site id which table sites does not have", "skipped");
+        continue;
+      }
+      for (auto& r : histogram_rows) {
+        if (site_map_[r.site] < 0) continue;
+        r.histogram.step = step;
+        r.histogram.node = nodes_[r.node].node;
+        r.histogram.site = static_cast<Site>(site_map_[r.site]);
+        visit.histogram(r.histogram);
+      }
+    }
   }
   return rows;
 }

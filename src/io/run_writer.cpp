@@ -160,10 +160,17 @@ void RunWriter::add(const SimilarityRecord& record) {
   grew(1);
 }
 
+void RunWriter::add(const ElementHistogram& histogram) {
+  check_step(histogram.step);
+  current_.histograms.push_back(histogram);
+  grew(1 + histogram.buckets.size() / 8);  // a bucket takes a few bytes, a record 60
+}
+
 void RunWriter::add_step(const StepRecords& step) {
   for (const Record& r : step.records) add(r);
   for (const ChannelRecord& c : step.channels) add(c);
   for (const SimilarityRecord& r : step.similarities) add(r);
+  for (const ElementHistogram& h : step.histograms) add(h);
   end_step();
 }
 
@@ -278,6 +285,7 @@ void RunWriter::run_thread() {
         for (const Record& r : chunk.records) rows.add(r);
         for (const ChannelRecord& c : chunk.channels) rows.add(c);
         for (const SimilarityRecord& r : chunk.similarities) rows.add(r);
+        for (const ElementHistogram& h : chunk.histograms) rows.add(h);
         if (chunk.ends_step) rows.end_step(chunk.step);
         if (chunk.summary) internal::write_summary(db, *chunk.summary);
       }

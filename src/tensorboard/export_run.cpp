@@ -63,8 +63,17 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
     add_channel_histograms(c, event);
     write(c.step);
   };
+  // Element histograms come last, a step's together: one event a step.
+  int64_t histogram_step = -1;
+  visit.histogram = [&](const ElementHistogram& h) {
+    end_step();
+    if (histogram_step >= 0 && h.step != histogram_step) write(histogram_step);
+    histogram_step = h.step;
+    add_element_histograms({h}, event);
+  };
   result.steps = reader.for_each(visit, {}, input.progress);
   end_step();
+  if (histogram_step >= 0) write(histogram_step);
   if (input.embedding) {
     std::vector<EmbeddingReport> tables;
     for (const EmbeddingTableSummary& t : input.embedding->tables) tables.push_back(t.report);

@@ -121,6 +121,15 @@ void add_channel_histograms(const ChannelRecord& record, StepSummary& out) {
     out.scalar("effective_rank/" + record.node, record.effective_rank);
 }
 
+void add_element_histograms(const std::vector<ElementHistogram>& histograms, StepSummary& out) {
+  for (const ElementHistogram& e : histograms) {
+    const std::string measure = std::string(site_name(e.site)) + "_elements";
+    if (e.num > 0) out.histogram(measure + "/" + e.node, histogram_of(e));
+    if (e.nonfinite > 0)
+      out.scalar(measure + "_nonfinite/" + e.node, static_cast<double>(e.nonfinite));
+  }
+}
+
 void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSummary& out) {
   for (const EmbeddingReport& t : tables) {
     const EmbeddingStats& s = t.stats;

@@ -38,6 +38,7 @@ void TensorBoardSink::add_step(const StepRecords& step) {
   StepSummary event;
   scalars_.add(step.records, event);
   for (const ChannelRecord& c : step.channels) add_channel_histograms(c, event);
+  add_element_histograms(step.histograms, event);
   const double now = wall_time_now();
   writer_.write(step.step, now, event);
   if (now - last_flush_ >= options_.flush_seconds) {

@@ -13,6 +13,10 @@
 
 namespace gradscope::torch {
 
+/// The element histogram of `x` (its touched rows when sparse; empty for a tensor that is not
+/// floating point), audit_histograms.cpp.
+ElementHistogram element_histogram(const at::Tensor& x, int64_t step, const std::string& node, Site site);
+
 struct Audit::State : std::enable_shared_from_this<Audit::State> {
   using ModulePtr = std::shared_ptr<::torch::nn::Module>;
 
@@ -66,6 +70,7 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   std::map<int, ChannelRecord> pending_channels;  // this step's channel view, by entry
   std::map<int, at::Tensor> leakage_inputs;       // this step's branch activations, by entry
   std::vector<std::string> warnings;
+  std::map<int, ElementHistogram> pending_param_histograms;  // this step's, by entry
 
   // forward(): a Sequential's children resolved to entries once (audit_forward.cpp).
   struct ForwardPlan {
@@ -89,6 +94,18 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   bool entry_audited(const Entry& e) const {
     return audited() && audit_index() % e.sample_every == 0;
   }
+  /// Whether this audited step counts element histograms (AuditOptions::histogram_every).
+  bool histogram_step() const {
+    return options.histogram_every > 0 && audited() && audit_index() % options.histogram_every == 0;
+  }
+  /// Adds `h` to the step being recorded, merged with one of the same node and site (a node
+  /// tapped twice in a step). Call with `mutex` held (audit_histograms.cpp).
+  void add_histogram(ElementHistogram h);
+  /// Counts `grad` into the parameter-gradient histograms of its node (and its submodule's
+  /// when audited), pending until end_param_histograms.
+  void param_grad_histogram(const Param& p, const at::Tensor& grad);
+  /// Moves the pending parameter-gradient histograms into the step. Call with `mutex` held.
+  void end_param_histograms();
   int add_entry(std::string id, ModulePtr module, int parent);
   /// Judges, keeps and returns the step's measurements (valid until the next end_step).
   const StepRecords& end_step();

@@ -42,6 +42,7 @@ void Audit::step(const std::function<void()>& apply_update) {
     return;
   }
   const int64_t step = s.step;
+  const bool histogram = s.histogram_step();
   if (s.options.gradient_snr) check_snr_shapes(s);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -96,6 +97,7 @@ void Audit::step(const std::function<void()>& apply_update) {
       const Stats g = grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, s.stats_options)
                                        : stats_of(grad, p.grad_name, s.stats_options);
       into(p, [&](Sums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
+      if (histogram) s.param_grad_histogram(p, grad);
       if (s.options.gradient_snr && !grad.is_sparse()) {
         if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
         p.snr_sum.add_(grad.to(at::kDouble));
@@ -135,6 +137,7 @@ void Audit::step(const std::function<void()>& apply_update) {
     if (x.any_frozen) records.push_back({step, id, Site::kFrozenParam, x.frozen});
     if (x.any_update) records.push_back({step, id, Site::kUpdate, x.update});
   }
+  s.end_param_histograms();
   for (auto& [index, record] : s.pending_channels) s.current.channels.push_back(std::move(record));
   s.pending_channels.clear();
   for (const auto& [a, b] : s.options.leakage_pairs) {

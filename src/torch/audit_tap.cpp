@@ -101,8 +101,12 @@ at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
     check_leakage_input(*this, entry.id, x);
   }
   const Stats stats = stats_of(x, entry.id, stats_options);  // reads the data; no detach needed
+  const bool histogram = histogram_step();
+  ElementHistogram elements;
+  if (histogram) elements = element_histogram(x, at_step, entry.id, Site::kActivation);
   {
     std::lock_guard<std::mutex> lock(mutex);
+    if (histogram) add_histogram(std::move(elements));
     if (first_audited < 0) first_audited = at_step;
     note_tap(index);
     current.records.push_back({at_step, entry.id, Site::kActivation, stats});
@@ -113,14 +117,17 @@ at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
   if (x.requires_grad()) {
     std::weak_ptr<State> weak = weak_from_this();
     const int64_t dim = channel_step ? view->dim : 0;
-    x.register_hook([weak, index, at_step, channel_step, dim](const at::Tensor& grad) {
+    x.register_hook([weak, index, at_step, channel_step, dim, histogram](const at::Tensor& grad) {
       auto state = weak.lock();
       if (!state || !grad.defined()) return;
       const Entry& e = state->entries[static_cast<std::size_t>(index)];
       const Stats g = stats_of(grad, e.grad_name, state->stats_options);
       std::vector<Stats> per_channel;
       if (channel_step) per_channel = internal::per_channel_stats(grad, dim, state->stats_options);
+      ElementHistogram elements;
+      if (histogram) elements = element_histogram(grad, at_step, e.id, Site::kOutputGrad);
       std::lock_guard<std::mutex> lock(state->mutex);
+      if (histogram) state->add_histogram(std::move(elements));
       state->current.records.push_back({at_step, e.id, Site::kOutputGrad, g});
       if (channel_step) {
         auto& c = state->pending_channels[index];

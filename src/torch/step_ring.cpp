@@ -9,6 +9,7 @@ void clear_step(StepRecords& step) {
   step.records.clear();
   step.channels.clear();
   step.similarities.clear();
+  step.histograms.clear();
 }
 
 void StepRing::push(StepRecords& step) {

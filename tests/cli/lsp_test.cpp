@@ -16,9 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "../common/stats_fixture.h"
-#include "gradscope/io/run_writer.h"
 #include "lsp_client.h"
+#include "lsp_fixture_run.h"
 #include "run_cli.h"
 
 namespace gradscope {
@@ -27,103 +26,20 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using test::LspClient;
+using test::expected_diagnostics;
+using test::file_uri;
+using test::kCppPlaces;
+using test::kPythonPlaces;
+using test::make_run;
+using test::position_of;
+using test::run_findings;
+using test::shown_text;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 const fs::path kFixtures = fs::path(GRADSCOPE_LSP_FIXTURES);
 
-Stats grad(double l2) { return test::with_l2(l2, 10); }
-
-// A run in runs/<name>: "fc1" healthy; with `sick`, "encoder/fc1" vanishing,
-// "head/proj" exploding, "gate" stagnant, and "encoder/act" vanishing over only
-// 2 steps (low confidence).
-fs::path make_run(const fs::path& runs, const std::string& name, bool sick) {
-  const fs::path dir = runs / name;
-  RunWriter w(dir.string());
-  for (int s = 0; s < 20; ++s) {
-    w.add(Record{s, "fc1", Site::kParamGrad, grad(0.5)});
-    w.add(Record{s, "fc1", Site::kActivation, test::with_l2(1, 10, 1, 0)});
-    if (!sick) continue;
-    w.add(Record{s, "encoder/fc1", Site::kParamGrad, grad(3e-9)});
-    w.add(Record{s, "head/proj", Site::kParamGrad, grad(2.5e5)});
-    w.add(Record{s, "gate", Site::kParamGrad, grad(1)});
-    w.add(Record{s, "gate", Site::kParam, grad(1)});
-    w.add(Record{s, "gate", Site::kUpdate, grad(4e-9)});
-    w.add(Record{s, "tail/t2", Site::kParamGrad, grad(3e-9)});
-    // A dotted id, as the audit names a node given as a named_modules() path.
-    if (s < 2) w.add(Record{s, "encoder.act", Site::kParamGrad, grad(3e-9)});
-  }
-  w.close();
-  return dir;
-}
-
-// Markdown as a reader sees it: a backslash before ASCII punctuation shows the
-// punctuation.
-std::string shown_text(const std::string& md) {
-  std::string out;
-  for (std::size_t i = 0; i < md.size(); ++i) {
-    if (md[i] == '\\' && i + 1 < md.size() && std::ispunct(static_cast<unsigned char>(md[i + 1])))
-      ++i;
-    out.push_back(md[i]);
-  }
-  return out;
-}
-
 std::string read_file(const fs::path& p) { return test::slurp(p); }
-
-std::string file_uri(const fs::path& p) { return "file://" + fs::absolute(p).string(); }
-
-// Where `name` sits in the first line containing `context`: {line, column}.
-std::pair<int, int> position_of(const std::string& text, const std::string& context,
-                                const std::string& name) {
-  std::istringstream lines(text);
-  std::string line;
-  for (int n = 0; std::getline(lines, line); ++n) {
-    const std::size_t at = line.find(context);
-    if (at != std::string::npos) return {n, static_cast<int>(at + context.find(name))};
-  }
-  ADD_FAILURE() << "fixture has no line with " << context;
-  return {-1, -1};
-}
-
-// The run's findings as the agent JSON gives them.
-Json run_findings(const fs::path& run) {
-  const test::Result r = test::run_cli("report --json " + run.string());
-  return Json::parse(r.out)["findings"];
-}
-
-// The diagnostics a file should get: each finding whose node `where` places, at
-// that place, with the severity docs/editor.md gives and the finding's own
-// texts.
-Json expected_diagnostics(const Json& findings, const std::string& text,
-                          const std::map<std::string, std::pair<std::string, std::string>>& where) {
-  std::vector<std::pair<std::pair<int, int>, Json>> out;
-  for (const Json& f : findings) {
-    if (!f["node"].is_string() || !where.count(f["node"])) continue;
-    const auto& [context, name] = where.at(f["node"]);
-    const auto [line, col] = position_of(text, context, name);
-    const std::string type = f["type"];
-    const bool breaks = type == "NAN" || type == "INF" || type == "EXPLODING" || type == "DEAD" ||
-                        type == "VANISHING";
-    const int severity = f["confidence"] == "low" ? 3 : breaks ? 1 : 2;
-    const Json range = {
-        {"start", {{"line", line}, {"character", col}}},
-        {"end", {{"line", line}, {"character", col + static_cast<int>(name.size())}}}};
-    out.push_back({{line, col},
-                   {{"range", range},
-                    {"severity", severity},
-                    {"code", type},
-                    {"source", "gradscope"},
-                    {"message", type + " (" + f["node"].get<std::string>() +
-                                    "): " + f["premise"].get<std::string>() +
-                                    "\nWhat to do: " + f["action"].get<std::string>()}}});
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  Json diags = Json::array();
-  for (const auto& d : out) diags.push_back(d.second);
-  return diags;
-}
 
 class LspTest : public ::testing::Test {
  protected:
@@ -190,20 +106,6 @@ class LspTest : public ::testing::Test {
   }
 
   fs::path dir_, runs_;
-};
-
-const std::map<std::string, std::pair<std::string, std::string>> kPythonPlaces = {
-    {"encoder/fc1", {"self.fc1 = nn.Linear(8, 16)", "fc1"}},
-    {"encoder.act", {"self.act = nn.ReLU()", "act"}},
-    {"head/proj", {"(\"proj\", nn.Linear(16, 4))", "proj"}},
-    {"gate", {"add_module(\"gate\"", "gate"}},
-    {"tail/t2", {"(\"t2\", nn.Tanh())", "t2"}},  // the second entry of a one-line Sequential
-};
-
-const std::map<std::string, std::pair<std::string, std::string>> kCppPlaces = {
-    {"encoder/fc1", {"register_module(\"fc1\"", "fc1"}},
-    {"head/proj", {"{\"proj\", torch::nn::Linear(16, 4)}", "proj"}},
-    {"gate", {"register_module(\"gate\"", "gate"}},
 };
 
 TEST_F(LspTest, PythonDiagnosticsSitOnTheDefiningNamesWithTheRunsFindings) {

@@ -77,7 +77,7 @@ TEST(RunStoreCrash, KillDashNineKeepsEveryCommittedStepAndNoPartialOne) {
     std::map<int64_t, std::vector<SimilarityRecord>> similarities;
     r.for_each(RunVisitor{[&](const Record& rec) { steps[rec.step].push_back(rec); },
                           [&](const ChannelRecord& c) { channels[c.step].push_back(c); },
-                          [&](const SimilarityRecord& x) { similarities[x.step].push_back(x); }});
+                          [&](const SimilarityRecord& x) { similarities[x.step].push_back(x); }, {}});
     EXPECT_TRUE(r.warnings().empty());
     ASSERT_EQ(channels.size(), steps.size());
     ASSERT_EQ(similarities.size(), steps.size());

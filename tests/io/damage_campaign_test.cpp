@@ -95,7 +95,8 @@ Outcome read_and_compare_full(const fs::path& dir, bool partial) {
                             const SimilarityRecord w = similarity_for(x.step);
                             wrong |= x.node != w.node || x.other != w.other || x.cka != w.cka;
                             ++similarities;
-                          }});
+                          },
+                          {}});
     const RunSummary got = r.summary(), want = summary_for();
     const bool whole_summary = got.architecture.nodes.size() == want.architecture.nodes.size() &&
                                got.values.size() == want.values.size() && got.warnings == want.warnings;

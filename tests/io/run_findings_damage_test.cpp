@@ -13,6 +13,7 @@
 #include "gradscope/io/run_writer.h"
 #include "internal/channel_codec.h"
 #include "internal/record_codec.h"
+#include "run_db_edit.h"
 #include "store_test_util.h"
 
 namespace gradscope {
@@ -20,6 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using test::Edit;
 using test::error_of;
 using test::fresh_dir;
 using test::node_name;
@@ -47,28 +49,6 @@ fs::path full_run(const std::string& name) {
   return dir;
 }
 
-// Opens the run's database for an edit.
-struct Edit {
-  explicit Edit(const fs::path& dir) { EXPECT_EQ(sqlite3_open((dir / "run.db").c_str(), &h), SQLITE_OK); }
-  ~Edit() { sqlite3_close(h); }
-  void sql(const std::string& statements) {
-    EXPECT_EQ(sqlite3_exec(h, statements.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
-  }
-  // Puts a row into `table` with a checksum that verifies: a buggy or hostile writer, not damage.
-  void put_row(const std::string& table, int64_t step, int64_t count, const std::string& blob) {
-    sqlite3_stmt* s = nullptr;
-    const std::string q = "INSERT OR REPLACE INTO " + table + "(step, n_records, checksum, records) VALUES(?, ?, ?, ?)";
-    ASSERT_EQ(sqlite3_prepare_v2(h, q.c_str(), -1, &s, nullptr), SQLITE_OK);
-    sqlite3_bind_int64(s, 1, step);
-    sqlite3_bind_int64(s, 2, count);
-    sqlite3_bind_int64(s, 3, internal::table_step_checksum(table, step, blob));
-    sqlite3_bind_blob(s, 4, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
-    sqlite3_finalize(s);
-  }
-  sqlite3* h = nullptr;
-};
-
 struct Read {
   int64_t steps = 0;
   std::vector<int64_t> channel_steps, similarity_steps;
@@ -79,7 +59,7 @@ Read read(const fs::path& dir, bool partial) {
   RunReader r(dir.string(), ReadOptions{partial});
   Read out;
   out.steps = r.for_each(RunVisitor{[](const Record&) {}, [&](const ChannelRecord& c) { out.channel_steps.push_back(c.step); },
-                                    [&](const SimilarityRecord& s) { out.similarity_steps.push_back(s.step); }});
+                                    [&](const SimilarityRecord& s) { out.similarity_steps.push_back(s.step); }, {}});
   out.warnings = r.warnings();
   return out;
 }
@@ -180,11 +160,11 @@ TEST(RunFindingsDamage, RowsThatVerifyButContradictTheOtherTablesAreErrors) {
 }
 
 TEST(RunFindingsDamage, AHeaderThatSaysAnOlderSchemaIsDamageNotAnOldRun) {
-  // One flipped bit of the header's user_version (3 -> 2) would hide every schema-3 table; the
-  // checksummed meta row says which schema the writer wrote.
+  // One flipped bit of the header's user_version (4 -> 2) would hide every schema-3 and -4
+  // table; the checksummed meta row says which schema the writer wrote.
   const fs::path dir = full_run("fd-header");
   Edit(dir).sql("PRAGMA user_version = 2");
-  EXPECT_THAT(strict_error(dir), HasSubstr("table meta, key 'schema_version': 3, but the database header says 2"));
+  EXPECT_THAT(strict_error(dir), HasSubstr("table meta, key 'schema_version': 4, but the database header says 2"));
   const Read r = read(dir, true);
   EXPECT_EQ(r.steps, 6);
   ASSERT_EQ(r.warnings.size(), 1u);

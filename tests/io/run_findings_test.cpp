@@ -80,7 +80,7 @@ TEST(RunFindings, ChannelAndSimilarityRecordsRoundTripExactlyWithTheirStep) {
   std::vector<SimilarityRecord> similarities;
   const int64_t steps = r.for_each(RunVisitor{[&](const Record& x) { records.push_back(x); },
                                               [&](const ChannelRecord& c) { channels.push_back(c); },
-                                              [&](const SimilarityRecord& s) { similarities.push_back(s); }});
+                                              [&](const SimilarityRecord& s) { similarities.push_back(s); }, {}});
   EXPECT_EQ(steps, 6);
   EXPECT_EQ(records.size(), 18u);
   ASSERT_EQ(channels.size(), 3u);
@@ -109,7 +109,7 @@ TEST(RunFindings, ChannelAndSimilarityRecordsRoundTripExactlyWithTheirStep) {
   EXPECT_TRUE(r.warnings().empty());
   // A range reads the channel view of its own steps only.
   channels.clear();
-  r.for_each(RunVisitor{{}, [&](const ChannelRecord& c) { channels.push_back(c); }, {}}, StepRange{1, 3});
+  r.for_each(RunVisitor{{}, [&](const ChannelRecord& c) { channels.push_back(c); }, {}, {}}, StepRange{1, 3});
   ASSERT_EQ(channels.size(), 1u);
   EXPECT_EQ(channels[0].step, 2);
   fs::remove_all(dir);
@@ -227,7 +227,7 @@ TEST(RunFindings, ARunOfSchemaTwoStillReadsExactly) {
   std::vector<Record> got;
   int channels = 0;
   EXPECT_EQ(r.for_each(RunVisitor{[&](const Record& rec) { got.push_back(rec); },
-                                  [&](const ChannelRecord&) { ++channels; }, [&](const SimilarityRecord&) { ++channels; }}),
+                                  [&](const ChannelRecord&) { ++channels; }, [&](const SimilarityRecord&) { ++channels; }, {}}),
             6);
   EXPECT_EQ(channels, 0);
   ASSERT_EQ(got.size(), 18u);

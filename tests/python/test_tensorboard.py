@@ -4,8 +4,13 @@ protobuf and python3-crc32c, both CRCs of every record checked) and compared wit
 import importlib.util
 import math
 import os
+import subprocess
+import sys
 
+import numpy as np
 import pytest
+import torch
+from torch import nn
 
 import gradscope
 from models import batches, mlp, train
@@ -116,3 +121,97 @@ def test_a_refused_run_leaves_no_event_file(tmp_path):
     with pytest.raises(gradscope.Error):
         gradscope.Audit(model, run=run_dir, tensorboard=tb_dir)  # the run exists, overwrite=False
     assert not tb_dir.exists() or os.listdir(tb_dir) == []
+
+
+def default_limits():
+    """TensorBoard's default bucket limits, built here as TensorFlow's histogram.cc builds them
+    (InitDefaultBucketsInner): +-1e-12 * 1.1^k below 1e20, +-DBL_MAX, and 0."""
+    pos = []
+    v = 1e-12
+    while v < 1e20:
+        pos.append(v)
+        v *= 1.1
+    pos.append(sys.float_info.max)
+    return [-x for x in reversed(pos)] + [0.0] + pos
+
+
+def bucket_counts(values, limits):
+    """{upper limit: count} of the finite `values` (float64) in [limits[i-1], limits[i])."""
+    finite = values[np.isfinite(values)]
+    index = np.minimum(np.searchsorted(np.asarray(limits), finite, side="right"), len(limits) - 1)
+    idx, counts = np.unique(index, return_counts=True)
+    return {limits[i]: int(c) for i, c in zip(idx, counts)}
+
+
+def test_element_histograms_count_the_tensors_elements(pb, tmp_path):
+    """histogram_every=2: at audited steps 0, 2, 4 the event file holds, per node, histograms of
+    the activation, output gradient and parameter gradients whose buckets are numpy's counts
+    of the same tensors in TensorBoard's default buckets."""
+    run_dir, tb_dir = str(tmp_path / "run"), tmp_path / "tb"
+    model = mlp(seed=5)
+    # What the audit taps for each node of the Sequential: the output of its group's last child.
+    group_end = {"fc1": "relu1", "fc2": "tanh", "out": "out"}
+    seen = {}  # (step, measure, node) -> float64 numpy array
+    step = [0]
+
+    def capture(node):
+        def hook(module, inputs, output):
+            seen[(step[0], "activation", node)] = output.detach().double().numpy().ravel()
+            at = step[0]
+            output.register_hook(lambda g: seen.__setitem__(
+                (at, "output_grad", node), g.detach().double().numpy().ravel()))
+        return hook
+
+    for node, child in group_end.items():
+        getattr(model, child).register_forward_hook(capture(node))
+    opt = torch.optim.Adam(model.parameters(), 1e-2)
+    with gradscope.Audit(model, run=run_dir, tensorboard=tb_dir, histogram_every=2) as audit:
+        for x, y in batches(6):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            for node in group_end:
+                grads = [p.grad.detach().double().numpy().ravel() for p in getattr(model, node).parameters()]
+                seen[(step[0], "param_grad", node)] = np.concatenate(grads)
+            audit.step(opt)
+            step[0] += 1
+    events = tb_reader.read_events(tb_reader.event_file(str(tb_dir)), pb)
+    histos = {}
+    for e in events:
+        for v in e.summary.value if e.HasField("summary") else ():
+            if v.WhichOneof("value") == "histo" and "_elements/" in v.tag:
+                assert (e.step, v.tag) not in histos, f"{(e.step, v.tag)} written twice"
+                histos[(e.step, v.tag)] = v.histo
+    want_keys = {(s, f"{m}_elements/{n}") for s in (0, 2, 4) for m in ("activation", "output_grad", "param_grad")
+                 for n in group_end}
+    assert set(histos) == want_keys
+    limits = default_limits()
+    for (s, tag), h in histos.items():
+        measure, node = tag.split("_elements/")
+        values = seen[(s, measure, node)]
+        assert h.num == values.size  # every element finite here
+        assert sum(h.bucket) == h.num
+        assert h.min == values.min() and h.max == values.max()
+        assert math.isclose(h.sum, values.sum(), rel_tol=1e-9, abs_tol=1e-12)
+        assert math.isclose(h.sum_squares, float(values @ values), rel_tol=1e-9)
+        got = {limit: int(c) for limit, c in zip(h.bucket_limit, h.bucket) if c > 0}
+        assert got == bucket_counts(values, limits), tag
+        # Runs of empty buckets collapsed (histogram.cc's EncodeToProto): no two empty in a row.
+        assert all(h.bucket[i] > 0 or h.bucket[i + 1] > 0 for i in range(len(h.bucket) - 1)), tag
+        assert list(h.bucket_limit) == sorted(h.bucket_limit)
+    # The run store keeps the same histograms: exported again, the file has the same buckets.
+    out = tmp_path / "export"
+    r = subprocess.run([_env("GRADSCOPE_CLI"), "export", run_dir, "--format", "tensorboard", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    exported = {}
+    for e in tb_reader.read_events(tb_reader.event_file(str(out)), pb):
+        for v in e.summary.value if e.HasField("summary") else ():
+            if v.WhichOneof("value") == "histo" and "_elements/" in v.tag:
+                exported[(e.step, v.tag)] = v.histo
+    assert exported == histos
+
+
+def test_histogram_every_must_be_a_count(tmp_path):
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(gradscope.Error, match="histogram_every must be an integer >= 0"):
+            gradscope.Audit(mlp(), histogram_every=bad)

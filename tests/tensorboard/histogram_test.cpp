@@ -66,5 +66,35 @@ TEST(Histogram, EmptyAndAllNaNGiveZeroCounts) {
   EXPECT_EQ(h.counts[0], 0);
 }
 
+TEST(Histogram, AnElementHistogramEncodesAsTheSameValuesWould) {
+  // The audit's counts (core) and histogram_of over the values: one proto, bucket for bucket.
+  const std::vector<double> values = {-3e5, -2.5, -2.5, -1e-13, 0.0, 0.0, 1e-12, 0.7, 0.71, 42.0, 9e19,
+                                      std::numeric_limits<double>::quiet_NaN()};
+  HistogramCounter counter;
+  counter.add(values.data(), values.size());
+  const ElementHistogram elements = counter.take(0, "n", Site::kActivation);
+  const Histogram a = histogram_of(elements);
+  long skipped = 0;
+  const Histogram b = histogram_of(values, &skipped);
+  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(elements.nonfinite, 1u);
+  EXPECT_EQ(a.num, b.num);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
+  EXPECT_EQ(a.sum, b.sum);
+  EXPECT_EQ(a.sum_squares, b.sum_squares);
+  EXPECT_EQ(a.limits, b.limits);
+  EXPECT_EQ(a.counts, b.counts);
+  // No two empty buckets in a row, and the counts add up to num.
+  double total = 0;
+  for (std::size_t i = 0; i < a.counts.size(); ++i) {
+    total += a.counts[i];
+    if (i + 1 < a.counts.size()) {
+      EXPECT_TRUE(a.counts[i] > 0 || a.counts[i + 1] > 0) << i;
+    }
+  }
+  EXPECT_EQ(total, a.num);
+}
+
 }  // namespace
 }  // namespace gradscope::tensorboard

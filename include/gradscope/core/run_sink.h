@@ -18,6 +18,7 @@
 
 #include "gradscope/core/architecture.h"
 #include "gradscope/core/channels.h"
+#include "gradscope/core/element_histogram.h"
 #include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
 #include "gradscope/core/thresholds.h"
@@ -30,6 +31,8 @@ struct StepRecords {
   std::vector<Record> records;
   std::vector<ChannelRecord> channels;
   std::vector<SimilarityRecord> similarities;
+  /// Element histograms at the steps AuditOptions::histogram_every samples (else empty).
+  std::vector<ElementHistogram> histograms;
 };
 
 /// A per-node value the records do not hold, computed by the adapter from its own state.

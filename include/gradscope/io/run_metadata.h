@@ -18,7 +18,7 @@ namespace gradscope {
 /// added a checksum to every row and the committed step count; version 3 the channel and
 /// similarity records and the run's summary (architecture, warnings, per-node values); runs of
 /// versions 1 and 2 still read (without those).
-inline constexpr int64_t kRunSchemaVersion = 3;
+inline constexpr int64_t kRunSchemaVersion = 4;
 
 /// Metadata of a run, written when it is created and completed when it is closed.
 struct RunMetadata {

@@ -52,6 +52,7 @@ struct RunVisitor {
   std::function<void(const Record&)> record;
   std::function<void(const ChannelRecord&)> channel;        ///< schema 3 and later
   std::function<void(const SimilarityRecord&)> similarity;  ///< schema 3 and later
+  std::function<void(const ElementHistogram&)> histogram;   ///< schema 4 and later
 };
 
 /// An open run. Each call reads a consistent snapshot of what is committed at that moment.
@@ -74,8 +75,8 @@ class RunReader {
   /// number of steps visited.
   int64_t for_each(const std::function<void(const Record&)>& fn, StepRange range = {},
                    const std::function<void(int64_t, int64_t)>& progress = {});
-  /// Same for every kind of item. The channel and similarity records come after the records
-  /// of the range, each only when its step's records came (whole steps, also when partial).
+  /// Same for every kind of item. The channel and similarity records, then the element
+  /// histograms, come after the records of the range, each only when its step's records came (whole steps, also when partial).
   int64_t for_each(const RunVisitor& visit, StepRange range = {},
                    const std::function<void(int64_t, int64_t)>& progress = {});
   /// The summary the run's adapter handed over (architecture, warnings, per-node values), with
@@ -106,7 +107,8 @@ class RunReader {
     std::vector<int64_t> rows, delivered;
     bool stopped = false;
   };
-  // Reads table channels or similarities (`table`) in `range` after the steps; returns the rows.
+  // Reads table channels, similarities or histograms (`table`) in `range` after the steps;
+  // returns the rows.
   int64_t read_step_table(const std::string& table, StepRange range, const StepsRead& steps,
                           const RunVisitor& visit);
   [[noreturn]] void damaged(const std::string& what) const;

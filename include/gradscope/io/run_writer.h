@@ -71,6 +71,8 @@ class RunWriter final : public RunSink {
   /// Channel and similarity records belong to their step like records, and are committed with it.
   void add(const ChannelRecord& record);
   void add(const SimilarityRecord& record);
+  /// An element histogram (AuditOptions::histogram_every), committed with its step like them.
+  void add(const ElementHistogram& histogram);
   /// RunSink: adds everything of `step` and ends it.
   void add_step(const StepRecords& step) override;
   /// RunSink: replaces the run's summary and the thresholds in its metadata, committed with the
@@ -97,6 +99,7 @@ class RunWriter final : public RunSink {
     std::vector<Record> records;
     std::vector<ChannelRecord> channels;
     std::vector<SimilarityRecord> similarities;
+    std::vector<ElementHistogram> histograms;
     std::shared_ptr<const RunSummary> summary;  // set: replaces the run's summary
   };
   void check_step(int64_t step);

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "gradscope/core/element_histogram.h"
+
 namespace gradscope::tensorboard {
 
 /// Counts of values in buckets; bucket i holds values in [limits[i-1], limits[i]) (bucket 0
@@ -19,11 +21,16 @@ struct Histogram {
   std::vector<double> counts;
 };
 
-/// The default bucket limits of TensorFlow's histogram.cc, ascending (1,549 of them).
+/// The default bucket limits of TensorFlow's histogram.cc, ascending (1,551 of them;
+/// histogram_bucket_limits() of core).
 const std::vector<double>& default_bucket_limits();
 
 /// Histogram of the finite `values` in the default buckets. NaN and +-Inf have no bucket in
 /// TensorBoard's format, so they are left out; `skipped` (if given) gets how many were.
 Histogram histogram_of(const std::vector<double>& values, long* skipped = nullptr);
+
+/// The HistogramProto of an element histogram the audit counted (its NaN and +-Inf elements
+/// are already left out, in elements.nonfinite).
+Histogram histogram_of(const ElementHistogram& elements);
 
 }  // namespace gradscope::tensorboard

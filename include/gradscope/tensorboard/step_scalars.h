@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gradscope/core/channels.h"
+#include "gradscope/core/element_histogram.h"
 #include "gradscope/core/embedding_report.h"
 #include "gradscope/core/record.h"
 #include "gradscope/core/thresholds.h"
@@ -51,6 +52,12 @@ class StepScalars {
 /// the histogram (it has no bucket for them) and counted in channel_activation_mean_nonfinite/
 /// <node> and channel_grad_l2_nonfinite/<node>.
 void add_channel_histograms(const ChannelRecord& record, StepSummary& out);
+
+/// Adds the element histograms of one step (AuditOptions::histogram_every):
+/// activation_elements/<node>, output_grad_elements/<node>, param_grad_elements/<node> (all of
+/// a node's parameter gradients together), each over the tensor's finite elements; the NaN and
+/// +-Inf elements are counted in <site>_elements_nonfinite/<node> when there are any.
+void add_element_histograms(const std::vector<ElementHistogram>& histograms, StepSummary& out);
 
 /// Adds each table's embedding metrics, judged over the whole run (embedding.json):
 /// embedding/coverage/<table> (exposed rows / rows), embedding/dead_fraction/<table> (never

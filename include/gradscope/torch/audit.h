@@ -69,6 +69,12 @@ struct AuditOptions {
   /// steps where channel views sample (every `leakage_every` audited steps).
   std::vector<std::pair<std::string, std::string>> leakage_pairs;
   int leakage_every = 10;
+  /// Element histograms (TensorBoard's default buckets, core/element_histogram.h) of every
+  /// tapped node's activation and output gradient and of each node's parameter gradients
+  /// (all its parameters together), every N-th audited step; 0 = off. Handed to the sink in
+  /// StepRecords::histograms. At a sampled step each tensor is read once more (f16/bf16 and
+  /// tensors off the CPU are first copied to a CPU float tensor); other steps cost nothing.
+  int histogram_every = 0;
   /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
   std::vector<std::string> free_nodes;
   /// Called at the end of every audited step with that step's records (a run store wants

@@ -11,7 +11,9 @@ namespace gradscope::internal {
 // Schema 2: every row carries a checksum (internal/record_codec.h) and meta 'steps' counts the
 // committed step rows, so a reader notices a damaged row and a lost one. Schema 3 adds what the
 // report needs besides the records: per step, the channel and similarity records (committed
-// with their step row); per run, the summary an adapter hands over when it finishes.
+// with their step row); per run, the summary an adapter hands over when it finishes. Schema 4
+// adds the element histograms of the sampled steps (AuditOptions::histogram_every); a reader
+// reads a schema-3 run as one without them.
 const char* const kRunSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
 CREATE TABLE sites(id INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum INTEGER NOT NULL);
@@ -22,6 +24,8 @@ CREATE TABLE channels(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
                       checksum INTEGER NOT NULL, records BLOB NOT NULL);
 CREATE TABLE similarities(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
                           checksum INTEGER NOT NULL, records BLOB NOT NULL);
+CREATE TABLE histograms(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
+                        checksum INTEGER NOT NULL, records BLOB NOT NULL);
 CREATE TABLE architecture(position INTEGER PRIMARY KEY, node TEXT NOT NULL, type TEXT NOT NULL,
                           run_order INTEGER NOT NULL, parameters INTEGER NOT NULL,
                           trainable INTEGER NOT NULL, checksum INTEGER NOT NULL);

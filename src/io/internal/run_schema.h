@@ -18,6 +18,7 @@ extern const char* const kRunSchema;
 inline constexpr const char* kStepRowsKey = "steps";
 inline constexpr const char* kChannelRowsKey = "channel_steps";
 inline constexpr const char* kSimilarityRowsKey = "similarity_steps";
+inline constexpr const char* kHistogramRowsKey = "histogram_steps";  // schema 4
 inline constexpr const char* kArchitectureRowsKey = "architecture_rows";
 inline constexpr const char* kWarningRowsKey = "warning_rows";
 inline constexpr const char* kValueRowsKey = "value_rows";

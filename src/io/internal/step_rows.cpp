@@ -1,6 +1,7 @@
 #include "internal/step_rows.h"
 
 #include "internal/channel_codec.h"
+#include "internal/histogram_codec.h"
 #include "internal/record_codec.h"
 #include "internal/run_schema.h"
 
@@ -25,6 +26,7 @@ StepRows::StepRows(Database& db)
       insert_channels_(db.prepare("INSERT INTO channels(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
       insert_similarities_(
           db.prepare("INSERT INTO similarities(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
+      insert_histograms_(db.prepare("INSERT INTO histograms(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
       put_meta_(db.prepare(kPutMeta)) {}
 
 uint32_t StepRows::node_id(const std::string& node) {
@@ -56,6 +58,11 @@ void StepRows::add(const SimilarityRecord& s) {
   ++n_similarities_;
 }
 
+void StepRows::add(const ElementHistogram& h) {
+  append_histogram(histograms_, node_id(h.node), static_cast<uint8_t>(h.site), h);
+  ++n_histograms_;
+}
+
 void StepRows::end_step(int64_t step) {
   insert_blob_row(insert_step_, "steps", step, n_records_, records_);
   ++step_rows_;
@@ -67,16 +74,22 @@ void StepRows::end_step(int64_t step) {
     insert_blob_row(insert_similarities_, "similarities", step, n_similarities_, similarities_);
     ++similarity_rows_;
   }
+  if (n_histograms_ > 0) {
+    insert_blob_row(insert_histograms_, "histograms", step, n_histograms_, histograms_);
+    ++histogram_rows_;
+  }
   records_.clear();
   channels_.clear();
   similarities_.clear();
-  n_records_ = n_channels_ = n_similarities_ = 0;
+  histograms_.clear();
+  n_records_ = n_channels_ = n_similarities_ = n_histograms_ = 0;
 }
 
 void StepRows::put_counts() {
   put_meta(put_meta_, kStepRowsKey, std::to_string(step_rows_));
   put_meta(put_meta_, kChannelRowsKey, std::to_string(channel_rows_));
   put_meta(put_meta_, kSimilarityRowsKey, std::to_string(similarity_rows_));
+  put_meta(put_meta_, kHistogramRowsKey, std::to_string(histogram_rows_));
 }
 
 }  // namespace gradscope::internal

@@ -1,5 +1,5 @@
-// The writer thread's encoder: the producer's records, channel records and similarity records
-// become one row per step in steps, channels and similarities, and node names become ids.
+// The writer thread's encoder: the producer's records, channel records, similarity records and
+// element histograms become one row per step in steps, channels, similarities and histograms, and node names become ids.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "gradscope/core/channels.h"
+#include "gradscope/core/element_histogram.h"
 #include "gradscope/core/record.h"
 #include "internal/sqlite_db.h"
 
@@ -20,6 +21,7 @@ class StepRows {
   void add(const Record& record);
   void add(const ChannelRecord& record);
   void add(const SimilarityRecord& record);
+  void add(const ElementHistogram& histogram);
   /// Inserts `step`'s rows (a channels or similarities row only when it has such records).
   void end_step(int64_t step);
   /// Puts the committed row counts into meta; in the transaction of the rows they count.
@@ -28,11 +30,11 @@ class StepRows {
  private:
   uint32_t node_id(const std::string& node);
 
-  Statement insert_node_, insert_step_, insert_channels_, insert_similarities_, put_meta_;
+  Statement insert_node_, insert_step_, insert_channels_, insert_similarities_, insert_histograms_, put_meta_;
   std::unordered_map<std::string, uint32_t> ids_;
-  std::string records_, channels_, similarities_;  // blobs of the step being encoded
-  int64_t n_records_ = 0, n_channels_ = 0, n_similarities_ = 0;
-  int64_t step_rows_ = 0, channel_rows_ = 0, similarity_rows_ = 0;
+  std::string records_, channels_, similarities_, histograms_;  // blobs of the step being encoded
+  int64_t n_records_ = 0, n_channels_ = 0, n_similarities_ = 0, n_histograms_ = 0;
+  int64_t step_rows_ = 0, channel_rows_ = 0, similarity_rows_ = 0, histogram_rows_ = 0;
 };
 
 }  // namespace gradscope::internal
