@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "aten_stats.h"  // src/torch, internal
@@ -26,6 +27,7 @@ int64_t peak_extra_of(F run) {
   CountingCpuAllocator counting;
   run();
   EXPECT_LE(counting.live_extra(), 0) << "the statistics left memory behind";
+  std::printf("peak extra: %lld bytes\n", static_cast<long long>(counting.peak_extra()));  // for docs/devices.md
   return counting.peak_extra();
 }
 
