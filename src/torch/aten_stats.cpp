@@ -4,9 +4,11 @@
 
 #include <ATen/Functions.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "gradscope/core/error.h"
@@ -25,48 +27,112 @@ std::atomic<bool>& forced() {
   return on;
 }
 
-// Column order of the stacked result. count is known on the host; neg_inf is the rest.
-enum Field { kFinite, kNaN, kPosInf, kZeroOrNotFinite, kSaturated, kSum, kSumSq, kSumAbs, kMin, kMax, kMaxAbs, kFields };
+// Column order of the stacked result. count is known on the host, so finite is count minus
+// the non-finite counts; max |x| is max(0, -min, max) on the host. min and max come last:
+// merge() adds every column before them.
+enum Field { kNaN, kPosInf, kNegInf, kZeroOrNotFinite, kSaturated, kSum, kSumSq, kSumAbs, kMin, kMax, kFields };
 
-// The fields of `x` (rows == false: the whole tensor; true: each row of a 2-D tensor).
+std::atomic<int64_t>& chunk_limit() {
+  static std::atomic<int64_t> elements{0};
+  return elements;
+}
+
+// The fields of each row of `d`, a [rows, m] double tensor this path owns (modified in place).
 // Everything is taken in double, as the fused kernel does: widening f32/f16/bf16 is exact,
-// so are the squares of f32 values, and every threshold compares exactly as on the CPU
-// (a float comparison would round dead_eps and saturation to the tensor's precision). Only
-// the order of the double additions differs between the paths.
-at::Tensor fields_of(const at::Tensor& x, bool rows, const StatsOptions& o) {
+// so are the squares of f32 values, and every threshold compares exactly as on the CPU (a
+// float comparison would round dead_eps and saturation to the tensor's precision). Only the
+// order of the double additions differs between the paths. Working in place on `d` leaves one
+// boolean mask and its int32 cast (a sum with a dtype casts its input first) as the only
+// other temporaries: kTempBytesPerElement.
+at::Tensor fields_of(at::Tensor d, const StatsOptions& o) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  auto sum = [&](const at::Tensor& t) { return rows ? t.sum({1}, false, at::kDouble) : t.sum(at::kDouble); };
-  auto lowest = [&](const at::Tensor& t) { return rows ? t.amin({1}) : t.min(); };
-  auto highest = [&](const at::Tensor& t) { return rows ? t.amax({1}) : t.max(); };
+  // int32 is exact: a chunk holds fewer than 2^31 elements (aten_stats_chunk_elements).
+  auto count = [](const at::Tensor& mask) { return mask.sum({1}, false, at::kInt).to(at::kDouble); };
   std::vector<at::Tensor> f(kFields);
-  // Scopes free each tensor-sized temporary once its fields are queued: at most two double
-  // copies of the tensor and its masks are alive at once (docs/devices.md, device memory).
-  at::Tensor not_finite, xf;  // xf: the finite values, 0 elsewhere (value sums cover those only)
-  {
-    const at::Tensor xd = x.scalar_type() == at::kDouble ? x : x.to(at::kDouble);
-    const at::Tensor finite = at::isfinite(xd);
-    f[kFinite] = sum(finite);
-    f[kNaN] = sum(at::isnan(xd));
-    f[kPosInf] = sum(at::isposinf(xd));
-    not_finite = at::logical_not(finite);
-    xf = xd.masked_fill(not_finite, 0.0);
+  f[kNaN] = count(at::isnan(d));
+  f[kPosInf] = count(at::isposinf(d));
+  f[kNegInf] = count(at::isneginf(d));
+  // No mask for the finite values: every non-finite value becomes +Inf for min, then -Inf for
+  // max, then 0 for the sums (a value that is already finite is never changed). A row with no
+  // finite value gets min +Inf and max -Inf, as Stats. One at::aminmax cannot replace the two:
+  // no single fill value leaves both the min and the max of the finite values unchanged.
+  d.nan_to_num_(kInf, kInf, kInf);
+  f[kMin] = d.amin({1});
+  d.nan_to_num_(0.0, -kInf, -kInf);
+  f[kMax] = d.amax({1});
+  d.nan_to_num_(0.0, 0.0, 0.0);
+  f[kSum] = d.sum({1});
+  d.abs_();
+  f[kSumAbs] = d.sum({1});
+  // |x| <= dead_eps over the zeroed magnitudes also counts every non-finite value (0 there,
+  // and dead_eps >= 0); resolve() takes those out on the host.
+  f[kZeroOrNotFinite] = count(d.le(o.dead_eps));
+  f[kSaturated] = count(d.gt(o.saturation));  // non-finite values are 0 here, never above it
+  d.square_();  // |x|^2 == x^2, bit for bit
+  f[kSumSq] = d.sum({1});
+  return at::stack(f, 1);
+}
+
+// A double copy of `piece` (any strides) viewed as [rows, numel / rows]: copy_ reads the
+// strides and widens in one pass, so a non-contiguous piece costs no extra temporary.
+at::Tensor owned_double(const at::Tensor& piece, int64_t rows) {
+  at::Tensor d = at::empty(piece.sizes(), at::TensorOptions().dtype(at::kDouble).device(piece.device()));
+  d.copy_(piece);
+  return d.view({rows, -1});
+}
+
+// Calls visit on pieces of `x` of at most n elements that together cover it once: slices of
+// its flat view when it is contiguous, else runs of whole slices along dim 0 (or each slice
+// on its own, split further, when one is larger than n). No piece is copied here.
+void for_each_piece(const at::Tensor& x, int64_t n, const std::function<void(const at::Tensor&)>& visit) {
+  const int64_t numel = x.numel();
+  if (numel <= n) return visit(x);
+  if (x.is_contiguous()) {
+    const at::Tensor flat = x.view({-1});
+    for (int64_t i = 0; i < numel; i += n) visit(flat.narrow(0, i, std::min(n, numel - i)));
+    return;
   }
-  {
-    const at::Tensor af = xf.abs();
-    // |x| <= dead_eps over the finite-masked magnitudes also counts every non-finite value (0
-    // there, and dead_eps >= 0); resolve() takes those out on the host. One temporary fewer
-    // than testing |x| itself.
-    f[kZeroOrNotFinite] = sum(af.le(o.dead_eps));
-    f[kSaturated] = sum(af.gt(o.saturation));  // non-finite values are 0 here, never above it
-    f[kSumAbs] = sum(af);
-    f[kMaxAbs] = highest(af);
+  const int64_t outer = x.size(0), inner = numel / outer;
+  if (inner > n) {
+    for (int64_t i = 0; i < outer; ++i) for_each_piece(x.select(0, i), n, visit);
+    return;
   }
-  f[kSum] = sum(xf);
-  f[kSumSq] = sum(xf.square());
-  f[kMin] = lowest(xf.masked_fill(not_finite, kInf));  // +Inf when no finite value, as Stats
-  f[kMax] = highest(xf.masked_fill(not_finite, -kInf));
-  const at::Tensor stacked = at::stack(f, rows ? 1 : 0);
-  return rows ? stacked : stacked.unsqueeze(0);
+  const int64_t step = n / inner;
+  for (int64_t i = 0; i < outer; i += step) visit(x.narrow(0, i, std::min(step, outer - i)));
+}
+
+// Per-chunk [k, kFields] results of one summary merged on the device into [1, kFields]: the
+// counts and sums add, min and max combine (Stats' merge, as ATen ops).
+at::Tensor merge(const std::vector<at::Tensor>& parts) {
+  if (parts.size() == 1) return parts.front();
+  const at::Tensor all = at::cat(parts, 0);
+  return at::cat({all.narrow(1, 0, kMin).sum(0, true), all.narrow(1, kMin, 1).amin(0, true),
+                  all.narrow(1, kMax, 1).amax(0, true)},
+                 1);
+}
+
+// One [1, kFields] summary of the whole of `x`, reduced n elements at a time.
+at::Tensor whole_fields(const at::Tensor& x, int64_t n, const StatsOptions& o) {
+  std::vector<at::Tensor> parts;
+  for_each_piece(x, n, [&](const at::Tensor& piece) { parts.push_back(fields_of(owned_double(piece, 1), o)); });
+  return merge(parts);
+}
+
+// One [C, kFields] summary per slice of `x` along dim 0: runs of whole slices at most n
+// elements together, or each slice in chunks when one is larger.
+at::Tensor row_fields(const at::Tensor& x, int64_t n, const StatsOptions& o) {
+  const int64_t channels = x.size(0), per_row = x.numel() / channels;
+  std::vector<at::Tensor> parts;
+  if (per_row > n) {
+    for (int64_t c = 0; c < channels; ++c) parts.push_back(whole_fields(x.select(0, c), n, o));
+  } else {
+    const int64_t step = n / per_row;
+    for (int64_t c = 0; c < channels; c += step) {
+      const int64_t rows = std::min(step, channels - c);
+      parts.push_back(fields_of(owned_double(x.narrow(0, c, rows), rows), o));
+    }
+  }
+  return parts.size() == 1 ? parts.front() : at::cat(parts, 0);
 }
 
 // The fused kernel's own option checks and messages: a pass over no elements runs only them.
@@ -82,6 +148,19 @@ bool use_aten_stats(const at::Tensor& tensor) {
 
 void force_aten_stats(bool on) { forced().store(on); }
 bool aten_stats_forced() { return forced().load(); }
+
+std::size_t aten_stats_budget(const at::Tensor& tensor) {
+  const std::size_t own = static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
+  return std::min(kAtenStatsMaxBudget, std::max(kAtenStatsMinBudget, own));
+}
+
+int64_t aten_stats_chunk_elements(const at::Tensor& tensor) {
+  const int64_t limit = chunk_limit().load(std::memory_order_relaxed);
+  const auto budget = static_cast<int64_t>(aten_stats_budget(tensor) / kTempBytesPerElement);
+  return limit > 0 ? std::min(limit, budget) : budget;
+}
+
+void set_aten_stats_chunk_limit(int64_t elements) { chunk_limit().store(std::max<int64_t>(elements, 0)); }
 
 AtenStatsBatch::AtenStatsBatch(StatsOptions options) : options_(options) {}
 
@@ -102,7 +181,7 @@ std::size_t AtenStatsBatch::add(const at::Tensor& tensor, const std::string& nam
   const std::size_t index = counts_.size();
   counts_.push_back(tensor.numel());
   // Nothing to reduce: min/max of no element would throw, and Stats{} with count 0 is the answer.
-  if (tensor.numel() > 0) queue(fields_of(tensor.detach(), /*rows=*/false, options_));
+  if (tensor.numel() > 0) queue(whole_fields(tensor.detach(), aten_stats_chunk_elements(tensor), options_));
   return index;
 }
 
@@ -117,8 +196,9 @@ std::size_t AtenStatsBatch::add_slices(const at::Tensor& tensor, int64_t dim, co
   const int64_t channels = tensor.size(d);
   const int64_t per_row = channels ? tensor.numel() / channels : 0;
   counts_.insert(counts_.end(), static_cast<std::size_t>(channels), per_row);
+  // movedim is a view: each run of channels is copied (to double) only when it is reduced.
   if (channels > 0 && per_row > 0)
-    queue(fields_of(tensor.detach().movedim(d, 0).reshape({channels, per_row}), /*rows=*/true, options_));
+    queue(row_fields(tensor.detach().movedim(d, 0), aten_stats_chunk_elements(tensor), options_));
   return index;
 }
 
@@ -134,10 +214,10 @@ std::vector<Stats> AtenStatsBatch::resolve() {
       for (int64_t r = 0; r < g.parts[part].size(0); ++r, p += kFields) {
         Stats& s = out[g.first[part] + static_cast<std::size_t>(r)];
         // Counts summed in double are exact below 2^53 elements.
-        s.finite = static_cast<int64_t>(p[kFinite]);
         s.nan = static_cast<int64_t>(p[kNaN]);
         s.pos_inf = static_cast<int64_t>(p[kPosInf]);
-        s.neg_inf = s.count - s.finite - s.nan - s.pos_inf;
+        s.neg_inf = static_cast<int64_t>(p[kNegInf]);
+        s.finite = s.count - s.nan - s.pos_inf - s.neg_inf;
         s.zero = static_cast<int64_t>(p[kZeroOrNotFinite]) - (s.count - s.finite);
         s.saturated = static_cast<int64_t>(p[kSaturated]);
         s.sum = p[kSum];
@@ -145,7 +225,8 @@ std::vector<Stats> AtenStatsBatch::resolve() {
         s.sum_abs = p[kSumAbs];
         s.min = p[kMin];
         s.max = p[kMax];
-        s.max_abs = p[kMaxAbs];
+        // Exactly the largest finite |x| (0 when there is none: min +Inf, max -Inf).
+        s.max_abs = std::max({0.0, -s.min, s.max});
       }
     }
   }

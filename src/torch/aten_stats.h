@@ -32,6 +32,23 @@ bool use_aten_stats(const at::Tensor& tensor);
 void force_aten_stats(bool on);
 bool aten_stats_forced();
 
+/// Device temporaries are bounded: a tensor is reduced in chunks whose temporaries (a double
+/// copy of the chunk, a boolean mask and its int32 cast) stay within aten_stats_budget().
+inline constexpr std::size_t kTempBytesPerElement = 8 + 1 + 4;
+inline constexpr std::size_t kAtenStatsMaxBudget = std::size_t{64} << 20;
+inline constexpr std::size_t kAtenStatsMinBudget = std::size_t{1} << 20;
+
+/// Bytes of temporaries the ATen path may hold at once for `tensor`: its own size, but at
+/// least 1 MiB (small tensors in one piece) and at most 64 MiB (docs/devices.md).
+std::size_t aten_stats_budget(const at::Tensor& tensor);
+
+/// Elements of `tensor` reduced at once: aten_stats_budget() / kTempBytesPerElement, or less
+/// under set_aten_stats_chunk_limit().
+int64_t aten_stats_chunk_elements(const at::Tensor& tensor);
+
+/// For tests: caps every chunk at `elements` (0: no cap beyond the budget).
+void set_aten_stats_chunk_limit(int64_t elements);
+
 /// Queues ATen reductions of several tensors and copies all their results to the host at once.
 class AtenStatsBatch {
  public:
@@ -56,7 +73,7 @@ class AtenStatsBatch {
  private:
   struct Group {
     at::Device device;
-    std::vector<at::Tensor> parts;  // [rows, kFields] double, on `device`
+    std::vector<at::Tensor> parts;  // [rows, fields] double, on `device`
     std::vector<std::size_t> first;  // index in counts_ of each part's first row
   };
   void queue(const at::Tensor& fields);

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "../common/error_of.h"
+#include "aten_stats_expect.h"
 #include "channel_math.h"
 #include "gradscope/torch/tensor.h"
 
@@ -20,44 +21,11 @@ namespace {
 
 using internal::AtenStatsBatch;
 using internal::aten_stats;
-using test::error_of;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kU = 0x1p-53;  // unit roundoff of double
-
-// The fused kernel (what a CPU tensor gets) and the ATen path agree field by field.
-void expect_agree(const Stats& fused, const Stats& aten) {
-  EXPECT_EQ(aten.count, fused.count);
-  EXPECT_EQ(aten.finite, fused.finite);
-  EXPECT_EQ(aten.nan, fused.nan);
-  EXPECT_EQ(aten.pos_inf, fused.pos_inf);
-  EXPECT_EQ(aten.neg_inf, fused.neg_inf);
-  EXPECT_EQ(aten.zero, fused.zero);
-  EXPECT_EQ(aten.saturated, fused.saturated);
-  EXPECT_EQ(aten.min, fused.min);
-  EXPECT_EQ(aten.max, fused.max);
-  EXPECT_EQ(aten.max_abs, fused.max_abs);
-  const double n = static_cast<double>(fused.finite);
-  EXPECT_NEAR(aten.sum, fused.sum, 2 * n * kU * fused.sum_abs);
-  EXPECT_NEAR(aten.sum_sq, fused.sum_sq, 2 * n * kU * fused.sum_sq);
-  EXPECT_NEAR(aten.sum_abs, fused.sum_abs, 2 * n * kU * fused.sum_abs);
-}
-
-void expect_paths_agree(const at::Tensor& t, const StatsOptions& o = {}) {
-  SCOPED_TRACE(std::string(c10::toString(t.scalar_type())) + " " + shape_of(t));
-  expect_agree(compute(view_of(t, "t"), o), aten_stats(t, "t", o));
-}
-
-// Sets the switch for one scope and restores it: the suite also runs with the whole program
-// forced (GRADSCOPE_FORCE_ATEN_STATS=1), and these tests need both paths.
-class ForceAten {
- public:
-  explicit ForceAten(bool on) : was_(internal::aten_stats_forced()) { internal::force_aten_stats(on); }
-  ~ForceAten() { internal::force_aten_stats(was_); }
-
- private:
-  bool was_;
-};
+using gradscope::test::error_of;
+using test::expect_agree;
+using test::expect_paths_agree;
+using test::ForceAten;
+using test::kInf;
 
 const auto kFloatTypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16};
 
