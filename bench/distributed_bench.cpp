@@ -2,7 +2,8 @@
 // FileStore), on this machine's cores. Per audited step, the time of gradscope's collective
 // (RankMerge::merge of the step's records: pack, one allgather, merge) against the step's own
 // gradient all-reduce (one flat buffer, as DDP's bucket would be), both on the same ranks, one
-// after the other each step. Two models: the 3.2M-parameter MLP of bench-audit
+// after the other each step, each timed from a barrier so that neither includes waiting for a
+// slower rank's compute. Two models: the 3.2M-parameter MLP of bench-audit
 // (64-1024x4-10, batch 64 a rank) and the digits-sized MLP (64-64-32-10).
 // The workers are this program run again; rank 0 prints. Medians over BENCH_STEPS steps (30).
 // Last line: {"bench":"distributed","collective_share_2":X,"collective_share_4":Y}, the
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -74,6 +76,7 @@ void run_rank(bool big, int rank, int world, const std::string& dir, int steps, 
       std::vector<at::Tensor> grads;
       for (const at::Tensor& p : model->parameters()) grads.push_back(p.grad().reshape(-1));
       std::vector<at::Tensor> flat{at::cat(grads)};
+      group->barrier()->wait();  // both timings start with the ranks in step: no waiting on a slower rank
       const auto t = Clock::now();
       group->allreduce(flat)->wait();
       reduce = seconds_since(t);
@@ -92,6 +95,7 @@ void run_rank(bool big, int rank, int world, const std::string& dir, int steps, 
     double merged = 0;
     if (merge) {
       last.step = audit.current_step() - 1;
+      group->barrier()->wait();
       const auto t = Clock::now();
       merge->merge(last);
       merged = seconds_since(t);
@@ -122,7 +126,9 @@ int main(int argc, char** argv) {
               std::thread::hardware_concurrency(), steps);
   double share[5] = {0, 0, 0, 0, 0};
   for (int world : {1, 2, 4}) {
-    const std::string dir = gradscope::test::make_temp_dir("gs-bench-dist");
+    const gradscope::test::TempDir scratch("gs-bench-dist");
+    const std::string& dir = scratch.path;
+    for (const char* sub : {"/big", "/small"}) std::filesystem::create_directory(dir + sub);  // a store each
     const std::vector<int> codes = gradscope::test::wait_workers(gradscope::test::start_workers("bench", world, dir), 600);
     for (int c : codes)
       if (c != 0) {

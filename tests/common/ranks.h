@@ -34,6 +34,18 @@ inline std::string make_temp_dir(const std::string& prefix) {
   return pattern;
 }
 
+/// A make_temp_dir() directory, removed with everything in it when this goes.
+struct TempDir {
+  explicit TempDir(const std::string& prefix) : path(make_temp_dir(prefix)) {}
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string path;
+};
+
 /// Starts `world` workers of this program running `scenario`; their pids in rank order.
 inline std::vector<pid_t> start_workers(const std::string& scenario, int world, const std::string& dir,
                                         const std::vector<std::string>& extra = {}) {

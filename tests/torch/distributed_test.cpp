@@ -19,9 +19,11 @@
 #include "../common/ranks.h"
 #include "../common/require_data.h"
 #include "digits.h"
+#include "gradscope/io/json.h"
 #include "gradscope/io/run_reader.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/io/saved_report.h"
+#include "gradscope/io/table.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::torch {
@@ -213,7 +215,8 @@ std::vector<int> run_job(const std::string& scenario, int world, const std::stri
 
 // The reference: one process, fed the batches of all `world` ranks at once.
 Seen one_process(int world) {
-  const std::string dir = test::make_temp_dir("gs-dist-ref");
+  const test::TempDir scratch("gs-dist-ref");
+  const std::string& dir = scratch.path;
   EXPECT_EQ(run_small("single:" + std::to_string(world), 0, 0, dir), 0);
   return read_seen(dir + "/rank0.txt");
 }
@@ -227,7 +230,8 @@ class MergedRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) {
   const int world = GetParam();
-  const std::string dir = test::make_temp_dir("gs-dist");
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
   EXPECT_THAT(run_job("reduce", world, dir), ::testing::Each(0));
   const Seen ref = one_process(world);
   ASSERT_EQ(ref.records.size(), static_cast<std::size_t>(kSteps * kPerStep));
@@ -274,7 +278,8 @@ TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) {
 INSTANTIATE_TEST_SUITE_P(Distributed, MergedRanks, ::testing::Values(2, 4));
 
 TEST(Distributed, GradientsThatDifferAcrossRanksAreMergedNotDeduplicated) {
-  const std::string dir = test::make_temp_dir("gs-dist");
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
   EXPECT_THAT(run_job("local", 2, dir), ::testing::Each(0));
   const Seen got = read_seen(dir + "/rank0.txt");
   // Without the all-reduce each rank's first-step gradient is its own: both count.
@@ -284,7 +289,8 @@ TEST(Distributed, GradientsThatDifferAcrossRanksAreMergedNotDeduplicated) {
 }
 
 TEST(Distributed, NanOnRankTwoIsReportedWithItsRankAndNode) {
-  const std::string dir = test::make_temp_dir("gs-dist");
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
   EXPECT_THAT(run_job("nan", 4, dir), ::testing::Each(0));
   for (int r = 0; r < 4; ++r) {
     const std::string origin = read_seen(dir + "/rank" + std::to_string(r) + ".txt").origin;
@@ -298,13 +304,21 @@ TEST(Distributed, NanOnRankTwoIsReportedWithItsRankAndNode) {
   EXPECT_EQ(saved.nonfinite_origin.step, 2);
   EXPECT_EQ(saved.nonfinite_origin.node, "0");
   EXPECT_EQ(saved.nonfinite_origin.rank, 2);
+  EXPECT_THAT(render_table(saved), HasSubstr(", rank 2)\n"));
+  EXPECT_THAT(render_json(saved, -1), HasSubstr("\"rank\":2"));
+  // Runs without ranks render as before.
+  Report one = saved;
+  one.nonfinite_origin.rank = -1;
+  EXPECT_THAT(render_table(one), ::testing::Not(HasSubstr(", rank ")));
+  EXPECT_THAT(render_json(one, -1), ::testing::Not(HasSubstr("\"rank\"")));
 }
 
 TEST(Distributed, RanksWithOtherNodesFailNamingTheDifference) {
   for (const auto& [mode, want] : std::vector<std::pair<std::string, std::string>>{
            {"extra", "ranks disagree on the nodes: rank 1 has '3' (Double[4, 4], Double[4]) that rank 0 lacks"},
            {"float", "'0' is Double[8, 6], Double[8] on rank 0 but Float[8, 6], Float[8] on rank 1"}}) {
-    const std::string dir = test::make_temp_dir("gs-dist");
+    const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
     EXPECT_THAT(run_job(mode, 2, dir), ::testing::Each(3)) << mode;
     for (int r = 0; r < 2; ++r)
       EXPECT_THAT(read_seen(dir + "/rank" + std::to_string(r) + ".err").error, HasSubstr(want)) << mode;
@@ -312,7 +326,8 @@ TEST(Distributed, RanksWithOtherNodesFailNamingTheDifference) {
 }
 
 TEST(Distributed, KilledRankFailsTheOthersAndTheRunStaysReadable) {
-  const std::string dir = test::make_temp_dir("gs-dist");
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
   const std::vector<int> codes = run_job("die", 2, dir);
   EXPECT_EQ(codes[0], 3);
   EXPECT_EQ(codes[1], 7);
@@ -328,7 +343,8 @@ TEST(Distributed, KilledRankFailsTheOthersAndTheRunStaysReadable) {
 }
 
 TEST(Distributed, StalledRankFailsTheOthersWithinTheTimeout) {
-  const std::string dir = test::make_temp_dir("gs-dist");
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
   const auto pids = test::start_workers("stall", 2, dir);
   const std::vector<int> first = test::wait_workers({pids[0]}, 30);
   test::wait_workers({pids[1]}, 0);  // still asleep: killed
@@ -341,12 +357,14 @@ TEST(Distributed, StalledRankFailsTheOthersWithinTheTimeout) {
 
 TEST(Distributed, DataParallelDigitsGiveTheOneProcessReport) {
   GRADSCOPE_REQUIRE_DATA(data_dir() + "/digits.csv");
-  const std::string ref_dir = test::make_temp_dir("gs-dist-ref");
+  const test::TempDir ref_scratch("gs-dist-ref");
+  const std::string& ref_dir = ref_scratch.path;
   ASSERT_EQ(run_digits(0, 0, ref_dir, data_dir() + "/digits.csv"), 0);
   const Seen ref = read_seen(ref_dir + "/rank0.txt");
   ASSERT_EQ(ref.flags.size(), 3u);
   for (int world : {2, 4}) {
-    const std::string dir = test::make_temp_dir("gs-dist");
+    const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
     EXPECT_THAT(run_job("digits", world, dir, {data_dir() + "/digits.csv"}), ::testing::Each(0));
     const Seen got = read_seen(dir + "/rank0.txt");
     EXPECT_EQ(got.flags, ref.flags) << world << " ranks";
