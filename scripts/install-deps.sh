@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache pkg-config
   libtorch-dev            # the LibTorch adapter and the demo
+  libgloo-dev             # headers of LibTorch's c10d Gloo backend (many processes, docs/distributed.md)
   libopenblas0-pthread    # Debian's LibTorch links the reference BLAS; OpenBLAS takes over
                           # through update-alternatives: a 256x1024x1024 matmul went from
                           # ~1 s-per-step training to 168 GFLOPS on the 2-core machine

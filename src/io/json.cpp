@@ -66,10 +66,11 @@ std::string render_json(const Report& report, int indent) {
   nlohmann::json worst = nlohmann::json::array();
   for (const NodeReport* n : report.flagged_worst_first()) worst.push_back(n->node);
   const NonFiniteOrigin& o = report.nonfinite_origin;
-  const nlohmann::json origin =
+  nlohmann::json origin =
       o.found() ? nlohmann::json{{"step", o.step}, {"node", o.node}, {"phase", o.phase},
                                  {"site", site_name(o.site)}}
                 : nlohmann::json();
+  if (o.found() && o.rank >= 0) origin["rank"] = o.rank;  // merged across ranks only
   nlohmann::json doc = {{"gradscope_report",
                          {{"healthy", report.healthy()},
                           {"nonfinite_origin", origin},

@@ -235,6 +235,8 @@ void RunReader::refresh_metadata() {
         has_version = true;
       }
       else if (key == "queue_waits") m.queue_waits = integer();
+      else if (key == "world_size") m.world_size = integer();
+      else if (key == "backend") m.backend = value;
       else if (key == "thresholds") {
         try {
           m.thresholds = thresholds_from_json(value);

@@ -76,6 +76,9 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
     put_meta(db, "gradscope_version", kVersion);
     put_meta(db, "thresholds", thresholds_to_json(options_.thresholds));
     put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
+    // New keys in the key-value table: older readers skip them, older runs read as one process.
+    put_meta(db, "world_size", std::to_string(options_.world_size));
+    put_meta(db, "backend", options_.backend);
     put_meta(db, internal::kStepRowsKey, "0");
     put_meta(db, internal::kChannelRowsKey, "0");
     put_meta(db, internal::kSimilarityRowsKey, "0");

@@ -87,8 +87,9 @@ std::string render_table(const Report& report, bool with_verdict) {
   }
   const NonFiniteOrigin& o = report.nonfinite_origin;
   if (o.found())
-    out += fmt::format("\nnon-finite values first appeared at step {} in {} ({}, {})\n", o.step,
-                       terminal_text(o.node), o.phase, site_name(o.site));
+    out += fmt::format("\nnon-finite values first appeared at step {} in {} ({}, {}{})\n", o.step,
+                       terminal_text(o.node), o.phase, site_name(o.site),
+                       o.rank >= 0 ? fmt::format(", rank {}", o.rank) : std::string());
   if (with_verdict) out += "\n" + render_verdict(report) + "\n";
   return out;
 }

@@ -181,6 +181,7 @@ Audit::Audit(std::shared_ptr<::torch::nn::Module> model, AuditOptions options)
     if (!child.value()->parameters(/*recurse=*/true).empty()) nodes.emplace_back(child.key(), child.value());
   if (nodes.empty()) nodes.emplace_back("model", model);
   init_nodes(*state_, nodes);
+  state_->init_ranks();
   install_order_hooks(state_);
 }
 
@@ -189,6 +190,7 @@ Audit::Audit(std::vector<std::pair<std::string, std::shared_ptr<::torch::nn::Mod
     : state_(std::make_shared<State>()) {
   state_->options = std::move(options);
   init_nodes(*state_, nodes);
+  state_->init_ranks();
   install_order_hooks(state_);
 }
 

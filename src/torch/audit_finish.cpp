@@ -5,7 +5,7 @@ namespace gradscope::torch {
 
 void Audit::finish() const {
   RunSink* sink = state_->options.sink;
-  if (!sink) return;
+  if (!sink || !state_->writes_run()) return;  // many processes: rank 0 writes the run
   RunSummary summary;
   summary.thresholds = state_->options.thresholds;
   summary.architecture = architecture();

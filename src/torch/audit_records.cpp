@@ -86,6 +86,8 @@ Report Audit::report() const {
   ReportBuilder builder = s.judged;
   s.judge_into(builder, s.current);
   Report report = builder.build(order);
+  const NonFiniteOrigin& o = report.nonfinite_origin;
+  if (s.ranks && o.found()) report.nonfinite_origin.rank = s.ranks->nonfinite_rank(o.step, o.node, o.site);
   for (NodeReport& n : report.nodes) {
     const auto it = s.by_id.find(n.node);
     if (it == s.by_id.end()) continue;

@@ -87,6 +87,8 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
     bool any_grad = false, any_value = false, any_frozen = false, any_update = false;
   };
   std::vector<EntrySums> sums;
+  // Many processes: merges each ended step across ranks (audit_distributed.cpp).
+  std::unique_ptr<RankMerge> ranks;
   std::vector<char> snapshotted, had_grad;
 
   bool audited() const { return step % options.sample_every == 0; }
@@ -107,6 +109,12 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   /// Moves the pending parameter-gradient histograms into the step. Call with `mutex` held.
   void end_param_histograms();
   int add_entry(std::string id, ModulePtr module, int parent);
+  /// With a process group: makes `ranks` from the nodes (audit_distributed.cpp).
+  void init_ranks();
+  /// With a process group: replaces the step's records by the job's (one collective).
+  void merge_ranks(int64_t at_step);
+  /// Whether this process hands the run to the sink: rank 0, or no process group.
+  bool writes_run() const { return !ranks || ranks->job().rank == 0; }
   /// Judges, keeps and returns the step's measurements (valid until the next end_step).
   const StepRecords& end_step();
   /// Adds a step's measurements to `builder`. Records of a step the builder has already passed

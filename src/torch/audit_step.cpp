@@ -152,11 +152,12 @@ void Audit::step(const std::function<void()>& apply_update) {
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
   s.order_hooks.clear();
+  s.merge_ranks(step);  // many processes: the job's records from here on
   const StepRecords& this_step = s.end_step();  // judged and kept (audit_records.cpp)
   ++s.step;
   lock.unlock();  // the callbacks may call back into the audit
   if (s.options.on_step) s.options.on_step(this_step.records);
-  if (s.options.sink) s.options.sink->add_step(this_step);
+  if (s.options.sink && s.writes_run()) s.options.sink->add_step(this_step);
 }
 
 }  // namespace gradscope::torch

@@ -33,9 +33,9 @@ inline ::testing::AssertionResult same_report(const Report& a, const Report& b) 
   if (a.nodes.size() != b.nodes.size())
     return differ("node count", std::to_string(a.nodes.size()), std::to_string(b.nodes.size()));
   const NonFiniteOrigin &oa = a.nonfinite_origin, &ob = b.nonfinite_origin;
-  if (oa.step != ob.step || oa.node != ob.node || oa.phase != ob.phase || oa.site != ob.site)
-    return differ("nonfinite origin", std::to_string(oa.step) + " " + oa.node + " " + oa.phase,
-                  std::to_string(ob.step) + " " + ob.node + " " + ob.phase);
+  if (oa.step != ob.step || oa.node != ob.node || oa.phase != ob.phase || oa.site != ob.site || oa.rank != ob.rank)
+    return differ("nonfinite origin", std::to_string(oa.step) + " " + oa.node + " " + oa.phase + " rank " + std::to_string(oa.rank),
+                  std::to_string(ob.step) + " " + ob.node + " " + ob.phase + " rank " + std::to_string(ob.rank));
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
     const NodeReport &x = a.nodes[i], &y = b.nodes[i];
     const std::string at = "node " + std::to_string(i) + " '" + x.node + "' ";

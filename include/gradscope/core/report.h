@@ -57,6 +57,7 @@ struct NonFiniteOrigin {
   std::string node;
   std::string phase;  ///< "forward" or "backward"
   Site site = Site::kActivation;
+  int64_t rank = -1;  ///< many processes: the lowest rank that saw them there; -1: one process
   bool found() const { return step >= 0; }
 };
 

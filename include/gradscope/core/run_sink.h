@@ -44,6 +44,8 @@ struct NodeValue {
 
 /// NodeValue name of NodeReport::grad_snr.
 inline constexpr const char* kGradSnr = "grad_snr";
+/// NodeValue name of NonFiniteOrigin::rank, on the origin's node (runs merged across ranks).
+inline constexpr const char* kNonFiniteRank = "nonfinite_rank";
 
 /// What an adapter knows of the whole run once it has finished.
 struct RunSummary {
@@ -64,7 +66,7 @@ class RunSink {
 };
 
 /// The per-node values a report holds that the records do not (NodeReport::grad_snr where set),
-/// in report order.
+/// in report order, then the NaN/Inf origin's rank when known.
 std::vector<NodeValue> node_values(const Report& report);
 
 /// Puts `values` back into `report`'s nodes (the inverse of node_values); values of nodes the

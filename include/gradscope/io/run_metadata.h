@@ -31,6 +31,8 @@ struct RunMetadata {
   std::string end_time;           ///< empty while running, or when the writer was killed
   int64_t schema_version = kRunSchemaVersion;
   int64_t queue_waits = 0;        ///< times the training thread waited on a full queue
+  int64_t world_size = 1;         ///< processes whose statistics the run merges (1 before issue 16)
+  std::string backend;            ///< their c10d backend ("gloo"); empty for one process
 };
 
 /// The database file of a run: `run` itself when it is a file, else `run/run.db`.

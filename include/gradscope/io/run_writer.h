@@ -51,6 +51,8 @@ struct RunWriterOptions {
   std::size_t queue_capacity = 1 << 16;  ///< records in flight before add() waits
   bool overwrite = false;             ///< replace an existing run instead of failing
   bool durable = false;               ///< fsync every commit (synchronous=FULL)
+  int64_t world_size = 1;             ///< recorded: processes merged into the run (rank 0 writes)
+  std::string backend;                ///< recorded: their c10d backend, e.g. "gloo"
 };
 
 /// Writes one run. add/end_step/commit/close/add_step/set_summary are for one producer thread.

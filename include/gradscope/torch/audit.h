@@ -32,6 +32,7 @@
 #include "gradscope/core/record.h"
 #include "gradscope/core/report.h"
 #include "gradscope/core/run_sink.h"
+#include "gradscope/torch/distributed.h"
 #include "gradscope/torch/scope.h"
 
 namespace gradscope::torch {
@@ -96,6 +97,12 @@ struct AuditOptions {
   /// run's summary from finish(): e.g. a RunWriter, so the saved run holds the whole report.
   /// Not owned; it must outlive the audit's last step() and finish().
   RunSink* sink = nullptr;
+  /// Many processes (docs/distributed.md): every audited step's records are merged across the
+  /// group's ranks, so records(), report() and on_step describe the whole job on every rank.
+  /// Only rank 0 hands steps and the summary to `sink`. Every rank constructs its Audit (a
+  /// collective: it checks that all audit the same nodes, dtypes and shapes, else throws Error
+  /// naming the difference) and step()s the same steps.
+  ProcessGroupPtr process_group;
 };
 
 class Audit {

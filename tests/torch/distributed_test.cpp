@@ -1,0 +1,392 @@
+// Audit across processes (issue 16): 2 and 4 worker processes of this program on loopback
+// (FileStore + ProcessGroupGloo) against one process fed the same batches. Each worker writes
+// what its audit saw to <dir>/rank<r>.txt; the test reads those files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "../common/ranks.h"
+#include "../common/require_data.h"
+#include "digits.h"
+#include "gradscope/io/json.h"
+#include "gradscope/io/run_reader.h"
+#include "gradscope/io/run_writer.h"
+#include "gradscope/io/saved_report.h"
+#include "gradscope/io/table.h"
+#include "gradscope/torch/audit.h"
+
+namespace gradscope::torch {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+constexpr int64_t kRows = 6;   // rows per rank and step
+constexpr int kSteps = 4;
+// Records a step: node "0" has its pre-activation (Tanh follows) besides the activation,
+// output gradient, parameter gradient, parameters and update; node "2" has those five.
+constexpr int64_t kPerStep = 11;
+
+// What one audit saw: its records by (step, node, site), flags by node, and where NaN began.
+struct Seen {
+  std::map<std::string, Stats> records;
+  std::map<std::string, std::string> flags;
+  std::string origin, error;
+  double error_seconds = -1;
+};
+
+std::string key(int64_t step, const std::string& node, Site site) {
+  return std::to_string(step) + " " + node + " " + site_name(site);
+}
+
+void write_seen(const Audit& audit, const std::string& path) {
+  std::ofstream out(path);
+  char line[512];
+  for (const Record& r : audit.records()) {
+    const Stats& s = r.stats;
+    std::snprintf(line, sizeof line,
+                  "R %" PRId64 " %s %d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
+                  " %" PRId64 " %a %a %a %a %a %a\n",
+                  r.step, r.node.c_str(), static_cast<int>(r.site), s.count, s.finite, s.nan, s.pos_inf,
+                  s.neg_inf, s.zero, s.saturated, s.sum, s.sum_sq, s.sum_abs, s.min, s.max, s.max_abs);
+    out << line;
+  }
+  const Report report = audit.report();
+  for (const NodeReport& n : report.nodes) out << "F " << n.node << " " << n.flags_label() << "\n";
+  const NonFiniteOrigin& o = report.nonfinite_origin;
+  if (o.found()) out << "O " << o.step << " " << o.node << " " << site_name(o.site) << " " << o.rank << "\n";
+}
+
+Seen read_seen(const std::string& path) {
+  Seen seen;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line.substr(std::min<std::size_t>(2, line.size())));
+    if (line[0] == 'R') {
+      int64_t step;
+      std::string node;
+      int site;
+      Stats s;
+      std::string d[6];
+      f >> step >> node >> site >> s.count >> s.finite >> s.nan >> s.pos_inf >> s.neg_inf >> s.zero >> s.saturated;
+      for (std::string& x : d) f >> x;
+      double* v[6] = {&s.sum, &s.sum_sq, &s.sum_abs, &s.min, &s.max, &s.max_abs};
+      for (int i = 0; i < 6; ++i) *v[i] = std::strtod(d[i].c_str(), nullptr);
+      seen.records[key(step, node, static_cast<Site>(site))] = s;
+    } else if (line[0] == 'F') {
+      std::string node, flags;
+      f >> node >> flags;
+      seen.flags[node] = flags;
+    } else if (line[0] == 'O') {
+      seen.origin = line.substr(2);
+    } else if (line[0] == 'E') {
+      seen.error = line.substr(2);
+    } else if (line[0] == 'T') {
+      f >> seen.error_seconds;
+    }
+  }
+  return seen;
+}
+
+::torch::nn::Sequential small_model(bool extra_layer, bool as_float) {
+  ::torch::manual_seed(1);  // every rank starts from the same weights
+  ::torch::nn::Sequential m(::torch::nn::Linear(6, 8), ::torch::nn::Tanh(), ::torch::nn::Linear(8, 4));
+  if (extra_layer) m->push_back(::torch::nn::Linear(4, 4));
+  m->to(as_float ? at::kFloat : at::kDouble);
+  return m;
+}
+
+// Step `step`'s batch of the whole job: the same on every rank, which takes its own rows.
+at::Tensor job_batch(int step, int world) {
+  ::torch::manual_seed(100 + step);
+  return ::torch::randn({world * kRows, 6}, at::kDouble) * 2;
+}
+
+void all_reduce_grads(c10d::ProcessGroup& group, ::torch::nn::Module& model, double scale) {
+  for (at::Tensor& p : model.parameters()) {
+    std::vector<at::Tensor> grads{p.grad()};
+    group.allreduce(grads)->wait();
+    if (scale != 1) p.grad().mul_(scale);
+  }
+}
+
+// Worker (and, with no group, the one-process reference): kSteps audited steps of the small
+// model on this rank's rows. `mode`: "reduce" (gradients summed through the group), "local"
+// (not), "nan" (rank 2 feeds a NaN at step 2), "extra"/"float" (rank 1 builds another model),
+// "die"/"stall" (rank 1 exits / sleeps before its step 2's merge).
+int run_small(const std::string& mode, int rank, int world, const std::string& dir) {
+  const bool single = world == 0;
+  const int job = single ? std::stoi(mode.substr(mode.find(':') + 1)) : world;
+  ProcessGroupPtr group;
+  if (!single)
+    group = test::make_group(dir, rank, world, std::chrono::milliseconds(mode == "stall" ? 1500 : 10000));
+  auto model = small_model(mode == "extra" && rank == 1, mode == "float" && rank == 1);
+  ::torch::optim::SGD sgd(model->parameters(), 0.05);
+  std::unique_ptr<RunWriter> run;
+  if (rank == 0 && !single) {
+    RunWriterOptions o;
+    o.world_size = world;
+    o.backend = job_info(group).backend;
+    run = std::make_unique<RunWriter>(dir + "/run", o);
+  }
+  AuditOptions options;
+  options.process_group = group;
+  options.sink = run.get();
+  std::ofstream err(dir + "/rank" + std::to_string(rank) + ".err");
+  try {
+    Audit audit(model, options);
+    for (int step = 0; step < kSteps; ++step) {
+      at::Tensor x = job_batch(step, job).to(model->parameters()[0].scalar_type());
+      if (!single) x = x.narrow(0, rank * kRows, kRows).clone();
+      if (mode == "nan" && rank == 2 && step == 2) x[1][3] = NAN;
+      sgd.zero_grad();
+      at::Tensor y = audit.forward(model, x);
+      (y * y).sum().mul(0.5).backward();
+      if (mode != "local" && !single) all_reduce_grads(*group, *model, 1);
+      if (rank == 1 && step == 2 && mode == "die") _exit(7);
+      if (rank == 1 && step == 2 && mode == "stall") std::this_thread::sleep_for(std::chrono::seconds(60));
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        audit.step(sgd);
+      } catch (const Error& e) {
+        err << "E " << e.what() << "\nT "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "\n";
+        if (run) run->close();  // what is committed stays readable
+        return 3;
+      }
+    }
+    audit.finish();
+    write_seen(audit, dir + "/rank" + std::to_string(rank) + ".txt");
+  } catch (const Error& e) {
+    err << "E " << e.what() << "\n";
+    return 3;
+  }
+  if (run) run->close();
+  return 0;
+}
+
+// The data-parallel MLP on the digits: each rank a quarter (or half) of a 64-row batch, the
+// mean loss of its rows, gradients averaged through the group; world 0: the whole batch.
+int run_digits(int rank, int world, const std::string& dir, const std::string& data) {
+  const cli::Digits d = cli::load_digits(data, 0.2, 7);
+  ProcessGroupPtr group;
+  if (world > 0) group = test::make_group(dir, rank, world, std::chrono::milliseconds(10000));
+  ::torch::manual_seed(3);
+  ::torch::nn::Sequential model(::torch::nn::Linear(64, 32), ::torch::nn::ReLU(), ::torch::nn::Linear(32, 32),
+                                ::torch::nn::ReLU(), ::torch::nn::Linear(32, 10));
+  ::torch::optim::SGD sgd(model->parameters(), 0.1);
+  AuditOptions options;
+  options.process_group = group;
+  Audit audit(model, options);
+  constexpr int64_t kBatch = 64;
+  const int64_t share = world > 0 ? kBatch / world : kBatch;
+  for (int step = 0; step < 40; ++step) {
+    const int64_t begin = (step * kBatch) % (d.x_train.size(0) - kBatch) + (world > 0 ? rank * share : 0);
+    sgd.zero_grad();
+    at::Tensor y = audit.forward(model, d.x_train.narrow(0, begin, share));
+    ::torch::nn::functional::cross_entropy(y, d.y_train.narrow(0, begin, share)).backward();
+    if (world > 0) all_reduce_grads(*group, *model, 1.0 / world);
+    audit.step(sgd);
+  }
+  write_seen(audit, dir + "/rank" + std::to_string(world > 0 ? rank : 0) + ".txt");
+  return 0;
+}
+
+std::string data_dir() {
+  const char* env = std::getenv("GRADSCOPE_DATA_DIR");
+  return env ? env : GRADSCOPE_DEFAULT_DATA_DIR;
+}
+
+// Runs `scenario` on `world` workers; their exit codes.
+std::vector<int> run_job(const std::string& scenario, int world, const std::string& dir,
+                         const std::vector<std::string>& extra = {}) {
+  return test::wait_workers(test::start_workers(scenario, world, dir, extra), 120);
+}
+
+// The reference: one process, fed the batches of all `world` ranks at once.
+Seen one_process(int world) {
+  const test::TempDir scratch("gs-dist-ref");
+  const std::string& dir = scratch.path;
+  EXPECT_EQ(run_small("single:" + std::to_string(world), 0, 0, dir), 0);
+  return read_seen(dir + "/rank0.txt");
+}
+
+void expect_close(double a, double b, double rel, const std::string& what) {
+  if (a == b) return;  // also +-Inf
+  EXPECT_LE(std::abs(a - b), rel * std::max(std::abs(a), std::abs(b))) << what << ": " << a << " vs " << b;
+}
+
+class MergedRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) {
+  const int world = GetParam();
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  EXPECT_THAT(run_job("reduce", world, dir), ::testing::Each(0));
+  const Seen ref = one_process(world);
+  ASSERT_EQ(ref.records.size(), static_cast<std::size_t>(kSteps * kPerStep));
+  for (int r = 0; r < world; ++r) {
+    const Seen got = read_seen(dir + "/rank" + std::to_string(r) + ".txt");
+    ASSERT_EQ(got.records.size(), ref.records.size()) << "rank " << r;
+    for (const auto& [k, want] : ref.records) {
+      ASSERT_TRUE(got.records.count(k)) << k;
+      const Stats& s = got.records.at(k);
+      EXPECT_EQ(s.count, want.count) << k;  // parameter sites counted once, not `world` times
+      EXPECT_EQ(s.finite, want.finite) << k;
+      EXPECT_EQ(s.zero, want.zero) << k;
+      EXPECT_EQ(s.saturated, want.saturated) << k;
+      EXPECT_EQ(s.nan + s.pos_inf + s.neg_inf, 0) << k;
+      // At step 0 (the same weights everywhere) activations and output gradients are the same
+      // numbers in both, row by row: min and max exact. The ranks' summed gradients differ from
+      // the one process's in rounding, and so, from step 1 on, does everything they change.
+      const bool exact = k.rfind("0 ", 0) == 0 && (k.find("activation") != std::string::npos ||
+                                                   k.find("output_grad") != std::string::npos);
+      const double rel = exact ? 0 : 1e-12;
+      expect_close(s.min, want.min, rel, k + " min");
+      expect_close(s.max, want.max, rel, k + " max");
+      expect_close(s.max_abs, want.max_abs, rel, k + " max_abs");
+      expect_close(s.sum, want.sum, 1e-12, k + " sum");
+      expect_close(s.sum_sq, want.sum_sq, 1e-12, k + " sum_sq");
+      expect_close(s.sum_abs, want.sum_abs, 1e-12, k + " sum_abs");
+    }
+    EXPECT_EQ(got.flags, ref.flags) << "rank " << r;
+    EXPECT_TRUE(got.origin.empty());
+  }
+  // Rank 0 wrote the run, with the job in its metadata; the run's report is rank 0's.
+  RunReader reader(dir + "/run");
+  EXPECT_EQ(reader.metadata().world_size, world);
+  EXPECT_EQ(reader.metadata().backend, "gloo");
+  EXPECT_EQ(reader.step_count(), kSteps);
+  int64_t records = 0;
+  reader.for_each([&](const Record&) { ++records; });
+  EXPECT_EQ(records, kSteps * kPerStep);
+  int runs = 0;  // only rank 0 writes a run (beside each rank's .txt and .err)
+  for (const auto& entry : fs::directory_iterator(dir)) runs += entry.is_directory();
+  EXPECT_EQ(runs, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Distributed, MergedRanks, ::testing::Values(2, 4));
+
+TEST(Distributed, GradientsThatDifferAcrossRanksAreMergedNotDeduplicated) {
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  EXPECT_THAT(run_job("local", 2, dir), ::testing::Each(0));
+  const Seen got = read_seen(dir + "/rank0.txt");
+  // Without the all-reduce each rank's first-step gradient is its own: both count.
+  EXPECT_EQ(got.records.at(key(0, "0", Site::kParamGrad)).count, 2 * (8 * 6 + 8));
+  // The parameters were equal before the first update (same seed): counted once.
+  EXPECT_EQ(got.records.at(key(0, "0", Site::kParam)).count, 8 * 6 + 8);
+}
+
+TEST(Distributed, NanOnRankTwoIsReportedWithItsRankAndNode) {
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  EXPECT_THAT(run_job("nan", 4, dir), ::testing::Each(0));
+  for (int r = 0; r < 4; ++r) {
+    const std::string origin = read_seen(dir + "/rank" + std::to_string(r) + ".txt").origin;
+    EXPECT_THAT(origin, ::testing::MatchesRegex("2 0 [a-z_]*activation 2")) << "rank " << r;  // step node site rank
+  }
+  // The saved run keeps the rank (a node value row, readable by older builds).
+  RunReader reader(dir + "/run");
+  SavedReportBuilder builder(reader.summary());
+  reader.for_each(builder.visitor());
+  const Report saved = builder.build();
+  EXPECT_EQ(saved.nonfinite_origin.step, 2);
+  EXPECT_EQ(saved.nonfinite_origin.node, "0");
+  EXPECT_EQ(saved.nonfinite_origin.rank, 2);
+  EXPECT_THAT(render_table(saved), HasSubstr(", rank 2)\n"));
+  EXPECT_THAT(render_json(saved, -1), HasSubstr("\"rank\":2"));
+  // Runs without ranks render as before.
+  Report one = saved;
+  one.nonfinite_origin.rank = -1;
+  EXPECT_THAT(render_table(one), ::testing::Not(HasSubstr(", rank ")));
+  EXPECT_THAT(render_json(one, -1), ::testing::Not(HasSubstr("\"rank\"")));
+}
+
+TEST(Distributed, RanksWithOtherNodesFailNamingTheDifference) {
+  for (const auto& [mode, want] : std::vector<std::pair<std::string, std::string>>{
+           {"extra", "ranks disagree on the nodes: rank 1 has '3' (Double[4, 4], Double[4]) that rank 0 lacks"},
+           {"float", "'0' is Double[8, 6], Double[8] on rank 0 but Float[8, 6], Float[8] on rank 1"}}) {
+    const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+    EXPECT_THAT(run_job(mode, 2, dir), ::testing::Each(3)) << mode;
+    for (int r = 0; r < 2; ++r)
+      EXPECT_THAT(read_seen(dir + "/rank" + std::to_string(r) + ".err").error, HasSubstr(want)) << mode;
+  }
+}
+
+TEST(Distributed, KilledRankFailsTheOthersAndTheRunStaysReadable) {
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  const std::vector<int> codes = run_job("die", 2, dir);
+  EXPECT_EQ(codes[0], 3);
+  EXPECT_EQ(codes[1], 7);
+  const Seen rank0 = read_seen(dir + "/rank0.err");
+  EXPECT_THAT(rank0.error, HasSubstr("audit: rank 0 of 2 (gloo): the merge of step 2 failed; a rank died"));
+  EXPECT_GE(rank0.error_seconds, 0);
+  EXPECT_LT(rank0.error_seconds, 10.0);  // the group's timeout
+  RunReader reader(dir + "/run");        // the two whole steps before the failed one
+  EXPECT_EQ(reader.step_count(), 2);
+  int64_t records = 0;
+  reader.for_each([&](const Record& r) { records += r.step < 2; });
+  EXPECT_EQ(records, 2 * kPerStep);
+}
+
+TEST(Distributed, StalledRankFailsTheOthersWithinTheTimeout) {
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  const auto pids = test::start_workers("stall", 2, dir);
+  const std::vector<int> first = test::wait_workers({pids[0]}, 30);
+  test::wait_workers({pids[1]}, 0);  // still asleep: killed
+  EXPECT_EQ(first[0], 3);
+  const Seen rank0 = read_seen(dir + "/rank0.err");
+  EXPECT_THAT(rank0.error, HasSubstr("the merge of step 2 failed"));
+  EXPECT_GT(rank0.error_seconds, 1.0);  // waited for the 1.5 s timeout ...
+  EXPECT_LT(rank0.error_seconds, 6.0);  // ... and not for the sleeper
+}
+
+TEST(Distributed, DataParallelDigitsGiveTheOneProcessReport) {
+  GRADSCOPE_REQUIRE_DATA(data_dir() + "/digits.csv");
+  const test::TempDir ref_scratch("gs-dist-ref");
+  const std::string& ref_dir = ref_scratch.path;
+  ASSERT_EQ(run_digits(0, 0, ref_dir, data_dir() + "/digits.csv"), 0);
+  const Seen ref = read_seen(ref_dir + "/rank0.txt");
+  ASSERT_EQ(ref.flags.size(), 3u);
+  for (int world : {2, 4}) {
+    const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+    EXPECT_THAT(run_job("digits", world, dir, {data_dir() + "/digits.csv"}), ::testing::Each(0));
+    const Seen got = read_seen(dir + "/rank0.txt");
+    EXPECT_EQ(got.flags, ref.flags) << world << " ranks";
+    // The averaged gradients are the whole batch's up to float32 rounding.
+    for (int step : {0, 39}) {
+      const std::string k = key(step, "4", Site::kParamGrad);
+      EXPECT_EQ(got.records.at(k).count, ref.records.at(k).count);
+      expect_close(got.records.at(k).l2(), ref.records.at(k).l2(), 1e-3, k);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gradscope::torch
+
+int main(int argc, char** argv) {
+  if (argc >= 6 && std::string(argv[1]) == gradscope::test::kRankWorker) {
+    const std::string scenario = argv[2];
+    const int rank = std::stoi(argv[3]), world = std::stoi(argv[4]);
+    if (scenario == "digits") return gradscope::torch::run_digits(rank, world, argv[5], argv[6]);
+    return gradscope::torch::run_small(scenario, rank, world, argv[5]);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
