@@ -47,20 +47,26 @@ RankMerge::RankMerge(ProcessGroupPtr group, std::string who, std::vector<std::st
   check_nodes();
 }
 
-std::vector<at::Tensor> RankMerge::gather(const at::Tensor& mine, const std::string& what) const {
+std::vector<at::Tensor> allgather_buffer(const ProcessGroupPtr& group, const at::Tensor& mine,
+                                         const std::string& who, const std::string& what) {
+  const JobInfo job = job_info(group);
   std::vector<std::vector<at::Tensor>> out(1);
-  for (int r = 0; r < job_.world_size; ++r) out[0].push_back(at::empty_like(mine));
+  for (int r = 0; r < job.world_size; ++r) out[0].push_back(at::empty_like(mine));
   std::vector<at::Tensor> in{mine};
   try {
-    group_->allgather(out, in)->wait();
+    group->allgather(out, in)->wait();
   } catch (const std::exception& e) {
     // Gloo reports a dead peer at once ("connection closed by peer") and a stalled one when the
     // group's timeout passes; either way this rank cannot go on with the job's statistics.
-    throw Error(who_ + ": rank " + std::to_string(job_.rank) + " of " + std::to_string(job_.world_size) + " (" +
-                job_.backend + "): " + what + " failed; a rank died or stalled past the process group's timeout: " +
+    throw Error(who + ": rank " + std::to_string(job.rank) + " of " + std::to_string(job.world_size) + " (" +
+                job.backend + "): " + what + " failed; a rank died or stalled past the process group's timeout: " +
                 e.what());
   }
   return std::move(out[0]);
+}
+
+std::vector<at::Tensor> RankMerge::gather(const at::Tensor& mine, const std::string& what) const {
+  return allgather_buffer(group_, mine, who_, what);
 }
 
 void RankMerge::check_nodes() {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace gradscope::torch {
 
@@ -56,6 +57,14 @@ void TouchedRows::build(std::vector<int64_t>& observed, std::vector<int64_t>& ne
   }
   observed.clear();
   negatives.clear();
+}
+
+void TouchedRows::assign(std::vector<int64_t> rows, std::vector<uint32_t> lookups,
+                         std::vector<uint32_t> negatives) {
+  rows_ = std::move(rows);
+  lookups_ = std::move(lookups);
+  negatives_ = std::move(negatives);
+  indexed_ = false;
 }
 
 int64_t TouchedRows::find(int64_t row) {

@@ -22,6 +22,8 @@ class TouchedRows {
   /// order) and cleared. Indices must be in [0, table_rows).
   void build(std::vector<int64_t>& observed, std::vector<int64_t>& negatives, int64_t padding_idx,
              int64_t table_rows);
+  /// Replaces the rows (ascending, unique) and their counts, e.g. by the job's across ranks.
+  void assign(std::vector<int64_t> rows, std::vector<uint32_t> lookups, std::vector<uint32_t> negatives);
   /// Touched rows, ascending.
   const std::vector<int64_t>& rows() const { return rows_; }
   /// Occurrences of rows()[k] in this step's batches (all roles), and as negatives.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "embedding_batch.h"
+#include "embedding_ranks.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/embedding.h"
 
@@ -33,11 +34,14 @@ struct EmbeddingTracker::State {
   TouchedRows touched;             // this step's rows, ascending, with their counts
   // Buffers of the tracked step, kept between steps so that a step allocates nothing:
   std::vector<const float*> grad_rows;  // row k's gradient (dim floats), empty if undefined
+  at::Tensor grad_keep;                 // what grad_rows point into when not the gradient itself
   std::vector<float> grad_sums;         // rows repeated in a sparse gradient, summed
   std::vector<float> zero_row;          // dim zeros: a touched row the gradient lacks
   std::vector<float> before;            // T x dim: the rows before the optimizer step
   std::vector<double> before_norm;      // their L2 norms
   std::vector<float> delta;             // one row's update (T x dim when on_step is set)
+  std::unique_ptr<EmbeddingRankMerge> ranks;  // with options.process_group
+  bool ranks_differ = false;                  // gradients differed across ranks (warned once)
   bool in_step = false;
   bool tracking = false;
   std::vector<std::pair<int64_t, double>> grad_norms;
@@ -63,6 +67,10 @@ struct EmbeddingTracker::State {
   Error forward_error(const at::Tensor& indices, const c10::Error& e) const;
   /// The touched rows as an int64 tensor (for LibTorch's gathers on the slow paths).
   at::Tensor touched_tensor() const;
+  /// Points grad_rows at each touched row's gradient in `grad` (empty when undefined).
+  void locate_gradients(const at::Tensor& grad);
+  /// Replaces the touched rows by the job's across ranks (options.process_group).
+  void merge_ranks(const at::Tensor& grad);
   /// Auto-fix (options.auto_fix): scales the gradient of touched zombie rows, boosts
   /// under-trained ones if asked, and reports each act to options.on_intervention.
   void auto_fix(at::Tensor grad);

@@ -50,6 +50,44 @@ at::Tensor EmbeddingTracker::State::touched_tensor() const {
       .clone();
 }
 
+// Where each touched row's gradient lies: in the dense gradient, in the sparse gradient's
+// values (summed where a row repeats), or in a gathered copy.
+void EmbeddingTracker::State::locate_gradients(const at::Tensor& grad) {
+  grad_rows.clear();
+  grad_keep = at::Tensor();
+  if (!grad.defined()) return;
+  const std::vector<int64_t>& t = touched.rows();
+  const auto T = static_cast<int64_t>(t.size());
+  const int64_t dim = rows.dim();
+  if (grad.is_sparse()) {
+    const at::Tensor gi = grad._indices().reshape({-1}).contiguous();
+    grad_keep = grad._values().to(at::kFloat).contiguous();
+    sparse_gradient_rows(touched, gi.data_ptr<int64_t>(), gi.numel(), grad_keep.data_ptr<float>(),
+                         dim, grad_sums, zero_row.data(), grad_rows);
+    return;
+  }
+  const float* g = direct_rows(grad);
+  const int64_t stride = g ? grad.stride(0) : dim;
+  if (!g) g = (grad_keep = gather(grad, touched_tensor())).data_ptr<float>();
+  grad_rows.resize(static_cast<std::size_t>(T));
+  for (int64_t k = 0; k < T; ++k) grad_rows[k] = g + (grad_keep.defined() ? k : t[k]) * stride;
+}
+
+// The job's touched rows. The gradient hashes ask whether the ranks hold the same gradient
+// (averaged); when they do not, each rank's state of a row uses its own gradient and values.
+void EmbeddingTracker::State::merge_ranks(const at::Tensor& grad) {
+  locate_gradients(grad);
+  std::vector<uint64_t> hashes(touched.rows().size(), 0);
+  for (std::size_t k = 0; k < grad_rows.size(); ++k) hashes[k] = hash_row(grad_rows[k], rows.dim());
+  const bool same = ranks->merge(step, rows.rows(), rows.dim(), touched, hashes);
+  if (!same && !ranks_differ) {
+    ranks_differ = true;
+    warn(who() + "gradients differ across ranks on rows several ranks looked up (first: step " +
+         std::to_string(step) + "): not averaged, so the velocity, oscillation and SNR of a row are "
+         "this rank's own; counts and exposure are the job's");
+  }
+}
+
 void EmbeddingTracker::before_step() {
   State& s = *state_;
   if (s.in_step) throw Error(s.who() + "before_step() called twice without after_step()");
@@ -63,6 +101,8 @@ void EmbeddingTracker::before_step() {
   if (!s.tracking) return;
   at::NoGradGuard no_grad;
   s.touched.build(s.observed, s.negatives, s.padding_idx, s.rows.rows());
+  // Before the empty-batch return: a rank with no rows still takes part in the collective.
+  if (s.ranks) s.merge_ranks(s.weight.grad());
   const std::vector<int64_t>& t = s.touched.rows();
   const auto T = static_cast<int64_t>(t.size());
   const int64_t dim = s.rows.dim();
@@ -71,25 +111,11 @@ void EmbeddingTracker::before_step() {
     return;
   }
 
-  // Where each touched row's gradient lies: in the dense gradient, in the sparse gradient's
-  // values (summed where a row repeats), or in a gathered copy.
-  at::Tensor grad = s.weight.grad(), keep;
-  s.grad_rows.clear();
-  if (!grad.defined()) {
+  at::Tensor grad = s.weight.grad();
+  s.locate_gradients(grad);
+  if (!grad.defined())
     s.warn(s.who() + "gradient undefined at a tracked step (first: step " +
            std::to_string(s.step) + "); its gradient statistics were skipped");
-  } else if (grad.is_sparse()) {
-    const at::Tensor gi = grad._indices().reshape({-1}).contiguous();
-    keep = grad._values().to(at::kFloat).contiguous();
-    sparse_gradient_rows(s.touched, gi.data_ptr<int64_t>(), gi.numel(), keep.data_ptr<float>(),
-                         dim, s.grad_sums, s.zero_row.data(), s.grad_rows);
-  } else {
-    const float* g = direct_rows(grad);
-    const int64_t stride = g ? grad.stride(0) : dim;
-    if (!g) g = (keep = gather(grad, s.touched_tensor())).data_ptr<float>();
-    s.grad_rows.resize(T);
-    for (int64_t k = 0; k < T; ++k) s.grad_rows[k] = g + (keep.defined() ? k : t[k]) * stride;
-  }
 
   const float* w = direct_rows(s.weight);
   const int64_t w_stride = w ? s.weight.stride(0) : dim;

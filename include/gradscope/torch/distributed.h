@@ -35,6 +35,12 @@ struct JobInfo {
 /// The group's rank, size and backend name; a single process without `group`.
 JobInfo job_info(const ProcessGroupPtr& group);
 
+/// One allgather of `mine` (the same size on every rank); every rank's tensor in rank order.
+/// A failure (a rank died, or stalled past the group's timeout) throws Error "<who>: rank r of
+/// n (backend): <what> failed; ...", so that no adapter waits forever or reports it its own way.
+std::vector<at::Tensor> allgather_buffer(const ProcessGroupPtr& group, const at::Tensor& mine,
+                                         const std::string& who, const std::string& what);
+
 /// Merges each step's records across the ranks of a process group, one collective a step.
 class RankMerge {
  public:

@@ -51,6 +51,7 @@
 
 #include "gradscope/core/embedding_report.h"
 #include "gradscope/core/record.h"
+#include "gradscope/torch/distributed.h"
 
 namespace gradscope::torch {
 
@@ -88,6 +89,11 @@ struct EmbeddingTrackerOptions {
   /// Per tracked step: records of the touched rows' gradient (site kEmbeddingRows) and their
   /// real update (site kUpdate), e.g. for a RunWriter.
   std::function<void(const std::vector<Record>&)> on_step;
+  /// The job's process group (docs/distributed.md): every tracked step, the rows touched on
+  /// any rank and their lookup counts are merged with one allgather, and each rank updates the
+  /// state of every row touched in the job, so report() describes the job (the same on every
+  /// rank; rank 0's is the one to keep). Every rank then calls step() alike. Null: one process.
+  ProcessGroupPtr process_group;
 };
 
 class EmbeddingTracker {
