@@ -4,7 +4,8 @@
 // Why allgather and not all-reduce: Stats hold counts (sum), min and max and sums that must be
 // combined the way merge() does, and the merge also needs per-rank facts an all-reduce loses
 // (whether every rank holds the same parameter gradient, which rank saw NaN first, whether the
-// ranks are at the same step). A step's buffer is small (112 bytes a node and site), so the N
+// ranks are at the same step). A step's buffer is small (112 bytes a node and site; a channel
+// view adds 112 a channel, a histogram step about 12 KB a histogram), so the N
 // copies cost latency, not bandwidth, and one collective carries everything. The buffer moves
 // bytes, never arithmetic: doubles travel as their bits, so the merge is the one merge() a
 // single process would do.
