@@ -18,8 +18,15 @@ void Audit::State::init_ranks() {
       const at::Tensor& t = params[pi].tensor;
       d += (d.empty() ? "" : ", ") + std::string(c10::toString(t.scalar_type())) + shape_of(t);
     }
+    if (d.empty()) d = "no parameters";
+    // What sizes the views part of each step's buffer: ranks whose buffers differ in size
+    // cannot meet in the allgather (Gloo aborts the receiving rank), so the options that decide
+    // it must agree now, with an error naming them.
+    if (e.channel_view) d += ", channel view dim " + std::to_string(e.channel_view->dim) + " every " + std::to_string(e.channel_view->every);
+    if (options.histogram_every > 0) d += ", histograms every " + std::to_string(options.histogram_every);
+    if (e.channel_view || options.histogram_every > 0) d += " of every " + std::to_string(options.sample_every) + " steps";
     ids.push_back(e.id);
-    descriptions.push_back(d.empty() ? "no parameters" : d);
+    descriptions.push_back(d);
   }
   ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions));
 }

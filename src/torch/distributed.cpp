@@ -4,7 +4,8 @@
 // Why allgather and not all-reduce: Stats hold counts (sum), min and max and sums that must be
 // combined the way merge() does, and the merge also needs per-rank facts an all-reduce loses
 // (whether every rank holds the same parameter gradient, which rank saw NaN first, whether the
-// ranks are at the same step). A step's buffer is small (112 bytes a node and site), so the N
+// ranks are at the same step). A step's buffer is small (112 bytes a node and site; a channel
+// view adds 112 a channel, a histogram step about 12 KB a histogram), so the N
 // copies cost latency, not bandwidth, and one collective carries everything. The buffer moves
 // bytes, never arithmetic: doubles travel as their bits, so the merge is the one merge() a
 // single process would do.
@@ -16,6 +17,7 @@
 #include <cstring>
 
 #include "gradscope/core/error.h"
+#include "distributed_views.h"
 #include "distributed_wire.h"
 
 namespace gradscope::torch {
@@ -96,7 +98,14 @@ void RankMerge::check_nodes() {
 
 void RankMerge::merge(StepRecords& step) {
   const std::size_t slots = nodes_.size() * kSlotSites;
-  at::Tensor mine = at::zeros({static_cast<int64_t>(kHeaderWords + slots * kSlotWords)}, at::kLong);
+  // Channel views and element histograms ride after the slots, in the same collective.
+  const std::vector<int64_t> views = internal::pack_views(step.channels, step.histograms, [&](const std::string& node) {
+    const auto it = index_.find(node);
+    if (it == index_.end()) throw Error(who_ + ": node '" + node + "' (channel view or histogram) cannot be merged across ranks");
+    return it->second;
+  });
+  const std::size_t views_at = kHeaderWords + slots * kSlotWords;
+  at::Tensor mine = at::zeros({static_cast<int64_t>(views_at + views.size())}, at::kLong);
   int64_t* w = mine.data_ptr<int64_t>();
   w[0] = kMagic;
   w[1] = step.step;
@@ -122,6 +131,7 @@ void RankMerge::merge(StepRecords& step) {
   }
   for (std::size_t slot = 0; slot < slots; ++slot)
     if (present[slot]) internal::pack(local[slot], w + kHeaderWords + slot * kSlotWords);
+  std::copy(views.begin(), views.end(), w + views_at);
 
   const std::vector<at::Tensor> all = gather(mine, "the merge of step " + std::to_string(step.step));
   std::vector<const int64_t*> ranks;
@@ -137,6 +147,16 @@ void RankMerge::merge(StepRecords& step) {
   if (!same_step)
     throw Error(who_ + ": ranks are at different steps (" + steps +
                 "); every rank needs the same sample_every and one step() per training step");
+  std::vector<const int64_t*> rank_views;
+  for (const int64_t* r : ranks) {
+    rank_views.push_back(r + slots * kSlotWords);
+    if (internal::views_layout(rank_views.back()) != internal::views_layout(views.data()))
+      throw Error(who_ + ": ranks disagree on the channel views or element histograms of step " +
+                  std::to_string(step.step) + " (rank " + std::to_string(rank_views.size() - 1) +
+                  " measured other nodes or channel counts than rank " + std::to_string(job_.rank) +
+                  "); every rank needs the same options and the same channel counts");
+  }
+  internal::merge_views(rank_views, step.channels, step.histograms);
 
   std::vector<Record> merged;
   merged.reserve(order.size());

@@ -67,6 +67,49 @@ void write_seen(const Audit& audit, const std::string& path) {
   if (o.found()) out << "O " << o.step << " " << o.node << " " << site_name(o.site) << " " << o.rank << "\n";
 }
 
+// Channel views and element histograms of a run, as lines: "C step node a|g channel <stats>"
+// and "H step node site num nonfinite min max sum sum_sq bucket:count ...".
+struct ViewsSink : RunSink {
+  std::ostringstream lines;
+  void add_step(const StepRecords& step) override {
+    char line[512];
+    for (const ChannelRecord& c : step.channels)
+      for (const auto& [kind, stats] : {std::make_pair("a", &c.activation), std::make_pair("g", &c.output_grad)})
+        for (std::size_t i = 0; i < stats->size(); ++i) {
+          const Stats& s = (*stats)[i];
+          std::snprintf(line, sizeof line, "C %" PRId64 " %s %s %zu %" PRId64 " %" PRId64 " %" PRId64 " %a %a %a %a %a\n",
+                        c.step, c.node.c_str(), kind, i, s.count, s.finite, s.zero, s.sum, s.sum_sq, s.sum_abs,
+                        s.min, s.max);
+          lines << line;
+        }
+    for (const ElementHistogram& h : step.histograms) {
+      std::snprintf(line, sizeof line, "H %" PRId64 " %s %s %" PRIu64 " %" PRIu64 " %a %a %a %a", h.step,
+                    h.node.c_str(), site_name(h.site), h.num, h.nonfinite, h.min, h.max, h.sum, h.sum_squares);
+      lines << line;
+      for (const auto& [bucket, count] : h.buckets) lines << " " << bucket << ":" << count;
+      lines << "\n";
+    }
+  }
+  void set_summary(const RunSummary&) override {}
+};
+
+// The view lines of `path` by their key ("C step node a|g channel" / "H step node site"): the
+// numbers that follow, as strings and doubles.
+std::map<std::string, std::vector<std::string>> read_views(const std::string& path) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::vector<std::string> words;
+    for (std::string w; f >> w;) words.push_back(w);
+    const std::size_t key_words = words[0] == "C" ? 5 : 4;
+    std::string k;
+    for (std::size_t i = 0; i < key_words; ++i) k += (i ? " " : "") + words[i];
+    out[k] = std::vector<std::string>(words.begin() + static_cast<std::ptrdiff_t>(key_words), words.end());
+  }
+  return out;
+}
+
 Seen read_seen(const std::string& path) {
   Seen seen;
   std::ifstream in(path);
@@ -142,6 +185,14 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
   AuditOptions options;
   options.process_group = group;
   options.sink = run.get();
+  // "views": a channel view on every node and element histograms at every audited step.
+  const bool views = mode.rfind("views", 0) == 0;
+  ViewsSink views_sink;
+  if (views) {
+    options.channels_all_nodes = ChannelView{1, 1, {}};
+    options.histogram_every = mode == "views-uneven" && rank == 1 ? 2 : 1;
+    options.sink = &views_sink;  // rank 0's (the one process's) only: the others ignore theirs
+  }
   std::ofstream err(dir + "/rank" + std::to_string(rank) + ".err");
   try {
     Audit audit(model, options);
@@ -167,6 +218,7 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
     }
     audit.finish();
     write_seen(audit, dir + "/rank" + std::to_string(rank) + ".txt");
+    if (views) std::ofstream(dir + "/views" + std::to_string(rank) + ".txt") << views_sink.lines.str();
   } catch (const Error& e) {
     err << "E " << e.what() << "\n";
     return 3;
@@ -277,6 +329,60 @@ TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) {
 
 INSTANTIATE_TEST_SUITE_P(Distributed, MergedRanks, ::testing::Values(2, 4));
 
+class MergedViews : public ::testing::TestWithParam<int> {};
+
+TEST_P(MergedViews, ChannelViewsAndHistogramsEqualOneProcessFedTheConcatenatedBatches) {
+  const int world = GetParam();
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  EXPECT_THAT(run_job("views", world, dir), ::testing::Each(0));
+  const test::TempDir ref_scratch("gs-dist-ref");
+  ASSERT_EQ(run_small("views-single:" + std::to_string(world), 0, 0, ref_scratch.path), 0);
+  const auto ref = read_views(ref_scratch.path + "/views0.txt");
+  const auto got = read_views(dir + "/views0.txt");
+  EXPECT_EQ(got.size(), ref.size());
+  // At step 0 (the same weights everywhere) as in MergedRanks: node "0" has 8 channels, "2" 4,
+  // each with activation and output gradient; histograms of three sites on two nodes.
+  int channels = 0, histograms = 0;
+  for (const auto& [k, want] : ref) {
+    if (k.rfind("C 0 ", 0) != 0 && k.rfind("H 0 ", 0) != 0) continue;
+    ASSERT_TRUE(got.count(k)) << k;
+    const std::vector<std::string>& v = got.at(k);
+    ASSERT_EQ(v.size(), want.size()) << k;
+    if (k[0] == 'C') {
+      ++channels;
+      for (int i : {0, 1, 2, 6, 7}) EXPECT_EQ(v[i], want[i]) << k << " field " << i;  // counts, min, max
+      for (int i : {3, 4, 5}) expect_close(std::strtod(v[i].c_str(), nullptr), std::strtod(want[i].c_str(), nullptr), 1e-12, k);
+      EXPECT_EQ(std::stoll(v[0]), kRows * world) << k;  // every rank's rows
+    } else {
+      ++histograms;
+      EXPECT_EQ(v[0], want[0]) << k << " num";
+      EXPECT_EQ(v[1], "0") << k;
+      for (std::size_t i = 6; i < want.size(); ++i) EXPECT_EQ(v[i], want[i]) << k << " bucket";  // exact
+      // The ranks' summed gradients differ from the one process's in rounding (MergedRanks):
+      // their min and max to 1e-12; activations and output gradients exactly.
+      const bool exact = k.find("param_grad") == std::string::npos;
+      for (int i : {2, 3}) {
+        if (exact) {
+          EXPECT_EQ(v[i], want[i]) << k << " min/max";
+        }
+      }
+      for (int i : {2, 3, 4, 5}) expect_close(std::strtod(v[i].c_str(), nullptr), std::strtod(want[i].c_str(), nullptr), 1e-12, k);
+      uint64_t buckets = 0;
+      for (std::size_t i = 6; i < v.size(); ++i) buckets += std::stoull(v[i].substr(v[i].find(':') + 1));
+      EXPECT_EQ(buckets, std::stoull(v[0])) << k;
+    }
+  }
+  EXPECT_EQ(channels, 2 * (8 + 4));
+  EXPECT_EQ(histograms, 2 * 3);
+  // num is every element of the job's tensor; the averaged gradient counts once, not `world` times.
+  EXPECT_EQ(std::stoull(got.at("H 0 0 activation")[0]), static_cast<uint64_t>(world * kRows * 8));
+  EXPECT_EQ(std::stoull(got.at("H 0 2 output_grad")[0]), static_cast<uint64_t>(world * kRows * 4));
+  EXPECT_EQ(std::stoull(got.at("H 0 0 param_grad")[0]), static_cast<uint64_t>(8 * 6 + 8));
+}
+
+INSTANTIATE_TEST_SUITE_P(Distributed, MergedViews, ::testing::Values(2, 4));
+
 TEST(Distributed, GradientsThatDifferAcrossRanksAreMergedNotDeduplicated) {
   const test::TempDir scratch("gs-dist");
   const std::string& dir = scratch.path;
@@ -316,7 +422,11 @@ TEST(Distributed, NanOnRankTwoIsReportedWithItsRankAndNode) {
 TEST(Distributed, RanksWithOtherNodesFailNamingTheDifference) {
   for (const auto& [mode, want] : std::vector<std::pair<std::string, std::string>>{
            {"extra", "ranks disagree on the nodes: rank 1 has '3' (Double[4, 4], Double[4]) that rank 0 lacks"},
-           {"float", "'0' is Double[8, 6], Double[8] on rank 0 but Float[8, 6], Float[8] on rank 1"}}) {
+           {"float", "'0' is Double[8, 6], Double[8] on rank 0 but Float[8, 6], Float[8] on rank 1"},
+           // The options that size a step's buffer: checked before the first step, not found by a
+           // collective of mismatched sizes.
+           {"views-uneven", "'0' is Double[8, 6], Double[8], channel view dim 1 every 1, histograms every 1 of every 1 steps on rank 0 but "
+                            "Double[8, 6], Double[8], channel view dim 1 every 1, histograms every 2 of every 1 steps on rank 1"}}) {
     const test::TempDir scratch("gs-dist");
   const std::string& dir = scratch.path;
     EXPECT_THAT(run_job(mode, 2, dir), ::testing::Each(3)) << mode;

@@ -53,7 +53,9 @@ class RankMerge {
 
   /// Replaces `step`'s records of step `step.step` by the job's: Stats merged across ranks
   /// (the sites of parameters, their gradients and updates counted once when every rank holds
-  /// the same bits, as after a gradient all-reduce). Throws Error naming the difference when
+  /// the same bits, as after a gradient all-reduce), and its channel views and element
+  /// histograms merged the same way in the same collective (effective ranks and similarity
+  /// records stay this rank's: not mergeable from summaries). Throws Error naming the difference when
   /// ranks disagree on the nodes or the step, and when a rank died or stalled past the
   /// group's timeout; every live rank throws the same way, none waits forever.
   void merge(StepRecords& step);

@@ -1,0 +1,118 @@
+// The channel-view and histogram part of RankMerge's buffer, without processes
+// (distributed_views.h).
+#include "distributed_views.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "distributed_wire.h"
+
+namespace gradscope::torch::internal {
+namespace {
+
+Stats stats_of(std::vector<double> v) {
+  return compute(TensorView::contiguous(v.data(), DType::kFloat64, {static_cast<int64_t>(v.size())}));
+}
+
+ElementHistogram histogram_of(std::vector<double> v, const std::string& node, Site site) {
+  HistogramCounter c;
+  c.add(v.data(), v.size());
+  return c.take(3, node, site);
+}
+
+int index_of(const std::string& node) { return node == "a" ? 0 : node == "b" ? 1 : 2; }
+
+struct Rank {
+  std::vector<ChannelRecord> channels;
+  std::vector<ElementHistogram> histograms;
+  std::vector<int64_t> words;
+  void pack() { words = pack_views(channels, histograms, index_of); }
+};
+
+TEST(DistributedViews, MergesChannelsPerChannelAndAddsHistogramCounts) {
+  Rank r0, r1;
+  // Packed in node order whatever order they come in.
+  r0.channels = {{3, "b", {stats_of({1, 2}), stats_of({-1})}, {}}, {3, "a", {stats_of({5})}, {stats_of({0.5})}}};
+  r1.channels = {{3, "a", {stats_of({7, NAN})}, {stats_of({-2})}}, {3, "b", {stats_of({3}), stats_of({-4, 0})}, {}}};
+  r0.channels[0].effective_rank = 1.5;
+  r0.histograms = {histogram_of({1, 2, -3}, "b", Site::kActivation), histogram_of({0.25}, "a", Site::kParamGrad)};
+  r1.histograms = {histogram_of({0.25}, "a", Site::kParamGrad), histogram_of({2, INFINITY, 1e-30}, "b", Site::kActivation)};
+  r0.pack(), r1.pack();
+  ASSERT_EQ(r0.words.size(), r1.words.size());
+  EXPECT_EQ(views_layout(r0.words.data()), views_layout(r1.words.data()));
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms);
+
+  ASSERT_EQ(r0.channels[0].node, "a");
+  const Stats a0 = r0.channels[0].activation[0];
+  EXPECT_EQ(a0.count, 3);
+  EXPECT_EQ(a0.nan, 1);
+  EXPECT_EQ(a0.sum, 12);
+  EXPECT_EQ(a0.min, 5);
+  EXPECT_EQ(r0.channels[0].output_grad[0].min, -2);
+  EXPECT_EQ(r0.channels[0].output_grad[0].max, 0.5);
+  const ChannelRecord& b = r0.channels[1];
+  EXPECT_EQ(b.activation[0].count, 3);
+  EXPECT_EQ(b.activation[0].sum, 6);
+  EXPECT_EQ(b.activation[1].min, -4);
+  EXPECT_EQ(b.activation[1].zero, 1);
+  EXPECT_TRUE(b.output_grad.empty());
+  EXPECT_EQ(b.effective_rank, 1.5);  // this rank's own: not mergeable from summaries
+
+  // The parameter gradient with the same bits on both ranks counts once; "b"'s activation adds.
+  ASSERT_EQ(r0.histograms[0].node, "a");
+  EXPECT_EQ(r0.histograms[0].num, 1u);
+  EXPECT_EQ(r0.histograms[0].sum, 0.25);
+  const ElementHistogram& h = r0.histograms[1];
+  const ElementHistogram want = [] {
+    ElementHistogram x = histogram_of({1, 2, -3, 2, 1e-30}, "b", Site::kActivation);
+    x.nonfinite = 1;
+    return x;
+  }();
+  EXPECT_EQ(h.num, 5u);
+  EXPECT_EQ(h.nonfinite, 1u);
+  EXPECT_EQ(h.min, -3);
+  EXPECT_EQ(h.max, 2);
+  EXPECT_EQ(h.sum, want.sum);
+  EXPECT_EQ(h.sum_squares, want.sum_squares);
+  EXPECT_EQ(h.buckets, want.buckets);
+  EXPECT_EQ(h.step, 3);
+  EXPECT_EQ(h.site, Site::kActivation);
+}
+
+TEST(DistributedViews, ParameterGradientsThatDifferAreAddedAndOtherSitesNeverDeduplicated) {
+  Rank r0, r1;
+  for (Rank* r : {&r0, &r1})
+    r->histograms = {histogram_of({0.5, -1}, "a", Site::kParamGrad), histogram_of({0.5, -1}, "a", Site::kOutputGrad)};
+  r1.histograms[0] = histogram_of({0.5, -2}, "a", Site::kParamGrad);
+  r0.pack(), r1.pack();
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms);
+  std::map<Site, ElementHistogram> by_site;
+  for (const ElementHistogram& h : r0.histograms) by_site[h.site] = h;
+  EXPECT_EQ(by_site[Site::kParamGrad].num, 4u);  // differ (no all-reduce): both count
+  EXPECT_EQ(by_site[Site::kParamGrad].min, -2);
+  EXPECT_EQ(by_site[Site::kOutputGrad].num, 4u);  // equal, but each rank saw its own samples
+}
+
+TEST(DistributedViews, LayoutNamesNodesChannelCountsAndSites) {
+  const auto layout = [](std::vector<ChannelRecord> c, std::vector<ElementHistogram> h) {
+    return views_layout(pack_views(c, h, index_of).data());
+  };
+  const ChannelRecord two{0, "a", {Stats{}, Stats{}}, {}};
+  const ChannelRecord three{0, "a", {Stats{}, Stats{}, Stats{}}, {}};
+  const ChannelRecord other{0, "b", {Stats{}, Stats{}}, {}};
+  const ElementHistogram act = histogram_of({1}, "a", Site::kActivation);
+  const ElementHistogram grad = histogram_of({1}, "a", Site::kOutputGrad);
+  EXPECT_EQ(layout({two}, {act}), layout({two}, {act}));
+  EXPECT_NE(layout({two}, {act}), layout({three}, {act}));
+  EXPECT_NE(layout({two}, {act}), layout({other}, {act}));
+  EXPECT_NE(layout({two}, {act}), layout({two}, {grad}));
+  EXPECT_NE(layout({two}, {}), layout({}, {}));
+  std::vector<ChannelRecord> none;
+  std::vector<ElementHistogram> no_histograms;
+  EXPECT_EQ(pack_views(none, no_histograms, index_of).size(), 1u);  // the layout word only
+}
+
+}  // namespace
+}  // namespace gradscope::torch::internal
