@@ -12,21 +12,9 @@ namespace {
 
 constexpr std::size_t kHistogramHead = 6;
 
-int64_t bits(double x) {
-  int64_t w;
-  std::memcpy(&w, &x, sizeof w);
-  return w;
-}
-
-double value(int64_t w) {
-  double x;
-  std::memcpy(&x, &w, sizeof x);
-  return x;
-}
-
 void pack_histogram(const ElementHistogram& h, int64_t* w) {
   w[0] = static_cast<int64_t>(h.num), w[1] = static_cast<int64_t>(h.nonfinite);
-  w[2] = bits(h.min), w[3] = bits(h.max), w[4] = bits(h.sum), w[5] = bits(h.sum_squares);
+  w[2] = double_bits(h.min), w[3] = double_bits(h.max), w[4] = double_bits(h.sum), w[5] = double_bits(h.sum_squares);
   for (const auto& [bucket, count] : h.buckets) w[kHistogramHead + bucket] = static_cast<int64_t>(count);
 }
 
@@ -34,7 +22,7 @@ ElementHistogram unpack_histogram(const int64_t* w, const ElementHistogram& like
   ElementHistogram h;
   h.step = like.step, h.node = like.node, h.site = like.site;
   h.num = static_cast<uint64_t>(w[0]), h.nonfinite = static_cast<uint64_t>(w[1]);
-  h.min = value(w[2]), h.max = value(w[3]), h.sum = value(w[4]), h.sum_squares = value(w[5]);
+  h.min = bits_double(w[2]), h.max = bits_double(w[3]), h.sum = bits_double(w[4]), h.sum_squares = bits_double(w[5]);
   for (std::size_t b = 0; b + kHistogramHead < histogram_words(); ++b)
     if (w[kHistogramHead + b] != 0) h.buckets.emplace_back(static_cast<uint32_t>(b), static_cast<uint64_t>(w[kHistogramHead + b]));
   return h;

@@ -7,19 +7,20 @@
 #include <sstream>
 
 namespace gradscope::torch::internal {
-namespace {
 
-int64_t bits(double x) {
+int64_t double_bits(double x) {
   int64_t w;
   std::memcpy(&w, &x, sizeof w);
   return w;
 }
 
-double value(int64_t w) {
+double bits_double(int64_t w) {
   double x;
   std::memcpy(&x, &w, sizeof x);
   return x;
 }
+
+namespace {
 
 bool parameter_site(Site site) {
   return site == Site::kParamGrad || site == Site::kParam || site == Site::kFrozenParam || site == Site::kUpdate;
@@ -44,16 +45,16 @@ void pack(const Stats& s, int64_t* w) {
   w[0] = 1;
   w[1] = s.count, w[2] = s.finite, w[3] = s.nan, w[4] = s.pos_inf, w[5] = s.neg_inf, w[6] = s.zero;
   w[7] = s.saturated;
-  w[8] = bits(s.sum), w[9] = bits(s.sum_sq), w[10] = bits(s.sum_abs);
-  w[11] = bits(s.min), w[12] = bits(s.max), w[13] = bits(s.max_abs);
+  w[8] = double_bits(s.sum), w[9] = double_bits(s.sum_sq), w[10] = double_bits(s.sum_abs);
+  w[11] = double_bits(s.min), w[12] = double_bits(s.max), w[13] = double_bits(s.max_abs);
 }
 
 Stats unpack(const int64_t* w) {
   Stats s;
   s.count = w[1], s.finite = w[2], s.nan = w[3], s.pos_inf = w[4], s.neg_inf = w[5], s.zero = w[6];
   s.saturated = w[7];
-  s.sum = value(w[8]), s.sum_sq = value(w[9]), s.sum_abs = value(w[10]);
-  s.min = value(w[11]), s.max = value(w[12]), s.max_abs = value(w[13]);
+  s.sum = bits_double(w[8]), s.sum_sq = bits_double(w[9]), s.sum_abs = bits_double(w[10]);
+  s.min = bits_double(w[11]), s.max = bits_double(w[12]), s.max_abs = bits_double(w[13]);
   return s;
 }
 

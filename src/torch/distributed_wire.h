@@ -40,4 +40,8 @@ std::string join_nodes(const std::vector<std::string>& nodes, const std::vector<
 /// (float32[4, 8]) of rank 0"), from every rank's join_nodes() text.
 std::string describe_difference(const std::vector<std::string>& texts);
 
+/// A double's bits as one int64 word of a buffer, and back: exact, NaN payloads kept.
+int64_t double_bits(double x);
+double bits_double(int64_t w);
+
 }  // namespace gradscope::torch::internal
