@@ -9,6 +9,7 @@
 #include "aten_stats.h"  // src/torch, internal
 #include "digits_data.h"
 #include "scenario.h"
+#include "scenario_params.h"
 
 namespace gradscope::scenarios {
 namespace {
@@ -55,17 +56,7 @@ TEST_P(AtenAudit, SameFlagsPerNodeAsTheFusedKernel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Digits, AtenAudit,
-                         ::testing::Values("healthy-mlp", "healthy-cnn", "healthy-residual",
-                                           "vanishing-trunk", "exploding-layer", "nan-later",
-                                           "dying-relu", "saturated-tanh", "starved-branch",
-                                           "frozen-layer", "dead-third", "leaky-branches"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Digits, AtenAudit, ::testing::ValuesIn(scenario_names()), scenario_test_name);
 
 }  // namespace
 }  // namespace gradscope::scenarios

@@ -11,6 +11,7 @@
 #include "digits_data.h"
 #include "gradscope/core/error.h"
 #include "scenario.h"
+#include "scenario_params.h"
 
 namespace gradscope::scenarios {
 namespace {
@@ -68,17 +69,7 @@ void check(const Scenario& s, const ScenarioRun& run) {
   EXPECT_EQ(first->node, s.expected_node);
 }
 
-INSTANTIATE_TEST_SUITE_P(Digits, Scenarios,
-                         ::testing::Values("healthy-mlp", "healthy-cnn", "healthy-residual",
-                                           "vanishing-trunk", "exploding-layer", "nan-later",
-                                           "dying-relu", "saturated-tanh", "starved-branch",
-                                           "frozen-layer", "dead-third", "leaky-branches"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Digits, Scenarios, ::testing::ValuesIn(scenario_names()), scenario_test_name);
 
 TEST(ScenarioList, NamesAreUniqueAndKnown) {
   EXPECT_EQ(all_scenarios().size(), 12u);
