@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "demo_compress.h"
 #include "demo_trees.h"
+#include "gradscope/io/compress_rows_json.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_json.h"
 #include "gradscope/io/embedding_store.h"
@@ -21,6 +22,7 @@
 #include "gradscope/io/run_report.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/io/table.h"
+#include "gradscope/torch/apply_recipe.h"
 #include "html_report.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
@@ -176,6 +178,12 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
     summary.tables.push_back({r.report.tables[t], r.profiles[t]});
   summary.correlations = r.report.correlations;
   save_embedding_summary(dir.string(), summary);
+  // The rows' lookups and norms, so that `gradscope compress RUN --table item=BYTES` works on
+  // the demo's runs as on any run that saved them (docs/compression.md).
+  std::vector<compress::RowProfile> rows;
+  for (std::size_t t = 0; t < r.tables.size(); ++t)
+    rows.push_back(compress::row_profile(r.report.tables[t].layer, r.tables[t], r.rows[t]));
+  save_row_profiles(dir.string(), rows);
   write_html(saved, pages);  // after the summary: the page shows the tables
   // One verdict for the run, last, after the nodes, the tables' findings and the evidence a
   // reader can check each finding against (measured apart from the tracker): a verdict under
@@ -231,7 +239,8 @@ int run_demo(DemoOptions opt) {
   std::cout << "reports: " << opt.out_dir
             << "/demo-*/report.{txt,json,csv} (tree runs: report.{txt,json}, trees.json); "
             << "embedding tables: "
-            << opt.out_dir << "/demo-mf-*/embedding.json and embedding_report.json\n";
+            << opt.out_dir << "/demo-mf-*/embedding.json and embedding_report.json; their rows for "
+            << "`gradscope compress RUN --table item=BYTES`: " << opt.out_dir << "/demo-mf-*/rows.json\n";
   std::cout << "HTML reports (open in a browser; they work offline):\n";
   for (const fs::path& page : pages) std::cout << "  " << page.string() << "\n";
   const std::string sick = (fs::path(opt.out_dir) / "demo-vanishing-trunk").string();

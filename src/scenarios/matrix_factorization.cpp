@@ -110,6 +110,7 @@ MfRun train_matrix_factorization(const Interactions& d, const MfOptions& o) {
     run.profiles.push_back(profile_embedding(table, hub[table].rows()));
     run.rows.push_back(hub[table].rows());
   }
+  run.tables = {users->weight.detach().clone(), items->weight.detach().clone()};
   Ranking ranking = rank_held_out(d, users->weight, items->weight, o.top_k);
   run.hr = ranking.hr;
   run.ndcg = ranking.ndcg;

@@ -73,6 +73,7 @@ struct MfRun {
   EmbeddingHubReport report;         ///< tables "user" and "item", and their correlation
   std::vector<EmbeddingProfile> profiles;  ///< the same tables' distributions, same order
   std::vector<EmbeddingRows> rows;         ///< the trackers' per-row state at the end, same order
+  std::vector<at::Tensor> tables;          ///< the trained weights [rows, dim], same order
   int64_t interventions = 0, rows_scaled = 0;  ///< auto-fix acts and rows they touched
   int64_t steps = 0;
   double final_loss = 0;

@@ -134,6 +134,20 @@ void expect_mf_run(const fs::path& dir, const Result& r) {
     }
   }
   ASSERT_EQ(summary->correlations.size(), 1u);
+  // The run carries its tables' rows (rows.json), so a table recipe can be made from it: a
+  // budget of a quarter of the item table's FP32 bytes gives a recipe of every row within it.
+  ASSERT_TRUE(fs::exists(dir / "rows.json")) << dir;
+  const int64_t items = summary->tables[1].profile.num_embeddings;
+  const int64_t quarter = items * 64 * 4 / 4;  // dim 64 (matrix_factorization.h), FP32
+  const Result c = run("compress " + dir.string() + " --table item=" + std::to_string(quarter));
+  EXPECT_EQ(c.code, 0) << c.err;
+  const auto tables = nlohmann::json::parse(c.out)["gradscope_row_recipes"]["tables"];
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0]["table"], "item");
+  EXPECT_EQ(tables[0]["rows"], items);
+  EXPECT_EQ(tables[0]["fp32_bytes"], items * 64 * 4);
+  EXPECT_EQ(static_cast<int64_t>(tables[0]["level"].size()), items);
+  EXPECT_LE(tables[0]["bytes"].get<int64_t>(), quarter);
   EXPECT_EQ(summary->correlations[0].steps, steps);
   const auto nodes = report["nodes"];
   ASSERT_EQ(nodes.size(), 2u);
