@@ -15,6 +15,7 @@
 #include "gradscope/io/json.h"
 #include "gradscope/io/run_metadata.h"
 #include "gradscope/io/table.h"
+#include "gradscope/torch/distributed.h"
 #include "gradscope/torch/tensor.h"
 #include "saved_run.h"
 
@@ -38,6 +39,25 @@ python::NodeSpec node_spec(const py::tuple& n) {
   return {n[0].cast<std::string>(), n[1].cast<std::string>(),
           n[2].cast<std::vector<std::pair<std::string, std::string>>>(),
           n[3].cast<std::vector<std::pair<std::string, at::Tensor>>>()};
+}
+
+// The c10d group behind a torch.distributed ProcessGroup object (None: none). torch binds
+// ProcessGroup with pybind11 and an intrusive_ptr holder (torch/csrc/distributed/c10d/init.cpp)
+// and this module uses the same pybind11 internals, so the cast hands over torch's own group.
+// Anything else is an Error naming the option (True or "default" are resolved in Python).
+gt::ProcessGroupPtr process_group_of(const py::handle& group, const std::string& who) {
+  if (group.is_none()) return {};
+  try {
+    return group.cast<gt::ProcessGroupPtr>();
+  } catch (const py::cast_error&) {
+    throw Error(who + ": process_group must be a torch.distributed ProcessGroup (dist.new_group(), "
+                "dist.group.WORLD) or None, got " + std::string(py::str(py::type::handle_of(group).attr("__name__"))));
+  }
+}
+
+// The group as Python's object again (torch keeps one Python object per group), or None.
+py::object process_group_object(const gt::ProcessGroupPtr& group) {
+  return group ? py::cast(group) : py::none();
 }
 
 void bind_stats(py::module_& m) {
@@ -240,7 +260,10 @@ void bind_audit(py::module_& m) {
       .def_readwrite("keep_records", &gt::AuditOptions::keep_records)
       .def_readwrite("keep_steps", &gt::AuditOptions::keep_steps)
       .def_readwrite("scopes", &gt::AuditOptions::scopes)
-      .def_readwrite("on_step", &gt::AuditOptions::on_step);
+      .def_readwrite("on_step", &gt::AuditOptions::on_step)
+      .def_property(
+          "process_group", [](const gt::AuditOptions& o) { return process_group_object(o.process_group); },
+          [](gt::AuditOptions& o, const py::object& g) { o.process_group = process_group_of(g, "audit"); });
   py::class_<ArchitectureNode>(m, "ArchitectureNode")
       .def_readonly("id", &ArchitectureNode::id)
       .def_readonly("type", &ArchitectureNode::type)
@@ -333,7 +356,13 @@ void bind_embedding(py::module_& m) {
       .def_readwrite("boost_max", &gt::EmbeddingTrackerOptions::boost_max)
       .def_readwrite("rank_sample_rows", &gt::EmbeddingTrackerOptions::rank_sample_rows)
       .def_readwrite("on_intervention", &gt::EmbeddingTrackerOptions::on_intervention)
-      .def_readwrite("on_step", &gt::EmbeddingTrackerOptions::on_step);
+      .def_readwrite("on_step", &gt::EmbeddingTrackerOptions::on_step)
+      .def_property(
+          "process_group",
+          [](const gt::EmbeddingTrackerOptions& o) { return process_group_object(o.process_group); },
+          [](gt::EmbeddingTrackerOptions& o, const py::object& g) {
+            o.process_group = process_group_of(g, "embedding");
+          });
   py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
       .def(py::init<const at::Tensor&, bool, std::optional<int64_t>, std::string, gt::EmbeddingTrackerOptions>(),
            py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"))
