@@ -145,9 +145,17 @@ void bind_report(py::module_& m) {
       .def_readonly("evidence", &NodeReport::evidence)
       .def_property_readonly("flags", [](const NodeReport& n) { return flag_names(n.flags); })
       .def_property_readonly("label", [](const NodeReport& n) { return n.flags_label(); });
+  py::class_<NonFiniteOrigin>(m, "NonFiniteOrigin", "Where NaN/Inf first appeared (gradscope::NonFiniteOrigin).")
+      .def_readonly("step", &NonFiniteOrigin::step)
+      .def_readonly("node", &NonFiniteOrigin::node)
+      .def_readonly("phase", &NonFiniteOrigin::phase)
+      .def_property_readonly("site", [](const NonFiniteOrigin& o) { return std::string(site_name(o.site)); })
+      .def_readonly("rank", &NonFiniteOrigin::rank)
+      .def("found", &NonFiniteOrigin::found);
   py::class_<Report>(m, "Report")
       .def_readonly("steps", &Report::steps)
       .def_readonly("nodes", &Report::nodes)
+      .def_readonly("nonfinite_origin", &Report::nonfinite_origin)
       .def_readonly("thresholds", &Report::thresholds)
       .def("healthy", &Report::healthy)
       .def("flagged_worst_first",
@@ -170,7 +178,9 @@ void bind_report(py::module_& m) {
       .def_readonly("command_line", &RunMetadata::command_line)
       .def_readonly("gradscope_version", &RunMetadata::gradscope_version)
       .def_readonly("thresholds", &RunMetadata::thresholds)
-      .def_readonly("queue_waits", &RunMetadata::queue_waits);
+      .def_readonly("queue_waits", &RunMetadata::queue_waits)
+      .def_readonly("world_size", &RunMetadata::world_size)
+      .def_readonly("backend", &RunMetadata::backend);
   py::class_<python::SavedRun>(m, "SavedRun")
       .def_readonly("path", &python::SavedRun::path)
       .def_readonly("metadata", &python::SavedRun::meta)
@@ -302,6 +312,25 @@ void bind_audit(py::module_& m) {
       .def("closed", &AuditEngine::closed);
 }
 
+// Per-row counts of a tracker's table (exposure, lookups, negatives, last seen), one list each,
+// indexed by row: what a test or a user compares across runs and ranks.
+py::dict row_counts(const gt::EmbeddingTracker& t) {
+  const EmbeddingRows& rows = t.rows();
+  std::vector<int64_t> exposure(rows.rows()), lookups(rows.rows()), negatives(rows.rows()), last_seen(rows.rows());
+  for (int64_t r = 0; r < rows.rows(); ++r) {
+    exposure[r] = rows.exposure(r);
+    lookups[r] = rows.lookups(r);
+    negatives[r] = rows.negatives(r);
+    last_seen[r] = rows.last_seen(r);
+  }
+  py::dict d;
+  d["exposure"] = exposure;
+  d["lookups"] = lookups;
+  d["negatives"] = negatives;
+  d["last_seen"] = last_seen;
+  return d;
+}
+
 void bind_embedding(py::module_& m) {
   py::enum_<gt::Role>(m, "Role", "Why the rows of a lookup were looked up (gradscope::torch::Role).")
       .value("LOOKUP", gt::Role::kLookup)
@@ -374,6 +403,7 @@ void bind_embedding(py::module_& m) {
       .def("report_json", [](const EmbeddingEngine& e) { return render_embedding_json(e.tracker().report()); })
       .def("warnings", [](const EmbeddingEngine& e) { return e.tracker().warnings(); })
       .def("touched_rows", [](const EmbeddingEngine& e) { return e.tracker().touched_rows(); })
+      .def("row_counts", [](const EmbeddingEngine& e) { return row_counts(e.tracker()); })
       .def("gradient_norms", [](const EmbeddingEngine& e) { return e.tracker().gradient_norms(); });
   // The hub's tables are addressed by layer name: the hub owns their trackers.
   py::class_<EmbeddingHubEngine>(m, "EmbeddingHubEngine")
@@ -393,6 +423,7 @@ void bind_embedding(py::module_& m) {
            [](EmbeddingHubEngine& h, const std::string& layer) { return render_embedding_json(h[layer].report()); })
       .def("warnings", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].warnings(); })
       .def("touched_rows", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].touched_rows(); })
+      .def("row_counts", [](EmbeddingHubEngine& h, const std::string& layer) { return row_counts(h[layer]); })
       .def("gradient_norms",
            [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].gradient_norms(); });
 }
