@@ -7,17 +7,29 @@ Modes: "reduce" (gradients summed through the group), "nan" (NaN fed at step 1 b
 one process, by the one run as rank 1), "die" (rank 1 exits before step 1's merge), "embedding"
 (an EmbeddingTracker and an EmbeddingHub table over each rank's share of the lookups).
 """
-import datetime
-import json
-import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch import nn
+_START = time.monotonic()
 
-import gradscope
+
+def log(what):
+    """Progress on stderr (the test shows it when a rank fails or hangs)."""
+    print(f"[{time.monotonic() - _START:6.2f} s] {what}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    log("started")
+import datetime  # noqa: E402
+import faulthandler  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch import nn  # noqa: E402
+
+import gradscope  # noqa: E402
 
 ROWS = 4     # rows of the batch each rank takes
 STEPS = 3
@@ -133,8 +145,10 @@ def run(modes, rank, world, out):
     if not single:
         # Rendezvous with a generous timeout (ranks start seconds apart on a busy machine); the
         # group that bounds a dead or stalled rank has the short one.
+        log("imported")
         dist.init_process_group("gloo", init_method="file://" + os.path.join(out, "store"), rank=rank,
                                 world_size=world, timeout=datetime.timedelta(seconds=60))
+        log("joined the group")
     for mode in modes.split(","):
         where = os.path.join(out, mode)
         os.makedirs(where, exist_ok=True)
@@ -144,10 +158,14 @@ def run(modes, rank, world, out):
                                                                                        where)
         with open(os.path.join(where, f"rank{rank}.json"), "w") as f:
             json.dump(result, f)
+        if not single:
+            log(f"{mode} done")
     return result
 
 
 if __name__ == "__main__":
+    # A rank that hangs prints where, before the test's timeout kills it (the test shows it).
+    faulthandler.dump_traceback_later(float(os.environ.get("GRADSCOPE_RANK_TIMEOUT", "35")), exit=True)
     run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     sys.stdout.flush()
     # Skip the process group's teardown: with a dead peer it can wait; nothing is left to write.

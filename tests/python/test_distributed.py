@@ -23,7 +23,8 @@ JOB_TIMEOUT = 40  # seconds for a whole job, torch imports included; a hang fail
 def run_job(mode, world, out):
     """Starts `world` ranks of `mode`; returns their exit codes (a rank still running when
     rank 0 is done, or past the timeout, is killed: the test then fails on what it wrote)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]),
+               GRADSCOPE_RANK_TIMEOUT=str(JOB_TIMEOUT - 5))
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "distributed_worker.py"), mode, str(r), str(world),
                                str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for r in range(world)]
