@@ -21,15 +21,16 @@ JOB_TIMEOUT = 40  # seconds for a whole job, torch imports included; a hang fail
 
 
 def run_job(mode, world, out):
-    """Starts `world` ranks of `mode`; returns their exit codes (a rank still running when
-    rank 0 is done, or past the timeout, is killed: the test then fails on what it wrote)."""
+    """Starts `world` ranks of `mode`; returns their exit codes and output (a rank still running
+    past JOB_TIMEOUT is killed, code -9: the test fails, showing where the ranks got to)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]),
                GRADSCOPE_RANK_TIMEOUT=str(JOB_TIMEOUT - 5))
+    logs = [open(os.path.join(out, f"rank{r}.log"), "w+") for r in range(world)]  # no pipe to fill
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "distributed_worker.py"), mode, str(r), str(world),
-                               str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               str(out)], env=env, stdout=logs[r], stderr=subprocess.STDOUT, text=True)
              for r in range(world)]
     deadline = time.monotonic() + JOB_TIMEOUT
-    codes, logs = [], []
+    codes = []
     for p in procs:
         try:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -37,9 +38,12 @@ def run_job(mode, world, out):
             p.kill()
             p.wait()
         codes.append(p.returncode)
-        logs.append(p.stdout.read())
-        p.stdout.close()
-    return codes, logs
+    texts = []
+    for f in logs:
+        f.seek(0)
+        texts.append(f.read())
+        f.close()
+    return codes, texts
 
 
 def read(out, rank):
