@@ -147,7 +147,7 @@ def run(modes, rank, world, out):
         # group that bounds a dead or stalled rank has the short one.
         log("imported")
         dist.init_process_group("gloo", init_method="file://" + os.path.join(out, "store"), rank=rank,
-                                world_size=world, timeout=datetime.timedelta(seconds=60))
+                                world_size=world, timeout=datetime.timedelta(seconds=120))
         log("joined the group")
     for mode in modes.split(","):
         where = os.path.join(out, mode)
