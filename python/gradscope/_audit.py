@@ -17,6 +17,7 @@ from torch import nn
 
 from . import _engine
 from ._engine import Error
+from ._distributed import resolve_process_group
 from ._report import Report
 from ._scope import resolve_scopes, scoped_submodules
 
@@ -74,8 +75,10 @@ def _node_spec(node_id, module):
 
 
 def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs, leakage_every,
-             free_nodes, gradient_snr, threads, keep_records, keep_steps, scopes, on_step, histogram_every=0):
+             free_nodes, gradient_snr, threads, keep_records, keep_steps, scopes, on_step, histogram_every=0,
+             process_group=None):
     o = _engine.AuditOptions()
+    o.process_group = resolve_process_group(process_group, "audit")
     if thresholds is not None:
         o.thresholds = thresholds
     o.sample_every = sample_every
@@ -109,12 +112,17 @@ class Audit:
     `histogram_every=N` counts histograms of the elements of each node's activation, output
     gradient and parameter gradients every N-th audited step (0, the default: none); the run
     store and the TensorBoard file keep them (docs/tensorboard.md).
+    `process_group` (a torch.distributed ProcessGroup, or True / "default" for the default
+    group) merges every audited step across the group's ranks, so that report(), records() and
+    on_step describe the whole job on every rank; constructing the Audit is then a collective.
+    Only rank 0 writes `run` and `tensorboard`: the other ranks ignore them and create nothing
+    (docs/distributed.md).
     """
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
                  gradient_snr=False, threads=1, keep_records=True, keep_steps=100, scopes=None, on_step=None,
-                 run_name=None, overwrite=False, tensorboard=None, histogram_every=0):
+                 run_name=None, overwrite=False, tensorboard=None, histogram_every=0, process_group=None):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
@@ -128,7 +136,7 @@ class Audit:
             run_spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), overwrite)
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
                            leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
-                           resolve_scopes(self._nodes, scopes), on_step, histogram_every)
+                           resolve_scopes(self._nodes, scopes), on_step, histogram_every, process_group)
         if tensorboard is not None:
             tensorboard = os.fspath(tensorboard)
         self._engine = _engine.AuditEngine(specs, options, run_spec, tensorboard)

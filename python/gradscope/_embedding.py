@@ -25,6 +25,7 @@ import json
 from torch import nn
 
 from . import _engine
+from ._distributed import resolve_process_group
 from ._engine import Error, NegativeSampler, Role
 
 
@@ -48,7 +49,9 @@ def _table(module, name, track_every, zombie_rule):
 def _options(name, auto_fix, track_every, thresholds, zombie_rule, more):
     """The C++ EmbeddingTrackerOptions; `more` holds the rest by their C++ names (gradient_ema,
     fix_min_scale, fix_max_scale, boost_undertrained, undertrained_exposure, boost_max,
-    rank_sample_rows, negative_sampler, on_intervention, on_step)."""
+    rank_sample_rows, negative_sampler, on_intervention, on_step, process_group)."""
+    more = dict(more)
+    group = resolve_process_group(more.pop("process_group", None), f"embedding '{name}'")
     for key in ("on_intervention", "on_step"):
         if more.get(key) is not None and not callable(more[key]):
             raise Error(f"embedding '{name}': {key} must be callable, got {type(more[key]).__name__}")
@@ -63,6 +66,7 @@ def _options(name, auto_fix, track_every, thresholds, zombie_rule, more):
     o.track_every = track_every
     o.thresholds = thresholds or _engine.Thresholds()
     o.windowed = zombie_rule == "windowed"
+    o.process_group = group
     for key, value in more.items():
         if key in ("thresholds", "windowed", "track_every", "auto_fix") or not hasattr(o, key):
             raise TypeError(f"unexpected option {key!r}")
@@ -81,7 +85,9 @@ class EmbeddingTracker:
                  zombie_rule="windowed", **options):
         """`options`: gradient_ema, fix_min_scale, fix_max_scale, boost_undertrained,
         undertrained_exposure, boost_max, rank_sample_rows (docs/embedding.md), negative_sampler,
-        on_intervention, on_step (docs/python.md)."""
+        on_intervention, on_step (docs/python.md), process_group (a torch.distributed ProcessGroup,
+        or True / "default" for the default group: per-row state merged across the group's ranks;
+        constructing the tracker is then a collective; docs/distributed.md)."""
         bag, padding_idx = _table(module, name, track_every, zombie_rule)
         o = _options(name, auto_fix, track_every, thresholds, zombie_rule, options)
         self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, o))
@@ -148,6 +154,11 @@ class EmbeddingTracker:
     def touched_rows(self):
         return self._engine.touched_rows()
 
+    def row_counts(self):
+        """Per-row counts, one list each indexed by row: {"exposure" (steps the row was in a batch),
+        "lookups", "negatives", "last_seen" (-1: never)}; across processes, the job's."""
+        return self._engine.row_counts()
+
     def close(self):
         if self._handle is not None:
             self._handle.remove()
@@ -188,6 +199,9 @@ class _HubTable:
 
     def touched_rows(self):
         return self._hub.touched_rows(self._layer)
+
+    def row_counts(self):
+        return self._hub.row_counts(self._layer)
 
     def gradient_norms(self):
         return self._hub.gradient_norms(self._layer)

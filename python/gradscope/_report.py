@@ -23,6 +23,14 @@ class Report:
     def steps(self):
         return self._native.steps
 
+    @property
+    def nonfinite_origin(self):
+        """Where NaN/Inf first appeared (step, node, phase, site, rank), or None when nowhere.
+        `rank` is the lowest rank that saw them there in a job merged across processes (-1: one
+        process)."""
+        origin = self._native.nonfinite_origin
+        return origin if origin.found() else None
+
     def node(self, name):
         """The NodeReport of `name`; KeyError naming the known nodes when there is none."""
         for n in self._native.nodes:

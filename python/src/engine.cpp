@@ -8,6 +8,7 @@
 #include <map>
 
 #include "gradscope/core/error.h"
+#include "gradscope/torch/distributed.h"
 
 namespace gradscope::python {
 namespace {
@@ -86,6 +87,13 @@ AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions option
     shells_.push_back(build_shell(n, "audit: node '" + n.id + "': "));
     pairs.emplace_back(n.id, shells_.back());
   }
+  // Across processes only rank 0 writes (the Audit ignores the sink of every other rank): the
+  // others must not create, or refuse to overwrite, the directories rank 0 writes.
+  const torch::JobInfo job = torch::job_info(options.process_group);
+  if (job.rank != 0) {
+    run.reset();
+    tensorboard.reset();
+  }
   // TensorBoard first: an unwritable directory then fails before the run directory exists,
   // so a corrected retry does not find a half-made run it refuses to overwrite.
   if (tensorboard) {
@@ -99,6 +107,8 @@ AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions option
     store.command_line = run->command_line;
     store.thresholds = options.thresholds;
     store.overwrite = run->overwrite;
+    store.world_size = job.world_size;
+    store.backend = job.backend;
     try {
       writer_ = std::make_unique<RunWriter>(run->dir, store);
     } catch (...) {

@@ -15,6 +15,7 @@
 #include "gradscope/io/json.h"
 #include "gradscope/io/run_metadata.h"
 #include "gradscope/io/table.h"
+#include "gradscope/torch/distributed.h"
 #include "gradscope/torch/tensor.h"
 #include "saved_run.h"
 
@@ -38,6 +39,25 @@ python::NodeSpec node_spec(const py::tuple& n) {
   return {n[0].cast<std::string>(), n[1].cast<std::string>(),
           n[2].cast<std::vector<std::pair<std::string, std::string>>>(),
           n[3].cast<std::vector<std::pair<std::string, at::Tensor>>>()};
+}
+
+// The c10d group behind a torch.distributed ProcessGroup object (None: none). torch binds
+// ProcessGroup with pybind11 and an intrusive_ptr holder (torch/csrc/distributed/c10d/init.cpp)
+// and this module uses the same pybind11 internals, so the cast hands over torch's own group.
+// Anything else is an Error naming the option (True or "default" are resolved in Python).
+gt::ProcessGroupPtr process_group_of(const py::handle& group, const std::string& who) {
+  if (group.is_none()) return {};
+  try {
+    return group.cast<gt::ProcessGroupPtr>();
+  } catch (const py::cast_error&) {
+    throw Error(who + ": process_group must be a torch.distributed ProcessGroup (dist.new_group(), "
+                "dist.group.WORLD) or None, got " + std::string(py::str(py::type::handle_of(group).attr("__name__"))));
+  }
+}
+
+// The group as Python's object again (torch keeps one Python object per group), or None.
+py::object process_group_object(const gt::ProcessGroupPtr& group) {
+  return group ? py::cast(group) : py::none();
 }
 
 void bind_stats(py::module_& m) {
@@ -125,9 +145,17 @@ void bind_report(py::module_& m) {
       .def_readonly("evidence", &NodeReport::evidence)
       .def_property_readonly("flags", [](const NodeReport& n) { return flag_names(n.flags); })
       .def_property_readonly("label", [](const NodeReport& n) { return n.flags_label(); });
+  py::class_<NonFiniteOrigin>(m, "NonFiniteOrigin", "Where NaN/Inf first appeared (gradscope::NonFiniteOrigin).")
+      .def_readonly("step", &NonFiniteOrigin::step)
+      .def_readonly("node", &NonFiniteOrigin::node)
+      .def_readonly("phase", &NonFiniteOrigin::phase)
+      .def_property_readonly("site", [](const NonFiniteOrigin& o) { return std::string(site_name(o.site)); })
+      .def_readonly("rank", &NonFiniteOrigin::rank)
+      .def("found", &NonFiniteOrigin::found);
   py::class_<Report>(m, "Report")
       .def_readonly("steps", &Report::steps)
       .def_readonly("nodes", &Report::nodes)
+      .def_readonly("nonfinite_origin", &Report::nonfinite_origin)
       .def_readonly("thresholds", &Report::thresholds)
       .def("healthy", &Report::healthy)
       .def("flagged_worst_first",
@@ -150,7 +178,9 @@ void bind_report(py::module_& m) {
       .def_readonly("command_line", &RunMetadata::command_line)
       .def_readonly("gradscope_version", &RunMetadata::gradscope_version)
       .def_readonly("thresholds", &RunMetadata::thresholds)
-      .def_readonly("queue_waits", &RunMetadata::queue_waits);
+      .def_readonly("queue_waits", &RunMetadata::queue_waits)
+      .def_readonly("world_size", &RunMetadata::world_size)
+      .def_readonly("backend", &RunMetadata::backend);
   py::class_<python::SavedRun>(m, "SavedRun")
       .def_readonly("path", &python::SavedRun::path)
       .def_readonly("metadata", &python::SavedRun::meta)
@@ -240,7 +270,10 @@ void bind_audit(py::module_& m) {
       .def_readwrite("keep_records", &gt::AuditOptions::keep_records)
       .def_readwrite("keep_steps", &gt::AuditOptions::keep_steps)
       .def_readwrite("scopes", &gt::AuditOptions::scopes)
-      .def_readwrite("on_step", &gt::AuditOptions::on_step);
+      .def_readwrite("on_step", &gt::AuditOptions::on_step)
+      .def_property(
+          "process_group", [](const gt::AuditOptions& o) { return process_group_object(o.process_group); },
+          [](gt::AuditOptions& o, const py::object& g) { o.process_group = process_group_of(g, "audit"); });
   py::class_<ArchitectureNode>(m, "ArchitectureNode")
       .def_readonly("id", &ArchitectureNode::id)
       .def_readonly("type", &ArchitectureNode::type)
@@ -277,6 +310,25 @@ void bind_audit(py::module_& m) {
       .def("warnings", &AuditEngine::warnings)
       .def("close", &AuditEngine::close)
       .def("closed", &AuditEngine::closed);
+}
+
+// Per-row counts of a tracker's table (exposure, lookups, negatives, last seen), one list each,
+// indexed by row: what a test or a user compares across runs and ranks.
+py::dict row_counts(const gt::EmbeddingTracker& t) {
+  const EmbeddingRows& rows = t.rows();
+  std::vector<int64_t> exposure(rows.rows()), lookups(rows.rows()), negatives(rows.rows()), last_seen(rows.rows());
+  for (int64_t r = 0; r < rows.rows(); ++r) {
+    exposure[r] = rows.exposure(r);
+    lookups[r] = rows.lookups(r);
+    negatives[r] = rows.negatives(r);
+    last_seen[r] = rows.last_seen(r);
+  }
+  py::dict d;
+  d["exposure"] = exposure;
+  d["lookups"] = lookups;
+  d["negatives"] = negatives;
+  d["last_seen"] = last_seen;
+  return d;
 }
 
 void bind_embedding(py::module_& m) {
@@ -333,7 +385,13 @@ void bind_embedding(py::module_& m) {
       .def_readwrite("boost_max", &gt::EmbeddingTrackerOptions::boost_max)
       .def_readwrite("rank_sample_rows", &gt::EmbeddingTrackerOptions::rank_sample_rows)
       .def_readwrite("on_intervention", &gt::EmbeddingTrackerOptions::on_intervention)
-      .def_readwrite("on_step", &gt::EmbeddingTrackerOptions::on_step);
+      .def_readwrite("on_step", &gt::EmbeddingTrackerOptions::on_step)
+      .def_property(
+          "process_group",
+          [](const gt::EmbeddingTrackerOptions& o) { return process_group_object(o.process_group); },
+          [](gt::EmbeddingTrackerOptions& o, const py::object& g) {
+            o.process_group = process_group_of(g, "embedding");
+          });
   py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
       .def(py::init<const at::Tensor&, bool, std::optional<int64_t>, std::string, gt::EmbeddingTrackerOptions>(),
            py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"))
@@ -345,6 +403,7 @@ void bind_embedding(py::module_& m) {
       .def("report_json", [](const EmbeddingEngine& e) { return render_embedding_json(e.tracker().report()); })
       .def("warnings", [](const EmbeddingEngine& e) { return e.tracker().warnings(); })
       .def("touched_rows", [](const EmbeddingEngine& e) { return e.tracker().touched_rows(); })
+      .def("row_counts", [](const EmbeddingEngine& e) { return row_counts(e.tracker()); })
       .def("gradient_norms", [](const EmbeddingEngine& e) { return e.tracker().gradient_norms(); });
   // The hub's tables are addressed by layer name: the hub owns their trackers.
   py::class_<EmbeddingHubEngine>(m, "EmbeddingHubEngine")
@@ -364,6 +423,7 @@ void bind_embedding(py::module_& m) {
            [](EmbeddingHubEngine& h, const std::string& layer) { return render_embedding_json(h[layer].report()); })
       .def("warnings", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].warnings(); })
       .def("touched_rows", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].touched_rows(); })
+      .def("row_counts", [](EmbeddingHubEngine& h, const std::string& layer) { return row_counts(h[layer]); })
       .def("gradient_norms",
            [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].gradient_norms(); });
 }
