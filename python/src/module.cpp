@@ -20,6 +20,14 @@
 #include "saved_run.h"
 
 namespace py = pybind11;
+
+// For every call that may meet a process group (a collective, or a wait on one): the GIL is
+// let go while it runs. Gloo's worker threads need the GIL to free the Python object of a
+// tensor an earlier collective held last (torch's own collectives let it go for the same
+// reason); a call waiting on the group with the GIL held deadlocks with them
+// (tests/python/test_distributed.py). Python callbacks (optimizer.step, on_step) take it back
+// themselves: pybind11's std::function wrapper acquires it around each call.
+using release_gil = py::call_guard<py::gil_scoped_release>;
 using namespace gradscope;
 namespace gt = gradscope::torch;
 using gradscope::python::AuditEngine;
@@ -291,6 +299,8 @@ void bind_audit(py::module_& m) {
                spec = python::RunSpec{r[0].cast<std::string>(), r[1].cast<std::string>(),
                                       r[2].cast<std::string>(), r[3].cast<bool>()};
              }
+             // With a process group the constructor checks the nodes across ranks (a collective).
+             py::gil_scoped_release release;
              return std::make_unique<AuditEngine>(std::move(specs), std::move(options), std::move(spec),
                                                   std::move(tensorboard));
            }),
@@ -298,17 +308,17 @@ void bind_audit(py::module_& m) {
            py::arg("tensorboard") = py::none())
       .def("tap", &AuditEngine::tap)
       .def("pre_activation", &AuditEngine::pre_activation)
-      .def("step", &AuditEngine::step)
+      .def("step", &AuditEngine::step, release_gil())
       .def("audited", &AuditEngine::audited)
       .def("current_step", &AuditEngine::current_step)
-      .def("report", &AuditEngine::report)
-      .def("records", &AuditEngine::records)
-      .def("channel_records", &AuditEngine::channel_records)
-      .def("similarity_records", &AuditEngine::similarity_records)
+      .def("report", &AuditEngine::report, release_gil())
+      .def("records", &AuditEngine::records, release_gil())
+      .def("channel_records", &AuditEngine::channel_records, release_gil())
+      .def("similarity_records", &AuditEngine::similarity_records, release_gil())
       .def("node_ids", &AuditEngine::node_ids)
       .def("architecture", [](const AuditEngine& e) { return e.architecture().nodes; })
       .def("warnings", &AuditEngine::warnings)
-      .def("close", &AuditEngine::close)
+      .def("close", &AuditEngine::close, release_gil())
       .def("closed", &AuditEngine::closed);
 }
 
@@ -394,11 +404,12 @@ void bind_embedding(py::module_& m) {
           });
   py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
       .def(py::init<const at::Tensor&, bool, std::optional<int64_t>, std::string, gt::EmbeddingTrackerOptions>(),
-           py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"))
+           py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"),
+           release_gil())
       .def("observe", &EmbeddingEngine::observe, py::arg("indices"), py::arg("role") = gt::Role::kLookup)
       .def("before_step", &EmbeddingEngine::before_step)
-      .def("after_step", &EmbeddingEngine::after_step)
-      .def("step", &EmbeddingEngine::step)
+      .def("after_step", &EmbeddingEngine::after_step, release_gil())
+      .def("step", &EmbeddingEngine::step, release_gil())
       .def("current_step", &EmbeddingEngine::current_step)
       .def("report_json", [](const EmbeddingEngine& e) { return render_embedding_json(e.tracker().report()); })
       .def("warnings", [](const EmbeddingEngine& e) { return e.tracker().warnings(); })
@@ -409,14 +420,14 @@ void bind_embedding(py::module_& m) {
   py::class_<EmbeddingHubEngine>(m, "EmbeddingHubEngine")
       .def(py::init<>())
       .def("track", &EmbeddingHubEngine::track, py::arg("weight"), py::arg("bag"), py::arg("padding_idx"),
-           py::arg("layer"), py::arg("options"))
+           py::arg("layer"), py::arg("options"), release_gil())
       .def(
           "observe",
           [](EmbeddingHubEngine& h, const std::string& layer, const at::Tensor& indices, gt::Role role) {
             h[layer].observe(indices, role);
           },
           py::arg("layer"), py::arg("indices"), py::arg("role") = gt::Role::kLookup)
-      .def("step", &EmbeddingHubEngine::step)
+      .def("step", &EmbeddingHubEngine::step, release_gil())
       .def("current_step", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].current_step(); })
       .def("report_json", [](const EmbeddingHubEngine& h) { return render_embedding_hub_json(h.report()); })
       .def("table_report_json",

@@ -5,7 +5,9 @@ audit or trackers hold after the job, what torch itself measured, and the error 
 
 Modes: "reduce" (gradients summed through the group), "nan" (NaN fed at step 1 by rank 1; in
 one process, by the one run as rank 1), "die" (rank 1 exits before step 1's merge), "embedding"
-(an EmbeddingTracker and an EmbeddingHub table over each rank's share of the lookups).
+(an EmbeddingTracker and an EmbeddingHub table over each rank's share of the lookups), "gil"
+(each gradscope call that meets the group made while a Python-owned tensor's all-reduce is
+still running on Gloo's worker thread: see gil_job).
 """
 import sys
 import time
@@ -135,6 +137,53 @@ def embedding_job(rank, job, group):
     return result
 
 
+def orphaned_all_reduces(rank):
+    """Starts two all-reduces of tensors Python then lets go of, so that Gloo's two worker
+    threads hold the last references. Rank 1 starts late, so rank 0's are still running when
+    rank 0 goes on to the next gradscope call: when they end, each worker needs the GIL to free
+    a tensor's Python object (one of them while it holds the group's queue lock). A gradscope
+    call that waited on the group holding the GIL deadlocked with them (seen first with the
+    gradient all-reduce of data-parallel training)."""
+    if rank == 1:
+        time.sleep(1.0)
+    for _ in range(2):
+        t = torch.ones(1 << 16)
+        dist.all_reduce(t, async_op=True)
+        del t
+
+
+def gil_job(rank, world, job, group, out):
+    """Each kind of gradscope call that meets the group, right after orphaned_all_reduces()."""
+    net = model()
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    orphaned_all_reduces(rank)
+    audit = gradscope.Audit(net, run=os.path.join(out, f"run{rank}"), process_group=group)
+    orphaned_all_reduces(rank)
+    tracker = gradscope.EmbeddingTracker(nn.Embedding(10, 2), name="items", process_group=group)
+    orphaned_all_reduces(rank)
+    hub = gradscope.EmbeddingHub()
+    users = nn.Embedding(6, 2)
+    hub.track(users, name="users", process_group=group)
+    for step in range(STEPS):
+        x = job_batch(step, job)[rank * ROWS:(rank + 1) * ROWS].clone()
+        opt.zero_grad()
+        (net(x) ** 2).sum().backward()
+        sum_gradients(net)
+        if step == 0:
+            orphaned_all_reduces(rank)
+        audit.step(opt)
+        users(torch.tensor([step, rank])).sum().backward()
+        if step == 0:
+            orphaned_all_reduces(rank)
+        hub.step(lambda: None)
+    audit.close()
+    orphaned_all_reduces(rank)
+    report = audit.report()
+    tracker.close()
+    hub.close()
+    return {"steps": report.steps}
+
+
 def run(modes, rank, world, out):
     """Runs each of the comma-separated `modes` in turn in DIR/<mode>, with one group (one torch
     import and one rendezvous a rank, which is most of a job's time). world 0: one process fed
@@ -154,8 +203,12 @@ def run(modes, rank, world, out):
         os.makedirs(where, exist_ok=True)
         if not single:
             group = dist.new_group(timeout=datetime.timedelta(seconds=3)) if mode == "die" else True
-        result = embedding_job(rank, job, group) if mode == "embedding" else audit_job(mode, rank, world, job, group,
-                                                                                       where)
+        if mode == "embedding":
+            result = embedding_job(rank, job, group)
+        elif mode == "gil":
+            result = gil_job(rank, world, job, group, where)
+        else:
+            result = audit_job(mode, rank, world, job, group, where)
         with open(os.path.join(where, f"rank{rank}.json"), "w") as f:
             json.dump(result, f)
         if not single:
@@ -165,7 +218,9 @@ def run(modes, rank, world, out):
 
 if __name__ == "__main__":
     # A rank that hangs prints where, before the test's timeout kills it (the test shows it).
-    faulthandler.dump_traceback_later(float(os.environ.get("GRADSCOPE_RANK_TIMEOUT", "35")), exit=True)
+    # The limit counts from the start, imports included (they take most of it on a busy machine).
+    limit = float(os.environ.get("GRADSCOPE_RANK_TIMEOUT", "35")) - (time.monotonic() - _START)
+    faulthandler.dump_traceback_later(max(1.0, limit), exit=True)
     run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     sys.stdout.flush()
     # Skip the process group's teardown: with a dead peer it can wait; nothing is left to write.

@@ -144,6 +144,15 @@ def test_a_rank_that_dies_makes_the_others_raise_not_hang(tmp_path):
     assert run.steps == 1  # the step before the failed merge, whole
 
 
+def test_calls_that_meet_the_group_let_other_threads_have_the_gil(tmp_path):
+    # Each call made while Gloo's worker thread must take the GIL to finish an earlier
+    # collective (distributed_worker.gil_job): a call that kept the GIL deadlocked here.
+    codes, logs = run_job("gil", 2, tmp_path)
+    assert codes == [0, 0], logs
+    for rank in range(2):
+        assert read(tmp_path / "gil", rank)["steps"] == worker.STEPS
+
+
 def test_embedding_row_counts_equal_one_process(two_ranks, tmp_path):
     ref = worker.run("embedding:2", 0, 0, str(tmp_path))
     assert sum(ref["items"]["exposure"]) > 0 and max(ref["items"]["lookups"]) > 1
