@@ -57,7 +57,8 @@ int64_t touched_rows(int group, int s, int rank, int world) {
 }
 
 // The job: "hub" steps the tables with an EmbeddingHub, "lone" with a tracker each, "die" and
-// "stall" are "hub" with the last rank killed or asleep before step kFailStep's merge. World 1
+// "stall" are "hub" with the last rank killed or asleep before step kFailStep's merge, "rate"
+// is "hub" with rank 1 tracking users every step (the others every other). World 1
 // without groups is the one-process reference. Returns each table's state, then the hub's
 // correlations. `rounds[g]` gets group g's allgathers: the trackers' construction, then each step.
 std::string run_tables(const std::string& mode, int rank, int world, const std::vector<ProcessGroupPtr>& groups,
@@ -85,7 +86,7 @@ std::string run_tables(const std::string& mode, int rank, int world, const std::
   std::vector<EmbeddingTracker*> trackers;
   for (std::size_t i = 0; i < std::size(kTables); ++i) {
     EmbeddingTrackerOptions o;
-    o.track_every = kTables[i].track_every;
+    o.track_every = mode == "rate" && rank == 1 ? 1 : kTables[i].track_every;
     if (!groups.empty()) o.process_group = groups[static_cast<std::size_t>(kTables[i].group)];
     if (mode == "lone") {
       lone.push_back(std::make_unique<EmbeddingTracker>(embs[i], kTables[i].name, o));
@@ -200,6 +201,19 @@ TEST(EmbeddingHubDistributed, OneCollectivePerGroupAndStepSameStateAsLoneTracker
     // Lone trackers make one a table: the hub's saving is real in this data.
     EXPECT_NE(read_file(lone.path + "/rank0.rounds0"), expected_rounds(0, world));
   }
+}
+
+TEST(EmbeddingHubDistributed, TableTrackedOnSomeRanksOnlyFailsEveryRankNamingIt) {
+  // At step 1 rank 1 tracks users and rank 0 does not: their buffers still have one size (every
+  // table of the group travels), so both throw, naming the table and the steps.
+  const test::TempDir scratch("gs-disthub");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(test::wait_workers(test::start_workers("rate", 2, scratch.path), 60), ::testing::Each(3));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // not the 30 s timeout
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(read_file(scratch.path + "/rank" + std::to_string(r) + ".err"),
+              "embedding 'users': ranks are at different steps (rank 0 at step 1 (not tracked), rank 1 at "
+              "step 1); every rank needs the same track_every and one step() per training step");
 }
 
 TEST(EmbeddingHubDistributed, RankKilledMidRunFailsTheOthersAtOnce) {
