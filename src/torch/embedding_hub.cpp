@@ -17,6 +17,7 @@ struct EmbeddingHub::Groups {
     c10d::ProcessGroup* group;  // the key: the trackers' options hold it alive
     EmbeddingRankMerge merge;
     std::vector<EmbeddingTracker*> tables;  // in the order tracked, the same on every rank
+    std::vector<RanksTable*> parts;         // their parts of the merge (kept: no allocation a step)
   };
   std::vector<Group> list;
 };
@@ -36,8 +37,9 @@ EmbeddingTracker& EmbeddingHub::track(std::shared_ptr<::torch::nn::Module> modul
   if (const ProcessGroupPtr& pg = t.state_->options.process_group) {
     auto it = std::find_if(groups_->list.begin(), groups_->list.end(),
                            [&](const Groups::Group& g) { return g.group == pg.get(); });
-    if (it == groups_->list.end()) it = groups_->list.insert(groups_->list.end(), {pg.get(), EmbeddingRankMerge(pg), {}});
+    if (it == groups_->list.end()) it = groups_->list.insert(groups_->list.end(), {pg.get(), EmbeddingRankMerge(pg), {}, {}});
     it->tables.push_back(&t);
+    it->parts.push_back(&t.state_->ranks_part);
   }
   return t;
 }
@@ -55,24 +57,21 @@ void EmbeddingHub::step(::torch::optim::Optimizer& optimizer) {
 void EmbeddingHub::step(const std::function<void()>& apply_update) {
   // Each tracker's before_step() in three parts, so that every table of a group is ready before
   // the group's one collective.
-  std::vector<char> tracking;
-  for (auto& t : trackers_) tracking.push_back(t->state_->begin_step());
+  for (auto& t : trackers_) t->state_->begin_step();
   for (Groups::Group& g : groups_->list) {
-    std::vector<RanksTable*> parts;
     bool any = false;
     for (EmbeddingTracker* t : g.tables) {
       t->state_->prepare_merge();
-      parts.push_back(&t->state_->ranks_part);
       any = any || t->state_->tracking;
     }
     // Untracked tables still travel (no rows, their step): the buffer's size must not depend on
     // which tables a rank tracks at this step. A step that tracks none of them makes none.
     if (!any) continue;
-    g.merge.merge(parts);
+    g.merge.merge(g.parts);
     for (EmbeddingTracker* t : g.tables) t->state_->merged();
   }
-  for (std::size_t i = 0; i < trackers_.size(); ++i)
-    if (tracking[i]) trackers_[i]->state_->finish_before_step();
+  for (auto& t : trackers_)
+    if (t->state_->tracking) t->state_->finish_before_step();
   apply_update();
   for (auto& t : trackers_) t->after_step();
 }

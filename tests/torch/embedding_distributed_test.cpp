@@ -12,7 +12,6 @@
 #include <numeric>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "../common/ranks.h"
 #include "embedding_workers.h"
@@ -187,9 +186,7 @@ TEST(EmbeddingDistributed, BuffersGrowWhenOneRankTouchesManyMoreRows) {
 
 TEST(EmbeddingDistributed, AnotherTrackEveryFailsEveryRankNamingTheSteps) {
   const test::TempDir scratch("gs-distemb");
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_THAT(test::wait_workers(test::start_workers("rate", 2, scratch.path), 60), ::testing::Each(3));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // not the timeout
   for (int r = 0; r < 2; ++r)
     EXPECT_EQ(read_file(scratch.path + "/rank" + std::to_string(r) + ".err"),
               "embedding 'items': ranks are at different steps (rank 0 at step 1, rank 1 at step 2); every "
@@ -201,12 +198,11 @@ TEST(EmbeddingDistributed, SkippedStepCallEndsInAnErrorNotAHang) {
   // the merges meet until the rank that skipped runs out of steps and leaves: the other then
   // fails its last merge at once instead of waiting.
   const test::TempDir scratch("gs-distemb");
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_THAT(test::wait_workers(test::start_workers("skip", 2, scratch.path), 60), ::testing::ElementsAre(3, 0));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // not the timeout
-  EXPECT_THAT(read_file(scratch.path + "/rank0.err"),
-              HasSubstr("embedding 'items': rank 0 of 2 (gloo): the merge of the touched rows of step 5 failed; "
-                        "a rank died or stalled past the process group's timeout"));
+  const std::string err = read_file(scratch.path + "/rank0.err");
+  EXPECT_THAT(err, HasSubstr("embedding 'items': rank 0 of 2 (gloo): the merge of the touched rows of step 5 failed; "
+                             "a rank died or stalled past the process group's timeout"));
+  EXPECT_THAT(err, ::testing::Not(HasSubstr("Timed out")));  // the closed connection, not the 30 s timeout
 }
 
 }  // namespace

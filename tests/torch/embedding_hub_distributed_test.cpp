@@ -207,9 +207,7 @@ TEST(EmbeddingHubDistributed, TableTrackedOnSomeRanksOnlyFailsEveryRankNamingIt)
   // At step 1 rank 1 tracks users and rank 0 does not: their buffers still have one size (every
   // table of the group travels), so both throw, naming the table and the steps.
   const test::TempDir scratch("gs-disthub");
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_THAT(test::wait_workers(test::start_workers("rate", 2, scratch.path), 60), ::testing::Each(3));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // not the 30 s timeout
   for (int r = 0; r < 2; ++r)
     EXPECT_EQ(read_file(scratch.path + "/rank" + std::to_string(r) + ".err"),
               "embedding 'users': ranks are at different steps (rank 0 at step 1 (not tracked), rank 1 at "
@@ -218,28 +216,31 @@ TEST(EmbeddingHubDistributed, TableTrackedOnSomeRanksOnlyFailsEveryRankNamingIt)
 
 TEST(EmbeddingHubDistributed, RankKilledMidRunFailsTheOthersAtOnce) {
   const test::TempDir scratch("gs-disthub");
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_THAT(test::wait_workers(test::start_workers("die", 3, scratch.path), 60),
               ::testing::ElementsAre(3, 3, 128 + SIGKILL));
-  // Gloo sees the closed connection: well before the group's 30 s timeout.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
-  for (int r = 0; r < 2; ++r)
-    EXPECT_THAT(read_file(scratch.path + "/rank" + std::to_string(r) + ".err"),
-                HasSubstr("of 3 (gloo): the merge of the touched rows of step 2 failed; a rank died or stalled"));
+  for (int r = 0; r < 2; ++r) {
+    const std::string err = read_file(scratch.path + "/rank" + std::to_string(r) + ".err");
+    EXPECT_THAT(err, HasSubstr("of 3 (gloo): the merge of the touched rows of step 2 failed; a rank died or stalled"));
+    // Gloo saw the closed connection (its own or the next rank's), not the group's 30 s timeout.
+    EXPECT_THAT(err, ::testing::Not(HasSubstr("Timed out")));
+  }
 }
 
 TEST(EmbeddingHubDistributed, StalledRankFailsTheOthersWithinTheTimeout) {
   const test::TempDir scratch("gs-disthub");
-  const auto start = std::chrono::steady_clock::now();
   const auto pids = test::start_workers("stall", 3, scratch.path);
-  EXPECT_THAT(test::wait_workers({pids[0], pids[1]}, 60), ::testing::ElementsAre(3, 3));
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Bounded: the workers' start and the 2 s timeout, well inside the sleeper's 60 s.
+  EXPECT_THAT(test::wait_workers({pids[0], pids[1]}, 50), ::testing::ElementsAre(3, 3));
   test::wait_workers({pids[2]}, 0);  // still asleep: killed
-  EXPECT_LT(waited, 20.0);  // the 2 s timeout and the workers' start, not the sleeper's 60 s
-  for (int r = 0; r < 2; ++r)
-    EXPECT_THAT(read_file(scratch.path + "/rank" + std::to_string(r) + ".err"),
-                HasSubstr("embeddings 'items', 'users': rank " + std::to_string(r) +
-                          " of 3 (gloo): the merge of the touched rows of step 2 failed; a rank died or stalled"));
+  // The first to time out names the timeout; the other may see it leave first.
+  std::string both;
+  for (int r = 0; r < 2; ++r) {
+    const std::string err = read_file(scratch.path + "/rank" + std::to_string(r) + ".err");
+    EXPECT_THAT(err, HasSubstr("embeddings 'items', 'users': rank " + std::to_string(r) +
+                               " of 3 (gloo): the merge of the touched rows of step 2 failed; a rank died or stalled"));
+    both += err;
+  }
+  EXPECT_THAT(both, HasSubstr("Timed out waiting 2000ms"));
 }
 
 }  // namespace
