@@ -1,5 +1,5 @@
-// An EmbeddingHub across processes (issue 16): three tables, two on one process group and one
-// on another, at 2 and 3 worker processes on loopback, against the same tables as lone trackers
+// An EmbeddingHub across processes (issue 16): four tables, two on one process group, one on
+// another and one on none, at 2 and 3 worker processes on loopback, against the same tables as lone trackers
 // and against one process fed every lookup; the collectives counted per group and step; a rank
 // that dies or stalls in the middle of the run.
 #include <gmock/gmock.h>
@@ -38,13 +38,17 @@ struct Table {
   int group;
   int track_every;
 };
-// items and users share group 0 (users tracked every other step); tags has group 1 to itself.
-constexpr Table kTables[] = {{"items", 50, 40, 0, 1}, {"users", 30, 25, 0, 2}, {"tags", 20, 15, 1, 1}};
+// items and users share group 0 (users tracked every other step); tags has group 1 to itself;
+// ctx has none (-1): every rank looks up all of its lookups, so each rank's own state of it is
+// the one process's.
+constexpr Table kTables[] = {
+    {"items", 50, 40, 0, 1}, {"users", 30, 25, 0, 2}, {"tags", 20, 15, 1, 1}, {"ctx", 12, 9, -1, 1}};
 constexpr int kDim = 4;
 
 // Table `i`'s lookups (and negatives) of step `s` on `rank`.
 at::Tensor lookups(std::size_t i, int s, bool negatives, int rank, int world) {
-  return shard(job_indices(s, negatives, kTables[i].range, i), rank, world);
+  return shard(job_indices(s, negatives, kTables[i].range, i), kTables[i].group < 0 ? 0 : rank,
+               kTables[i].group < 0 ? 1 : world);
 }
 
 // Rows of `group`'s tables this rank touches at step `s` (those tracked at s).
@@ -87,7 +91,7 @@ std::string run_tables(const std::string& mode, int rank, int world, const std::
   for (std::size_t i = 0; i < std::size(kTables); ++i) {
     EmbeddingTrackerOptions o;
     o.track_every = mode == "rate" && rank == 1 ? 1 : kTables[i].track_every;
-    if (!groups.empty()) o.process_group = groups[static_cast<std::size_t>(kTables[i].group)];
+    if (!groups.empty() && kTables[i].group >= 0) o.process_group = groups[static_cast<std::size_t>(kTables[i].group)];
     if (mode == "lone") {
       lone.push_back(std::make_unique<EmbeddingTracker>(embs[i], kTables[i].name, o));
       trackers.push_back(lone.back().get());
@@ -108,6 +112,7 @@ std::string run_tables(const std::string& mode, int rank, int world, const std::
     }
     loss.backward();
     for (std::size_t g = 0; g < embs.size() && !groups.empty(); ++g) {  // sum the gradients (DDP)
+      if (kTables[g].group < 0) continue;  // ctx: each rank's own, already the job's
       std::vector<at::Tensor> grad{embs[g]->weight.grad()};
       groups[0]->allreduce(grad)->wait();
     }

@@ -90,9 +90,10 @@ struct EmbeddingTrackerOptions {
   /// real update (site kUpdate), e.g. for a RunWriter.
   std::function<void(const std::vector<Record>&)> on_step;
   /// The job's process group (docs/distributed.md): every tracked step, the rows touched on
-  /// any rank and their lookup counts are merged with one allgather, and each rank updates the
-  /// state of every row touched in the job, so report() describes the job (the same on every
-  /// rank; rank 0's is the one to keep). Every rank then calls step() alike. Null: one process.
+  /// any rank and their lookup counts are merged with one allgather (in an EmbeddingHub, one for
+  /// all its tables of this group), and each rank updates the state of every row touched in
+  /// the job, so report() describes the job (the same on every rank; rank 0's is the one to
+  /// keep). Every rank then calls step() alike. Null: one process.
   ProcessGroupPtr process_group;
 };
 
