@@ -114,10 +114,10 @@ EmbeddingTracker::EmbeddingTracker(std::shared_ptr<::torch::nn::Module> module, 
     int64_t p = *emb->options.padding_idx();
     state_->padding_idx = p < 0 ? p + w.size(0) : p;
   }
-  if (state_->options.process_group)
-    state_->ranks = std::make_unique<EmbeddingRankMerge>(state_->options.process_group,
-                                                         "embedding '" + state_->layer + "'",
-                                                         w.size(0), w.size(1));
+  if (state_->options.process_group) {
+    state_->ranks = std::make_unique<EmbeddingRankMerge>(state_->options.process_group);
+    state_->ranks->check_table("embedding '" + state_->layer + "'", w.size(0), w.size(1));
+  }
 }
 
 EmbeddingTracker::~EmbeddingTracker() = default;

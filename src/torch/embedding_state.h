@@ -40,7 +40,8 @@ struct EmbeddingTracker::State {
   std::vector<float> before;            // T x dim: the rows before the optimizer step
   std::vector<double> before_norm;      // their L2 norms
   std::vector<float> delta;             // one row's update (T x dim when on_step is set)
-  std::unique_ptr<EmbeddingRankMerge> ranks;  // with options.process_group
+  std::unique_ptr<EmbeddingRankMerge> ranks;  // with options.process_group (a lone step() merges)
+  RanksTable ranks_part;                      // this table's part of a merge, lone or in a hub
   bool ranks_differ = false;                  // gradients differed across ranks (warned once)
   bool in_step = false;
   bool tracking = false;
@@ -69,8 +70,15 @@ struct EmbeddingTracker::State {
   at::Tensor touched_tensor() const;
   /// Points grad_rows at each touched row's gradient in `grad` (empty when undefined).
   void locate_gradients(const at::Tensor& grad);
-  /// Replaces the touched rows by the job's across ranks (options.process_group).
-  void merge_ranks(const at::Tensor& grad);
+  /// The tracked step's first part, up to the merge across ranks: checks, then the touched
+  /// rows. Starts the step (in_step); returns whether it is tracked.
+  bool begin_step();
+  /// Fills ranks_part with this rank's touched rows and their gradient hashes (before a merge).
+  void prepare_merge();
+  /// After a merge: warns once when the ranks' gradients differed.
+  void merged();
+  /// The tracked step's rest, on the (merged) touched rows: counts, snapshots, gradients.
+  void finish_before_step();
   /// Auto-fix (options.auto_fix): scales the gradient of touched zombie rows, boosts
   /// under-trained ones if asked, and reports each act to options.on_intervention.
   void auto_fix(at::Tensor grad);

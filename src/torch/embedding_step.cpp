@@ -73,36 +73,57 @@ void EmbeddingTracker::State::locate_gradients(const at::Tensor& grad) {
   for (int64_t k = 0; k < T; ++k) grad_rows[k] = g + (grad_keep.defined() ? k : t[k]) * stride;
 }
 
-// The job's touched rows. The gradient hashes ask whether the ranks hold the same gradient
-// (averaged); when they do not, each rank's state of a row uses its own gradient and values.
-void EmbeddingTracker::State::merge_ranks(const at::Tensor& grad) {
-  locate_gradients(grad);
-  std::vector<uint64_t> hashes(touched.rows().size(), 0);
-  for (std::size_t k = 0; k < grad_rows.size(); ++k) hashes[k] = hash_row(grad_rows[k], rows.dim());
-  const bool same = ranks->merge(step, rows.rows(), rows.dim(), touched, hashes);
-  if (!same && !ranks_differ) {
-    ranks_differ = true;
-    warn(who() + "gradients differ across ranks on rows several ranks looked up (first: step " +
-         std::to_string(step) + "): not averaged, so the velocity, oscillation and SNR of a row are "
-         "this rank's own; counts and exposure are the job's");
+// The gradient hashes ask whether the ranks hold the same gradient (averaged); when they do
+// not, each rank's state of a row uses its own gradient and values.
+void EmbeddingTracker::State::prepare_merge() {
+  ranks_part.who = "embedding '" + layer + "'";
+  ranks_part.step = step;
+  ranks_part.rows = rows.rows();
+  ranks_part.dim = rows.dim();
+  ranks_part.tracked = tracking;
+  ranks_part.touched = &touched;
+  ranks_part.hashes.assign(tracking ? touched.rows().size() : 0, 0);
+  if (!tracking) return;
+  locate_gradients(weight.grad());
+  for (std::size_t k = 0; k < grad_rows.size(); ++k) ranks_part.hashes[k] = hash_row(grad_rows[k], rows.dim());
+}
+
+void EmbeddingTracker::State::merged() {
+  if (!ranks_part.tracked || ranks_part.same || ranks_differ) return;
+  ranks_differ = true;
+  warn(who() + "gradients differ across ranks on rows several ranks looked up (first: step " +
+       std::to_string(step) + "): not averaged, so the velocity, oscillation and SNR of a row are "
+       "this rank's own; counts and exposure are the job's");
+}
+
+bool EmbeddingTracker::State::begin_step() {
+  if (in_step) throw Error(who() + "before_step() called twice without after_step()");
+  const bool track = step % options.track_every == 0;
+  if (track) {  // before any state changes, so a failed step leaves none
+    check_weight();
+    check_gradient(weight.grad());
   }
+  in_step = true;
+  tracking = track;
+  if (tracking) touched.build(observed, negatives, padding_idx, rows.rows());
+  return tracking;
 }
 
 void EmbeddingTracker::before_step() {
   State& s = *state_;
-  if (s.in_step) throw Error(s.who() + "before_step() called twice without after_step()");
-  const bool tracking = s.step % s.options.track_every == 0;
-  if (tracking) {  // before any state changes, so a failed step leaves none
-    s.check_weight();
-    s.check_gradient(s.weight.grad());
-  }
-  s.in_step = true;
-  s.tracking = tracking;
-  if (!s.tracking) return;
-  at::NoGradGuard no_grad;
-  s.touched.build(s.observed, s.negatives, s.padding_idx, s.rows.rows());
+  const bool tracking = s.begin_step();
   // Before the empty-batch return: a rank with no rows still takes part in the collective.
-  if (s.ranks) s.merge_ranks(s.weight.grad());
+  if (tracking && s.ranks) {
+    s.prepare_merge();
+    s.ranks->merge({&s.ranks_part});
+    s.merged();
+  }
+  if (tracking) s.finish_before_step();
+}
+
+void EmbeddingTracker::State::finish_before_step() {
+  State& s = *this;
+  at::NoGradGuard no_grad;
   const std::vector<int64_t>& t = s.touched.rows();
   const auto T = static_cast<int64_t>(t.size());
   const int64_t dim = s.rows.dim();

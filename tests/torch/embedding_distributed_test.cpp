@@ -7,12 +7,14 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/optim/sgd.h>
 
-#include <cstdio>
+#include <algorithm>
+#include <chrono>
+#include <numeric>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "../common/ranks.h"
+#include "embedding_workers.h"
 #include "gradscope/torch/embedding.h"
 
 namespace gradscope::torch {
@@ -22,68 +24,63 @@ using ::testing::HasSubstr;
 constexpr int64_t kRows = 50;  // rows 40..49 are never looked up: dead
 constexpr int64_t kDim = 4;
 constexpr int kSteps = 6;
+constexpr int kGrowStep = 3;
+constexpr int kTimeoutMs = 30000;  // the group's: the failures below must come well before it
 
-// Step `step`'s indices of the whole job: 24 lookups and 8 negatives, the same in every process.
-std::vector<int64_t> job_indices(int step, bool negatives) {
-  std::mt19937_64 gen(static_cast<uint64_t>(step) * 2 + negatives);
-  std::vector<int64_t> ids(negatives ? 8 : 24);
-  for (int64_t& i : ids) i = static_cast<int64_t>(gen() % 40);
+using test::dump;
+using test::job_indices;
+using test::read_file;
+using test::shard;
+
+// This rank's lookups of step `s`. "grow": at kGrowStep the last rank also looks up each of rows
+// 0..39 once, so it touches far more rows than before and than the other ranks.
+at::Tensor lookups(const std::string& mode, int s, int rank, int world) {
+  at::Tensor ids = shard(job_indices(s, false), rank, world);
+  if (mode == "grow" && s == kGrowStep && rank == world - 1) ids = at::cat({ids, at::arange(40, at::kLong)});
   return ids;
 }
 
-// Every world-th index from `rank` (rank 0 of world 1: all of them).
-at::Tensor shard(const std::vector<int64_t>& ids, int rank, int world) {
-  std::vector<int64_t> mine;
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (static_cast<int>(i % static_cast<std::size_t>(world)) == rank) mine.push_back(ids[i]);
-  return at::tensor(mine, at::kLong);
-}
-
-// Per row: every piece of state, doubles as exact hex; then the diagnostics' types and the
-// dead-row evidence.
-std::string dump(const EmbeddingTracker& t) {
-  std::ostringstream out;
-  const EmbeddingRows& r = t.rows();
-  char line[256];
-  for (int64_t i = 0; i < r.rows(); ++i) {
-    std::snprintf(line, sizeof line, "%lld %u %u %u %d %u %u %u %a %a %a\n", static_cast<long long>(i),
-                  r.exposure(i), r.lookups(i), r.negatives(i), r.last_seen(i), r.updates(i), r.gradients(i),
-                  r.cosines(i), static_cast<double>(r.velocity(i)), static_cast<double>(r.oscillation(i)), r.snr(i));
-    out << line;
-  }
-  for (const EmbeddingDiagnostic& d : t.report().diagnostics) {
-    out << "D " << d.type;
-    if (d.type == "DEAD_ROWS")
-      for (const auto& [name, value] : d.evidence) out << " " << name << "=" << value;
-    out << "\n";
-  }
-  return out.str();
+// Rows this rank touches at step `s` (lookups and negatives, distinct).
+int64_t touched_rows(const std::string& mode, int s, int rank, int world) {
+  return std::get<0>(at::_unique(at::cat({lookups(mode, s, rank, world), shard(job_indices(s, true), rank, world)}))).numel();
 }
 
 // One job (world 1 and no group: the one-process reference). Modes: "avg" sums the gradients
 // across ranks (each rank then holds the job's gradient), "local" keeps each rank's own,
-// "shape" gives rank 1 a larger table.
+// "shape" gives rank 1 a larger table, "grow" is "avg" with a step where the last rank touches
+// many more rows (lookups()); "rate" gives rank 1 track_every 2 and "skip" has rank 1 skip its
+// step() of step 2 (both "local": the gradient all-reduce would meet the other ranks' merge).
+// `rounds` gets the allgathers of the construction and then of each step.
 std::string run_tracker(const std::string& mode, int rank, int world, const ProcessGroupPtr& group,
-                        std::vector<std::string>* warnings = nullptr) {
+                        std::vector<std::string>* warnings = nullptr, std::vector<int64_t>* rounds = nullptr) {
+  const bool local = mode == "local" || mode == "rate" || mode == "skip";
   ::torch::manual_seed(0);
   ::torch::nn::Embedding emb(mode == "shape" && rank == 1 ? kRows + 10 : kRows, kDim);
   EmbeddingTrackerOptions options;
   options.process_group = group;
+  if (mode == "rate" && rank == 1) options.track_every = 2;
+  const auto* counting = dynamic_cast<const test::CountingGroup*>(group.get());
+  const auto count = [&] {
+    if (rounds && counting) rounds->push_back(counting->allgathers - std::accumulate(rounds->begin(), rounds->end(), int64_t{0}));
+  };
   EmbeddingTracker tracker(emb, "items", options);
+  count();
   ::torch::optim::SGD sgd(emb->parameters(), 0.1);
   // Dyadic weights: a row's gradient is a sum of a few of them, exact in any order, so the
   // summed shards equal the one-process gradient bit for bit.
   const at::Tensor c = at::tensor({0.5f, -0.25f, 1.0f, 0.125f}), n = at::tensor({-0.5f, 0.25f, 0.75f, -1.0f});
   for (int s = 0; s < kSteps; ++s) {
     sgd.zero_grad();
-    const at::Tensor e = tracker.forward(shard(job_indices(s, false), rank, world));
+    const at::Tensor e = tracker.forward(lookups(mode, s, rank, world));
     const at::Tensor neg = tracker.forward(shard(job_indices(s, true), rank, world), Role::kNegative);
     ((e * c).sum() + (neg * n).sum()).backward();
-    if (group && mode != "local") {
+    if (group && !local) {
       std::vector<at::Tensor> g{emb->weight.grad()};
       group->allreduce(g)->wait();
     }
+    if (mode == "skip" && rank == 1 && s == 2) continue;
     tracker.step(sgd);
+    count();
   }
   if (warnings) *warnings = tracker.warnings();
   return dump(tracker);
@@ -92,22 +89,21 @@ std::string run_tracker(const std::string& mode, int rank, int world, const Proc
 int run_worker(const std::string& mode, int rank, int world, const std::string& dir) {
   const std::string base = dir + "/rank" + std::to_string(rank);
   try {
-    const auto group = test::make_group(dir, rank, world, std::chrono::milliseconds(10000));
+    const auto group = c10::make_intrusive<test::CountingGroup>(
+        test::make_group(dir, rank, world, std::chrono::milliseconds(kTimeoutMs)));
     std::vector<std::string> warnings;
-    const std::string text = run_tracker(mode, rank, world, group, &warnings);
+    std::vector<int64_t> rounds;
+    const std::string text = run_tracker(mode, rank, world, group, &warnings, &rounds);
     std::ofstream(base + ".txt") << text;
     std::ofstream w(base + ".warn");
     for (const std::string& s : warnings) w << s << "\n";
+    std::ofstream r(base + ".rounds");
+    for (int64_t k : rounds) r << k << " ";
   } catch (const Error& e) {
     std::ofstream(base + ".err") << e.what();
     return 3;
   }
   return 0;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 TEST(EmbeddingDistributed, MergedRowsEqualOneProcessFedEveryLookup) {
@@ -158,6 +154,55 @@ TEST(EmbeddingDistributed, TablesOfAnotherShapeFailNamingTheDifference) {
   for (int r = 0; r < 2; ++r)
     EXPECT_EQ(read_file(scratch.path + "/rank" + std::to_string(r) + ".err"),
               "embedding 'items': ranks disagree on the table: rank 0 has [50, 4] but rank 1 has [60, 4]");
+}
+
+TEST(EmbeddingDistributed, BuffersGrowWhenOneRankTouchesManyMoreRows) {
+  const std::string want = run_tracker("grow", 0, 1, ProcessGroupPtr());
+  ASSERT_NE(want, run_tracker("avg", 0, 1, ProcessGroupPtr()));  // the extra lookups count
+  for (int world : {2, 3}) {
+    const test::TempDir scratch("gs-distemb");
+    EXPECT_THAT(test::wait_workers(test::start_workers("grow", world, scratch.path), 60), ::testing::Each(0));
+    // The allgathers each step must take: one, and a second where some rank touched more rows
+    // than the agreed capacity (from 8, to the power of two that holds them).
+    std::string rounds = "1 ";
+    int64_t capacity = 8;
+    bool grew_at_grow_step = false;
+    for (int s = 0; s < kSteps; ++s) {
+      int64_t most = 0;
+      for (int r = 0; r < world; ++r) most = std::max(most, touched_rows("grow", s, r, world));
+      const bool grow = most > capacity;
+      while (capacity < most) capacity *= 2;
+      rounds += grow ? "2 " : "1 ";
+      if (s == kGrowStep) grew_at_grow_step = grow;
+    }
+    EXPECT_TRUE(grew_at_grow_step) << "the step meant to grow the buffers did not";
+    for (int r = 0; r < world; ++r) {
+      const std::string at = scratch.path + "/rank" + std::to_string(r);
+      EXPECT_EQ(read_file(at + ".txt"), want) << "world " << world << " rank " << r;
+      EXPECT_EQ(read_file(at + ".rounds"), rounds) << "world " << world << " rank " << r;
+    }
+  }
+}
+
+TEST(EmbeddingDistributed, AnotherTrackEveryFailsEveryRankNamingTheSteps) {
+  const test::TempDir scratch("gs-distemb");
+  EXPECT_THAT(test::wait_workers(test::start_workers("rate", 2, scratch.path), 60), ::testing::Each(3));
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(read_file(scratch.path + "/rank" + std::to_string(r) + ".err"),
+              "embedding 'items': ranks are at different steps (rank 0 at step 1, rank 1 at step 2); every "
+              "rank needs the same track_every and one step() per training step");
+}
+
+TEST(EmbeddingDistributed, SkippedStepCallEndsInAnErrorNotAHang) {
+  // A skipped step() call leaves the ranks' step counts paired (each counts its own calls), so
+  // the merges meet until the rank that skipped runs out of steps and leaves: the other then
+  // fails its last merge at once instead of waiting.
+  const test::TempDir scratch("gs-distemb");
+  EXPECT_THAT(test::wait_workers(test::start_workers("skip", 2, scratch.path), 60), ::testing::ElementsAre(3, 0));
+  const std::string err = read_file(scratch.path + "/rank0.err");
+  EXPECT_THAT(err, HasSubstr("embedding 'items': rank 0 of 2 (gloo): the merge of the touched rows of step 5 failed; "
+                             "a rank died or stalled past the process group's timeout"));
+  EXPECT_THAT(err, ::testing::Not(HasSubstr("Timed out")));  // the closed connection, not the 30 s timeout
 }
 
 }  // namespace

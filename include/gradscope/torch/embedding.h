@@ -90,9 +90,10 @@ struct EmbeddingTrackerOptions {
   /// real update (site kUpdate), e.g. for a RunWriter.
   std::function<void(const std::vector<Record>&)> on_step;
   /// The job's process group (docs/distributed.md): every tracked step, the rows touched on
-  /// any rank and their lookup counts are merged with one allgather, and each rank updates the
-  /// state of every row touched in the job, so report() describes the job (the same on every
-  /// rank; rank 0's is the one to keep). Every rank then calls step() alike. Null: one process.
+  /// any rank and their lookup counts are merged with one allgather (in an EmbeddingHub, one for
+  /// all its tables of this group), and each rank updates the state of every row touched in
+  /// the job, so report() describes the job (the same on every rank; rank 0's is the one to
+  /// keep). Every rank then calls step() alike. Null: one process.
   ProcessGroupPtr process_group;
 };
 
@@ -151,13 +152,20 @@ class EmbeddingTracker {
   struct State;
 
  private:
+  friend class EmbeddingHub;  // steps its tables' merges across ranks together
   std::unique_ptr<State> state_;
 };
 
 /// Several tables tracked together (two towers, several feature tables): one step call and
-/// the correlation over steps between every pair's gradient norms.
+/// the correlation over steps between every pair's gradient norms. Across ranks, the tables
+/// that share a process group merge their touched rows in one collective per step.
 class EmbeddingHub {
  public:
+  EmbeddingHub();
+  ~EmbeddingHub();
+  EmbeddingHub(EmbeddingHub&&) noexcept;
+  EmbeddingHub& operator=(EmbeddingHub&&) noexcept;
+
   /// Starts tracking a table; the hub owns the tracker.
   EmbeddingTracker& track(std::shared_ptr<::torch::nn::Module> module, std::string layer,
                           EmbeddingTrackerOptions options = {});
@@ -169,7 +177,9 @@ class EmbeddingHub {
   }
   /// The tracker of `layer`; throws Error naming it when unknown.
   EmbeddingTracker& operator[](const std::string& layer);
-  /// before_step() on every table, optimizer.step(), after_step() on every table.
+  /// before_step() on every table, optimizer.step(), after_step() on every table; the tables
+  /// of one process group merge across ranks in one collective (as many allgathers as a lone
+  /// tracker takes, not one per table). A collective: every rank calls it alike.
   void step(::torch::optim::Optimizer& optimizer);
   void step(const std::function<void()>& apply_update);
   /// Every table's report, each judged with its own tracker's options (as its report()), and
@@ -180,7 +190,9 @@ class EmbeddingHub {
 
  private:
   EmbeddingHubReport with_correlations(EmbeddingHubReport out) const;
+  struct Groups;  // the tables of each process group, and its merger
   std::vector<std::unique_ptr<EmbeddingTracker>> trackers_;
+  std::unique_ptr<Groups> groups_;
 };
 
 }  // namespace gradscope::torch
