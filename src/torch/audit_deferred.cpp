@@ -1,6 +1,5 @@
 // Audit: the ATen path's summaries of one audited step, queued on one batch and placed where
 // they belong as the step ends: one device-to-host copy per device per step (docs/devices.md).
-#include <algorithm>
 
 #include "audit_state.h"
 

@@ -323,6 +323,9 @@ TEST(AuditAtenBatch, ScalarReadsLeftAreEffectiveRankAndCka) {
   ForceAten force(true);
   AuditOptions plain;
   EXPECT_EQ(items_in_one_step(plain, false), 0);
+  AuditOptions snr;
+  snr.gradient_snr = true;  // its sums stay on the device; report() reads them
+  EXPECT_EQ(items_in_one_step(snr, false), 0);
   AuditOptions rank;
   rank.channels["conv"] = ChannelView{1, 1, {}};
   // Effective rank: its own three (finite check, trace, entropy) and two inside the LibTorch
