@@ -32,6 +32,11 @@ std::atomic<bool>& forced() {
 // merge() adds every column before them.
 enum Field { kNaN, kPosInf, kNegInf, kZeroOrNotFinite, kSaturated, kSum, kSumSq, kSumAbs, kMin, kMax, kFields };
 
+std::atomic<std::size_t>& all_copies() {
+  static std::atomic<std::size_t> copies{0};
+  return copies;
+}
+
 std::atomic<int64_t>& chunk_limit() {
   static std::atomic<int64_t> elements{0};
   return elements;
@@ -209,6 +214,7 @@ std::vector<Stats> AtenStatsBatch::resolve() {
     // The one device-to-host copy of this device's results (a no-op on the CPU).
     const at::Tensor host = at::cat(g.parts, 0).to(at::kCPU).contiguous();
     ++copies_;
+    all_copies().fetch_add(1, std::memory_order_relaxed);
     const double* p = host.data_ptr<double>();
     for (std::size_t part = 0; part < g.parts.size(); ++part) {
       for (int64_t r = 0; r < g.parts[part].size(0); ++r, p += kFields) {
@@ -234,6 +240,8 @@ std::vector<Stats> AtenStatsBatch::resolve() {
   groups_.clear();
   return out;
 }
+
+std::size_t aten_stats_copies() { return all_copies().load(); }
 
 Stats aten_stats(const at::Tensor& tensor, const std::string& name, const StatsOptions& options) {
   AtenStatsBatch batch(options);

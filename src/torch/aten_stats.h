@@ -84,6 +84,10 @@ class AtenStatsBatch {
   std::size_t copies_ = 0;
 };
 
+/// Device-to-host copies made by every AtenStatsBatch of the process so far: tests read it
+/// before and after an audited step (docs/devices.md counts them with it).
+std::size_t aten_stats_copies();
+
 /// One tensor through the ATen path (a batch of one: one small copy).
 Stats aten_stats(const at::Tensor& tensor, const std::string& name, const StatsOptions& options);
 

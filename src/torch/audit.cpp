@@ -46,6 +46,7 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
   s.kept = internal::StepRing(static_cast<std::size_t>(o.keep_steps));
   s.stats_options = o.thresholds.stats_options(
       o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  s.batch = internal::AtenStatsBatch(s.stats_options);
   for (const auto& [id, module] : nodes) {
     if (!module) throw Error("audit: node '" + id + "' has no module");
     if (s.by_id.count(id)) throw Error("audit: node id '" + id + "' given twice");

@@ -64,6 +64,7 @@ std::vector<T> collect(const internal::StepRing& kept, std::vector<T> StepRecord
 
 std::vector<Record> Audit::records() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->resolve_stats();  // the ATen path: what this step has queued so far (one copy)
   return collect(state_->kept, &StepRecords::records, &state_->current.records);
 }
 
@@ -81,6 +82,7 @@ std::vector<SimilarityRecord> Audit::similarity_records() const {
 Report Audit::report() const {
   const std::vector<std::string> order = node_ids();
   std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->resolve_stats();  // the ATen path: what this step has queued so far (one copy)
   const State& s = *state_;
   // The ended steps are judged already; the step being recorded joins a copy (O(nodes)).
   ReportBuilder builder = s.judged;

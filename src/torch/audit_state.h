@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "aten_stats.h"
 #include "gradscope/core/rules.h"
 #include "gradscope/torch/audit.h"
 #include "step_ring.h"
@@ -87,6 +88,35 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
     bool any_grad = false, any_value = false, any_frozen = false, any_update = false;
   };
   std::vector<EntrySums> sums;
+  /// Adds to the step's sums of p's node, and of its submodule when that one is audited.
+  template <class F>
+  void into_sums(const Param& p, F&& add) {
+    add(sums[static_cast<std::size_t>(p.node)]);
+    if (p.sub >= 0 && entry_audited(entries[static_cast<std::size_t>(p.sub)])) add(sums[static_cast<std::size_t>(p.sub)]);
+  }
+
+  // The ATen path (tensors not on the CPU, or forced): every summary of an audited step is
+  // queued on one batch and copied to the host once per device as the step ends, not once
+  // per tensor (a synchronisation each on a GPU). Until then `deferred` says where each
+  // summary goes; resolve_stats() places them in queue order, the order in which the fused
+  // path merges as it goes, so the sums come out bit for bit as per tensor (audit_deferred.cpp).
+  struct Deferred {
+    enum class To { kRecord, kChannelActivation, kChannelGrad, kFrozen, kValue, kGrad, kGradSnr, kUpdate };
+    To to;
+    std::size_t first;      // index in the batch (of the first channel, for channels)
+    std::size_t target;     // into current.records (kRecord), entries (channels) or params
+    std::size_t count = 1;  // channels
+  };
+  internal::AtenStatsBatch batch{StatsOptions{}};  // made with stats_options by init_nodes
+  std::vector<Deferred> deferred;
+  /// Appends `r` to the step's records; `x` is measured into it later, through `batch`. Call
+  /// with `mutex` held. Throws, recording nothing, for a tensor the ATen path refuses.
+  void defer_record(Record r, const at::Tensor& x, const std::string& name);
+  /// Queues `x` for the step's sums of params[param] (`to`: kFrozen .. kUpdate). Takes `mutex`.
+  void defer_param(Deferred::To to, std::size_t param, const at::Tensor& x, const std::string& name);
+  /// Copies the batch to the host (one copy per device) and places every deferred summary.
+  /// Call with `mutex` held: before a step's records are built, and before they are read.
+  void resolve_stats();
   // Many processes: merges each ended step across ranks (audit_distributed.cpp).
   std::unique_ptr<RankMerge> ranks;
   std::vector<char> snapshotted, had_grad;

@@ -54,11 +54,10 @@ void Audit::step(const std::function<void()>& apply_update) {
   sums.assign(s.entries.size(), Sums{});
   s.snapshotted.assign(s.params.size(), 0);
   s.had_grad.assign(s.entries.size(), 0);
-  auto into = [&](const State::Param& p, auto&& add) {
-    add(sums[static_cast<std::size_t>(p.node)]);
-    if (p.sub >= 0 && s.entry_audited(s.entries[static_cast<std::size_t>(p.sub)]))
-      add(sums[static_cast<std::size_t>(p.sub)]);
-  };
+  auto into = [&](const State::Param& p, auto&& add) { s.into_sums(p, add); };
+  // The ATen path (aten_stats.h) queues its tensors on the step's batch instead: they join
+  // `sums` in this same order as the batch resolves, before the records are built below.
+  using To = State::Deferred::To;
 
   // The parameters' data are read in place: a detached alias (a new TensorImpl a parameter,
   // every step) is only made on the rare paths that hand the tensor to LibTorch ops.
@@ -66,6 +65,10 @@ void Audit::step(const std::function<void()>& apply_update) {
     State::Param& p = s.params[i];
     const at::Tensor& value = p.tensor;
     if (!p.tensor.requires_grad()) {
+      if (internal::use_aten_stats(value)) {
+        s.defer_param(To::kFrozen, i, value, p.name);
+        continue;
+      }
       const Stats v = stats_of(value, p.name, s.stats_options);
       into(p, [&](Sums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
       continue;
@@ -85,23 +88,32 @@ void Audit::step(const std::function<void()>& apply_update) {
       v = compute_and_copy(*view, p.snapshot.data_ptr(), s.stats_options);
       s.snapshotted[i] = 1;
     } else {
-      v = view ? compute(*view, s.stats_options) : stats_of(value, p.name, s.stats_options);
+      if (view) v = compute(*view, s.stats_options);
+      else s.defer_param(To::kValue, i, value, p.name);
       if (grad.defined()) {
         p.snapshot = value.detach().clone(at::MemoryFormat::Contiguous);
         s.snapshotted[i] = 1;
       }
     }
-    into(p, [&](Sums& x) { x.value = merge(x.value, v), x.any_value = true; });
+    if (view) into(p, [&](Sums& x) { x.value = merge(x.value, v), x.any_value = true; });
     if (grad.defined()) {
+      const bool snr = s.options.gradient_snr && !grad.is_sparse();
       // Sparse gradients (Embedding with sparse=true): the summed values of touched rows.
-      const Stats g = grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, s.stats_options)
-                                       : stats_of(grad, p.grad_name, s.stats_options);
-      into(p, [&](Sums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
+      const bool aten = internal::use_aten_stats(grad);
+      Stats g;
+      if (aten) {
+        s.defer_param(snr ? To::kGradSnr : To::kGrad, i, grad.is_sparse() ? grad.coalesce().values() : grad,
+                      p.grad_name);
+      } else {
+        g = grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, s.stats_options)
+                             : stats_of(grad, p.grad_name, s.stats_options);
+        into(p, [&](Sums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
+      }
       if (histogram) s.param_grad_histogram(p, grad);
-      if (s.options.gradient_snr && !grad.is_sparse()) {
+      if (snr) {
         if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
         p.snr_sum.add_(grad.to(at::kDouble));
-        s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
+        if (!aten) s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
         s.had_grad[static_cast<std::size_t>(p.node)] = 1;
       }
     }
@@ -122,12 +134,17 @@ void Audit::step(const std::function<void()>& apply_update) {
       d = compute_difference(*after, before, s.stats_options);  // after - before, never stored
     } else {
       at::sub_out(p.snapshot, p.tensor.detach(), p.snapshot);
+      if (internal::use_aten_stats(p.snapshot)) {  // read now, on its device; copied at the end
+        s.defer_param(To::kUpdate, i, p.snapshot, p.update_name);
+        continue;
+      }
       d = stats_of(p.snapshot, p.update_name, s.stats_options);
     }
     into(p, [&](Sums& x) { x.update = merge(x.update, d), x.any_update = true; });
   }
 
   std::unique_lock<std::mutex> lock(s.mutex);
+  s.resolve_stats();  // the step's one device-to-host copy (per device) of the ATen path
   std::vector<Record>& records = s.current.records;
   for (std::size_t e = 0; e < s.entries.size(); ++e) {
     const Sums& x = sums[e];

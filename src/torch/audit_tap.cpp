@@ -3,6 +3,7 @@
 // costs the id lookup and one integer test.
 #include <algorithm>
 
+#include "aten_stats.h"
 #include "audit_state.h"
 #include "channel_math.h"
 #include "gradscope/core/error.h"
@@ -53,8 +54,15 @@ void record_channel_view(Audit::State& s, int index, const ChannelView& view, co
   ChannelRecord& c = s.pending_channels[index];
   c.step = s.step;
   c.node = id;
-  c.activation = internal::per_channel_stats(x, view.dim, s.stats_options);
-  if (!c.activation.empty()) entry.channels = static_cast<int64_t>(c.activation.size());
+  if (internal::use_aten_stats(x)) {  // with the step's other summaries, as it ends
+    const int64_t channels = x.size(view.dim);
+    s.deferred.push_back({Audit::State::Deferred::To::kChannelActivation, s.batch.add_slices(x, view.dim, "channels"),
+                          static_cast<std::size_t>(index), static_cast<std::size_t>(channels)});
+    if (channels > 0) entry.channels = channels;
+  } else {
+    c.activation = internal::per_channel_stats(x, view.dim, s.stats_options);
+    if (!c.activation.empty()) entry.channels = static_cast<int64_t>(c.activation.size());
+  }
   c.effective_rank = internal::effective_rank(x, view.dim);
   const auto& groups = view.groups;
   for (std::size_t i = 0; i < groups.size(); ++i)
@@ -100,16 +108,20 @@ at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
     std::lock_guard<std::mutex> lock(mutex);
     check_leakage_input(*this, entry.id, x);
   }
-  const Stats stats = stats_of(x, entry.id, stats_options);  // reads the data; no detach needed
+  // The ATen path queues x on the step's batch instead (defer_record): one copy per step.
+  const bool aten = internal::use_aten_stats(x);
+  const Stats stats = aten ? Stats{} : stats_of(x, entry.id, stats_options);  // reads the data; no detach needed
   const bool histogram = histogram_step();
   ElementHistogram elements;
   if (histogram) elements = element_histogram(x, at_step, entry.id, Site::kActivation);
   {
     std::lock_guard<std::mutex> lock(mutex);
+    // Queued first: a tensor the ATen path refuses leaves no trace.
+    if (aten) defer_record({at_step, entry.id, Site::kActivation, stats}, x, entry.id);
     if (histogram) add_histogram(std::move(elements));
     if (first_audited < 0) first_audited = at_step;
     note_tap(index);
-    current.records.push_back({at_step, entry.id, Site::kActivation, stats});
+    if (!aten) current.records.push_back({at_step, entry.id, Site::kActivation, stats});
     if (channel_step) record_channel_view(*this, index, *view, x);
     if (leakage_step) leakage_inputs[index] = x.detach().clone();
   }
@@ -121,13 +133,22 @@ at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
       auto state = weak.lock();
       if (!state || !grad.defined()) return;
       const Entry& e = state->entries[static_cast<std::size_t>(index)];
-      const Stats g = stats_of(grad, e.grad_name, state->stats_options);
+      // The ATen path: queued on the step's batch, placed as the step ends (one copy a step).
+      const bool aten = internal::use_aten_stats(grad);
+      const Stats g = aten ? Stats{} : stats_of(grad, e.grad_name, state->stats_options);
       std::vector<Stats> per_channel;
-      if (channel_step) per_channel = internal::per_channel_stats(grad, dim, state->stats_options);
+      if (channel_step && !aten) per_channel = internal::per_channel_stats(grad, dim, state->stats_options);
       ElementHistogram elements;
       if (histogram) elements = element_histogram(grad, at_step, e.id, Site::kOutputGrad);
       std::lock_guard<std::mutex> lock(state->mutex);
+      if (aten) state->defer_record({at_step, e.id, Site::kOutputGrad, g}, grad, e.grad_name);  // may throw
       if (histogram) state->add_histogram(std::move(elements));
+      if (aten) {
+        if (channel_step)
+          state->deferred.push_back({Deferred::To::kChannelGrad, state->batch.add_slices(grad, dim, "channels"),
+                                     static_cast<std::size_t>(index), static_cast<std::size_t>(grad.size(dim))});
+        return;
+      }
       state->current.records.push_back({at_step, e.id, Site::kOutputGrad, g});
       if (channel_step) {
         auto& c = state->pending_channels[index];
@@ -145,6 +166,10 @@ void Audit::State::pre_activation(int index, const at::Tensor& x) {
   const Entry& entry = entries[static_cast<std::size_t>(index)];
   if (!x.defined()) throw Error("audit: pre-activation: node '" + entry.id + "': undefined tensor");
   if (!entry_audited(entry)) return;
+  if (internal::use_aten_stats(x)) {  // queued on the step's batch: one copy per step
+    std::lock_guard<std::mutex> lock(mutex);
+    return defer_record({step, entry.id, Site::kPreActivation, Stats{}}, x, entry.id);
+  }
   const Stats pre = stats_of(x, entry.id, stats_options);
   std::lock_guard<std::mutex> lock(mutex);
   current.records.push_back({step, entry.id, Site::kPreActivation, pre});
