@@ -61,7 +61,7 @@ void Audit::State::merge_step(int64_t at_step, const StepRecords*& ended) {
 void Audit::State::settle() {
   if (!ranks) return;  // one process: nothing is ever in flight
   std::unique_lock<std::mutex> lock(mutex);
-  if (!ranks->pending()) return;
+  if (!ranks->pending() || handing_over) return;
   StepRecords merged = ranks->finish();
   const StepRecords& ended = end_step(merged);
   lock.unlock();  // the callbacks may call back into the audit

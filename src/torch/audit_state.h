@@ -124,6 +124,10 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   void settle();
   /// Hands an ended step to on_step and the sink (this rank's, when it writes the run).
   void hand_over(const StepRecords& ended);
+  /// step() is handing a step over while the next one's merge is in flight: settle() leaves
+  /// that merge alone (its step() has not returned), so that a report() from on_step cannot
+  /// hand step N over before step N-1's callbacks end. Guarded by `mutex`.
+  bool handing_over = false;
   /// Whether this process hands the run to the sink: rank 0, or no process group.
   bool writes_run() const { return !ranks || ranks->job().rank == 0; }
   /// Judges, keeps and returns `done`'s measurements (valid until the next end_step); `done`

@@ -169,8 +169,21 @@ void Audit::step(const std::function<void()>& apply_update) {
     }
   }
   ++s.step;
+  if (!ended) return;
+  // merge_async: this step's merge is in flight while on_step runs; a report() from there
+  // must not hand it over before the ended step's callbacks return (State::handing_over).
+  const bool in_flight = s.ranks && s.ranks->pending();
+  s.handing_over = in_flight;
   lock.unlock();  // the callbacks may call back into the audit
-  if (ended) s.hand_over(*ended);
+  struct Reset {
+    State* s;
+    ~Reset() {
+      if (!s) return;
+      std::lock_guard<std::mutex> relock(s->mutex);
+      s->handing_over = false;
+    }
+  } reset{in_flight ? &s : nullptr};
+  s.hand_over(*ended);
 }
 
 }  // namespace gradscope::torch

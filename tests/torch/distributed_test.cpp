@@ -200,7 +200,12 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
   options.process_group = group;
   options.sink = run.get();
   options.merge_async = !sync;
-  options.on_step = [&](const std::vector<Record>& r) { handed.push_back(r.empty() ? -1 : r.front().step); };
+  std::optional<Audit>* self = nullptr;
+  options.on_step = [&](const std::vector<Record>& r) {
+    handed.push_back(r.empty() ? -1 : r.front().step);
+    // "pending": report() from on_step waits for no step whose step() has not returned
+    if (mode.rfind("pending", 0) == 0 && handed.back() == 1) (*self)->report();
+  };
   // "views": a channel view on every node and element histograms at every audited step.
   const bool rows = mode.rfind("views-rows", 0) == 0;
   const bool views = mode.rfind("views", 0) == 0 && !rows;
@@ -221,6 +226,7 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
   };
   try {
     std::optional<Audit> audit(std::in_place, model, options);
+    self = &audit;
     for (int step = 0; step < kSteps; ++step) {
       at::Tensor x = job_batch(step, job).to(model->parameters()[0].scalar_type());
       if (!single) x = x.narrow(0, rank * kRows, rows && rank == 1 ? kRows - 1 : kRows).clone();
