@@ -176,7 +176,8 @@ std::string joined(const std::vector<int64_t>& steps) {
 // "die"/"stall" (rank 1 exits / sleeps before its step 2's merge; no gradient all-reduce, so
 // that the audit is the one to find it), "die-report"/"die-dtor" (the same, and rank 0 then
 // calls report() / destroys its audit with step 2's merge in flight), "pending" (when on_step
-// sees each step; no finish(): the destructor ends the last step), "views-rows" (a channel
+// sees each step; on_step calls report() as it gets step 2, while step 3's merge is in flight;
+// no finish(): the destructor ends the last step), "views-rows" (a channel
 // view along the rows, and rank 1 has one row fewer). "-sync" at the end: merge_async off.
 int run_small(const std::string& mode, int rank, int world, const std::string& dir) {
   const bool single = world == 0;
@@ -204,7 +205,7 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
   options.on_step = [&](const std::vector<Record>& r) {
     handed.push_back(r.empty() ? -1 : r.front().step);
     // "pending": report() from on_step waits for no step whose step() has not returned
-    if (mode.rfind("pending", 0) == 0 && handed.back() == 1) (*self)->report();
+    if (mode.rfind("pending", 0) == 0 && handed.back() == 2) (*self)->report();
   };
   // "views": a channel view on every node and element histograms at every audited step.
   const bool rows = mode.rfind("views-rows", 0) == 0;
