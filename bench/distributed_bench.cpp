@@ -6,7 +6,7 @@
 // slower rank's compute. Two models: the 3.2M-parameter MLP of bench-audit
 // (64-1024x4-10, batch 64 a rank) and the digits-sized MLP (64-64-32-10).
 // The workers are this program run again; rank 0 prints. Medians over BENCH_STEPS steps (30).
-// With merge_async (the audit's default) the step only pays for starting the collective and,
+// With AuditOptions::merge_async the step only pays for starting the collective and,
 // at the next step, for waiting on what is left of it and merging: "async" times those two
 // (a second RankMerge of the same step, started after the timed one, finished at the next
 // step after its compute and gradient all-reduce, without a barrier).

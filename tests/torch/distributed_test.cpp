@@ -395,11 +395,12 @@ void expect_merged_equal_one_process(const std::string& mode, int world) {
 
 class MergedRanks : public ::testing::TestWithParam<int> {};
 
-// merge_async (the default): each step's merge waited on at the next step.
+// merge_async: each step's merge waited on at the next step.
 TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) { expect_merged_equal_one_process("reduce", GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Distributed, MergedRanks, ::testing::Values(2, 4));
 
+// merge_async off (the default): at each step's end.
 TEST(Distributed, MergedAtEachStepsEndEqualOneProcessToo) { expect_merged_equal_one_process("reduce-sync", 2); }
 
 // The "S"/"R"/"D" lines of a worker's handed<r>.txt, in order.

@@ -111,8 +111,10 @@ struct AuditOptions {
   /// destructor, whichever comes first): on_step and `sink` then get step N during step N+1's
   /// step(), and a dead rank's error, naming step N, comes from there. false waits at step N's
   /// own step(), as a single process does. Channel-view and histogram steps wait for the
-  /// ranks' sizes in their own step() either way (docs/distributed.md).
-  bool merge_async = true;
+  /// ranks' sizes in their own step() either way. Off by default: it moves on_step and the
+  /// dead-rank error one step later, where a job's own next collective may fail first
+  /// (docs/distributed.md).
+  bool merge_async = false;
 };
 
 class Audit {

@@ -3,8 +3,8 @@
 //
 //   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
 //   gradscope::torch::AuditOptions o;
-//   o.process_group = group;                 // every audited step: one allgather of the stats,
-//                                            // waited on at the next audited step
+//   o.process_group = group;                 // every audited step: one allgather of the stats
+//   o.merge_async = true;                    // optional: waited on at the next audited step
 //   if (rank == 0) o.sink = &run;            // rank 0 writes the run; the others write nothing
 //   gradscope::torch::Audit audit(model, o); // audit.report() is the job's on every rank
 //
