@@ -196,6 +196,16 @@ Audit::Audit(std::vector<std::pair<std::string, std::shared_ptr<::torch::nn::Mod
 }
 
 Audit::~Audit() {
+  // A merge in flight (merge_async): wait for it, so that no rank's step is lost and no
+  // collective outlives the audit. Gloo bounds the wait by the group's timeout when a rank is
+  // gone; the error cannot be thrown from here, so it is written where a person sees it.
+  try {
+    state_->settle();
+  } catch (const std::exception& e) {
+    std::cerr << "gradscope: error: " << e.what() << " (in ~Audit: that step is not in the report or the run)\n";
+  } catch (...) {
+    std::cerr << "gradscope: error: ~Audit: the last step's merge failed\n";
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   for (auto& [tensor, handle] : state_->order_hooks) tensor.remove_hook(handle);
   state_->order_hooks.clear();
@@ -238,9 +248,12 @@ std::vector<std::string> Audit::node_ids() const {
 }
 
 std::vector<std::string> Audit::warnings() const {
+  state_->settle();  // its step's warnings too
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->warnings;
 }
+
+void Audit::flush() const { state_->settle(); }
 
 Architecture Audit::architecture() const {
   Architecture a;

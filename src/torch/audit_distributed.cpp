@@ -1,5 +1,6 @@
 // Audit across processes: which nodes every rank must agree on, and the merge at each step's
-// end, where the step's records are complete (docs/distributed.md).
+// end, where the step's records are complete, waited for at the next audited step with
+// merge_async (docs/distributed.md).
 #include <c10/core/ScalarType.h>
 
 #include "audit_state.h"
@@ -31,10 +32,45 @@ void Audit::State::init_ranks() {
   ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions));
 }
 
-void Audit::State::merge_ranks(int64_t at_step) {
-  if (!ranks) return;
+bool Audit::State::views_step() const {
+  if (histogram_step()) return true;
+  // A superset of the steps a tap records a channel view at (audit_tap.cpp): it also counts
+  // submodules' views at steps their own sample_every skips, which then send nothing.
+  for (const Entry& e : entries)
+    if (e.channel_view && audit_index() % e.channel_view->every == 0) return true;
+  return false;
+}
+
+// Collective order: every merge starts inside step(), at the same point of every rank's loop;
+// the waits (here, report(), the destructor) start none, so a rank that waits early (say rank
+// 0 printing report()) cannot reorder its collectives against the others' gradient all-reduces.
+void Audit::State::merge_step(int64_t at_step, const StepRecords*& ended) {
   current.step = at_step;
-  ranks->merge(current);
+  if (ranks->pending()) {  // merge_async: the previous audited step's, left in flight
+    StepRecords merged = ranks->finish();
+    ended = &end_step(merged);
+  }
+  StepRecords mine;
+  std::swap(mine, current);
+  ranks->start(std::move(mine), views_step());
+  if (options.merge_async) return;
+  StepRecords merged = ranks->finish();
+  ended = &end_step(merged);
+}
+
+void Audit::State::settle() {
+  if (!ranks) return;  // one process: nothing is ever in flight
+  std::unique_lock<std::mutex> lock(mutex);
+  if (!ranks->pending() || handing_over) return;
+  StepRecords merged = ranks->finish();
+  const StepRecords& ended = end_step(merged);
+  lock.unlock();  // the callbacks may call back into the audit
+  hand_over(ended);
+}
+
+void Audit::State::hand_over(const StepRecords& ended) {
+  if (options.on_step) options.on_step(ended.records);
+  if (options.sink && writes_run()) options.sink->add_step(ended);
 }
 
 }  // namespace gradscope::torch

@@ -4,6 +4,7 @@
 namespace gradscope::torch {
 
 void Audit::finish() const {
+  state_->settle();  // many processes: the last step's merge, handed over before the summary
   RunSink* sink = state_->options.sink;
   if (!sink || !state_->writes_run()) return;  // many processes: rank 0 writes the run
   RunSummary summary;

@@ -32,17 +32,16 @@ std::size_t Audit::State::judge_into(ReportBuilder& builder, const StepRecords& 
   return dropped;
 }
 
-const StepRecords& Audit::State::end_step() {
-  current.step = step;
-  if (const std::size_t dropped = judge_into(judged, current))
-    warnings.push_back(std::to_string(dropped) + " record(s) of step " + std::to_string(step) +
+const StepRecords& Audit::State::end_step(StepRecords& done) {
+  if (const std::size_t dropped = judge_into(judged, done))
+    warnings.push_back(std::to_string(dropped) + " record(s) of step " + std::to_string(done.step) +
                        " came from a step already judged (a backward run after step()?); left out of report()");
   if (options.keep_records) {
-    kept.push(current);
+    kept.push(done);
     return kept.newest();
   }
-  std::swap(handed, current);
-  internal::clear_step(current);
+  std::swap(handed, done);
+  internal::clear_step(done);
   return handed;
 }
 
@@ -62,7 +61,10 @@ std::vector<T> collect(const internal::StepRing& kept, std::vector<T> StepRecord
 
 }  // namespace
 
+// Many processes: a merge in flight (merge_async) is waited for first, so that every read
+// includes every step whose step() has returned.
 std::vector<Record> Audit::records() const {
+  state_->settle();
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->resolve_stats();  // the ATen path: what this step has queued so far (one copy)
   return collect(state_->kept, &StepRecords::records, &state_->current.records);
@@ -70,16 +72,19 @@ std::vector<Record> Audit::records() const {
 
 // A step's channel views join it as it ends.
 std::vector<ChannelRecord> Audit::channel_records() const {
+  state_->settle();
   std::lock_guard<std::mutex> lock(state_->mutex);
   return collect<ChannelRecord>(state_->kept, &StepRecords::channels, nullptr);
 }
 
 std::vector<SimilarityRecord> Audit::similarity_records() const {
+  state_->settle();
   std::lock_guard<std::mutex> lock(state_->mutex);
   return collect(state_->kept, &StepRecords::similarities, &state_->current.similarities);
 }
 
 Report Audit::report() const {
+  state_->settle();
   const std::vector<std::string> order = node_ids();
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->resolve_stats();  // the ATen path: what this step has queued so far (one copy)

@@ -141,12 +141,28 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   int add_entry(std::string id, ModulePtr module, int parent);
   /// With a process group: makes `ranks` from the nodes (audit_distributed.cpp).
   void init_ranks();
-  /// With a process group: replaces the step's records by the job's (one collective).
-  void merge_ranks(int64_t at_step);
+  /// With a process group, at audited step `at_step`'s end (mutex held): merges the step
+  /// being recorded across ranks; with merge_async it starts that merge and ends the previous
+  /// audited step's instead. `ended` is set to the step that ended, to hand over, as soon as
+  /// it has (even when this then throws).
+  void merge_step(int64_t at_step, const StepRecords*& ended);
+  /// Whether channel views or element histograms may come at this step, from the options
+  /// alone: the same on every rank.
+  bool views_step() const;
+  /// With a merge in flight: waits for it, ends its step and hands it over. Call without
+  /// `mutex` held; throws as step() would.
+  void settle();
+  /// Hands an ended step to on_step and the sink (this rank's, when it writes the run).
+  void hand_over(const StepRecords& ended);
+  /// step() is handing a step over while the next one's merge is in flight: settle() leaves
+  /// that merge alone (its step() has not returned), so that a report() from on_step cannot
+  /// hand step N over before step N-1's callbacks end. Guarded by `mutex`.
+  bool handing_over = false;
   /// Whether this process hands the run to the sink: rank 0, or no process group.
   bool writes_run() const { return !ranks || ranks->job().rank == 0; }
-  /// Judges, keeps and returns the step's measurements (valid until the next end_step).
-  const StepRecords& end_step();
+  /// Judges, keeps and returns `done`'s measurements (valid until the next end_step); `done`
+  /// comes back cleared.
+  const StepRecords& end_step(StepRecords& done);
   /// Adds a step's measurements to `builder`. Records of a step the builder has already passed
   /// (a backward run after step()) are left out; returns how many.
   std::size_t judge_into(ReportBuilder& builder, const StepRecords& step) const;

@@ -169,12 +169,38 @@ void Audit::step(const std::function<void()>& apply_update) {
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
   s.order_hooks.clear();
-  s.merge_ranks(step);  // many processes: the job's records from here on
-  const StepRecords& this_step = s.end_step();  // judged and kept (audit_records.cpp)
+  // The step that ends here, judged and kept (audit_records.cpp). Many processes: the job's
+  // records (audit_distributed.cpp); with merge_async that is the previous audited step, and
+  // this one's collective is left in flight.
+  const StepRecords* ended = nullptr;
+  if (!s.ranks) {
+    s.current.step = step;
+    ended = &s.end_step(s.current);
+  } else {
+    try {
+      s.merge_step(step, ended);
+    } catch (...) {
+      lock.unlock();
+      if (ended) s.hand_over(*ended);  // merged whole before this step's merge failed
+      throw;
+    }
+  }
   ++s.step;
+  if (!ended) return;
+  // merge_async: this step's merge is in flight while on_step runs; a report() from there
+  // must not hand it over before the ended step's callbacks return (State::handing_over).
+  const bool in_flight = s.ranks && s.ranks->pending();
+  s.handing_over = in_flight;
   lock.unlock();  // the callbacks may call back into the audit
-  if (s.options.on_step) s.options.on_step(this_step.records);
-  if (s.options.sink && s.writes_run()) s.options.sink->add_step(this_step);
+  struct Reset {
+    State* s;
+    ~Reset() {
+      if (!s) return;
+      std::lock_guard<std::mutex> relock(s->mutex);
+      s->handing_over = false;
+    }
+  } reset{in_flight ? &s : nullptr};
+  s.hand_over(*ended);
 }
 
 }  // namespace gradscope::torch

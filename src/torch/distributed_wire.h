@@ -12,8 +12,10 @@
 
 namespace gradscope::torch::internal {
 
-/// Buffer header: magic, step, slot count.
-inline constexpr std::size_t kHeaderWords = 3;
+/// Buffer header: magic, step, slot count, then the views part's word count and layout hash
+/// (distributed_views.h; 0 and 0 at a step without views), so that the ranks agree on the
+/// views' size before they send them.
+inline constexpr std::size_t kHeaderWords = 5;
 inline constexpr int64_t kMagic = 0x6772616473636f70;  // "gradscop"
 /// Sites a slot can hold: kActivation .. kPreActivation (the tree sites are never merged).
 inline constexpr std::size_t kSlotSites = 8;

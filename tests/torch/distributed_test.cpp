@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "../common/ranks.h"
@@ -163,10 +164,21 @@ void all_reduce_grads(c10d::ProcessGroup& group, ::torch::nn::Module& model, dou
   }
 }
 
+std::string joined(const std::vector<int64_t>& steps) {
+  std::string out;
+  for (int64_t s : steps) out += (out.empty() ? "" : ",") + std::to_string(s);
+  return out.empty() ? "-" : out;
+}
+
 // Worker (and, with no group, the one-process reference): kSteps audited steps of the small
 // model on this rank's rows. `mode`: "reduce" (gradients summed through the group), "local"
 // (not), "nan" (rank 2 feeds a NaN at step 2), "extra"/"float" (rank 1 builds another model),
-// "die"/"stall" (rank 1 exits / sleeps before its step 2's merge).
+// "die"/"stall" (rank 1 exits / sleeps before its step 2's merge; no gradient all-reduce, so
+// that the audit is the one to find it), "die-report"/"die-dtor" (the same, and rank 0 then
+// calls report() / destroys its audit with step 2's merge in flight), "pending" (when on_step
+// sees each step; on_step calls report() as it gets step 2, while step 3's merge is in flight;
+// no finish(): the destructor ends the last step), "views-rows" (a channel
+// view along the rows, and rank 1 has one row fewer). "-sync" at the end: merge_async off.
 int run_small(const std::string& mode, int rank, int world, const std::string& dir) {
   const bool single = world == 0;
   const int job = single ? std::stoi(mode.substr(mode.find(':') + 1)) : world;
@@ -182,42 +194,98 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
     o.backend = job_info(group).backend;
     run = std::make_unique<RunWriter>(dir + "/run", o);
   }
+  const bool sync = mode.size() > 5 && mode.compare(mode.size() - 5, 5, "-sync") == 0;
+  const bool dies = mode.rfind("die", 0) == 0 || mode == "stall";
+  std::vector<int64_t> handed;  // the steps on_step got, in order
   AuditOptions options;
   options.process_group = group;
   options.sink = run.get();
+  options.merge_async = !sync;
+  std::optional<Audit>* self = nullptr;
+  options.on_step = [&](const std::vector<Record>& r) {
+    handed.push_back(r.empty() ? -1 : r.front().step);
+    // "pending": report() from on_step waits for no step whose step() has not returned
+    if (mode.rfind("pending", 0) == 0 && handed.back() == 2) (*self)->report();
+  };
   // "views": a channel view on every node and element histograms at every audited step.
-  const bool views = mode.rfind("views", 0) == 0;
+  const bool rows = mode.rfind("views-rows", 0) == 0;
+  const bool views = mode.rfind("views", 0) == 0 && !rows;
   ViewsSink views_sink;
   if (views) {
     options.channels_all_nodes = ChannelView{1, 1, {}};
     options.histogram_every = mode == "views-uneven" && rank == 1 ? 2 : 1;
     options.sink = &views_sink;  // rank 0's (the one process's) only: the others ignore theirs
   }
+  if (rows) options.channels_all_nodes = ChannelView{0, 1, {}};  // a channel a row
   std::ofstream err(dir + "/rank" + std::to_string(rank) + ".err");
+  std::ofstream seen(dir + "/handed" + std::to_string(rank) + ".txt");
+  const auto failed = [&](const Error& e, std::chrono::steady_clock::time_point start) {
+    err << "E " << e.what() << "\nT " << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+        << "\n";
+    if (run) run->close();  // what is committed stays readable
+    return 3;
+  };
   try {
-    Audit audit(model, options);
+    std::optional<Audit> audit(std::in_place, model, options);
+    self = &audit;
     for (int step = 0; step < kSteps; ++step) {
       at::Tensor x = job_batch(step, job).to(model->parameters()[0].scalar_type());
-      if (!single) x = x.narrow(0, rank * kRows, kRows).clone();
+      if (!single) x = x.narrow(0, rank * kRows, rows && rank == 1 ? kRows - 1 : kRows).clone();
       if (mode == "nan" && rank == 2 && step == 2) x[1][3] = NAN;
       sgd.zero_grad();
-      at::Tensor y = audit.forward(model, x);
+      at::Tensor y = audit->forward(model, x);
       (y * y).sum().mul(0.5).backward();
-      if (mode != "local" && !single) all_reduce_grads(*group, *model, 1);
-      if (rank == 1 && step == 2 && mode == "die") _exit(7);
-      if (rank == 1 && step == 2 && mode == "stall") std::this_thread::sleep_for(std::chrono::seconds(60));
-      const auto start = std::chrono::steady_clock::now();
+      if (mode != "local" && !dies && !single) all_reduce_grads(*group, *model, 1);
+      if (rank == 1 && step == 2 && dies) {
+        audit->flush();  // step 1 merged whole everywhere: the failure is step 2's
+        if (mode == "stall") std::this_thread::sleep_for(std::chrono::seconds(60));
+        _exit(7);
+      }
+      auto start = std::chrono::steady_clock::now();
       try {
-        audit.step(sgd);
+        audit->step(sgd);
       } catch (const Error& e) {
-        err << "E " << e.what() << "\nT "
-            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "\n";
-        if (run) run->close();  // what is committed stays readable
-        return 3;
+        return failed(e, start);
+      }
+      seen << "S " << step << " " << joined(handed) << "\n";  // on_step's steps after step()
+      if (mode.rfind("pending", 0) == 0 && step == 1) {
+        // report() and records() in the middle of the run include step 1, merged.
+        const Report report = audit->report();
+        int64_t rows = -1;
+        for (const Record& r : audit->records())
+          if (r.step == 1 && r.node == "0" && r.site == Site::kActivation) rows = r.stats.count / 8;
+        seen << "R " << joined(handed) << " " << rows << " " << report.nodes.size() << "\n";
+      }
+      if (rank == 0 && step == 2 && mode == "die-report") {
+        start = std::chrono::steady_clock::now();
+        try {
+          audit->report();
+        } catch (const Error& e) {
+          return failed(e, start);
+        }
+        err << "E none\n";
+        return 4;
+      }
+      if (rank == 0 && step == 2 && mode == "die-dtor") {
+        start = std::chrono::steady_clock::now();
+        std::fflush(stderr);
+        if (!std::freopen((dir + "/rank0.log").c_str(), "w", stderr)) return 5;
+        audit.reset();  // must neither throw nor hang
+        std::fflush(stderr);
+        err << "T " << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "\n";
+        seen << "D " << joined(handed) << "\n";
+        if (run) run->close();
+        return 0;
       }
     }
-    audit.finish();
-    write_seen(audit, dir + "/rank" + std::to_string(rank) + ".txt");
+    if (mode.rfind("pending", 0) == 0) {
+      audit.reset();  // no finish(): the destructor hands the last step over
+      seen << "D " << joined(handed) << "\n";
+      if (run) run->close();
+      return 0;
+    }
+    audit->finish();
+    write_seen(*audit, dir + "/rank" + std::to_string(rank) + ".txt");
     if (views) std::ofstream(dir + "/views" + std::to_string(rank) + ".txt") << views_sink.lines.str();
   } catch (const Error& e) {
     err << "E " << e.what() << "\n";
@@ -278,13 +346,11 @@ void expect_close(double a, double b, double rel, const std::string& what) {
   EXPECT_LE(std::abs(a - b), rel * std::max(std::abs(a), std::abs(b))) << what << ": " << a << " vs " << b;
 }
 
-class MergedRanks : public ::testing::TestWithParam<int> {};
-
-TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) {
-  const int world = GetParam();
+// The job of `mode` ("reduce", "reduce-sync") at `world` ranks against one process.
+void expect_merged_equal_one_process(const std::string& mode, int world) {
   const test::TempDir scratch("gs-dist");
   const std::string& dir = scratch.path;
-  EXPECT_THAT(run_job("reduce", world, dir), ::testing::Each(0));
+  EXPECT_THAT(run_job(mode, world, dir), ::testing::Each(0));
   const Seen ref = one_process(world);
   ASSERT_EQ(ref.records.size(), static_cast<std::size_t>(kSteps * kPerStep));
   for (int r = 0; r < world; ++r) {
@@ -327,7 +393,70 @@ TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) {
   EXPECT_EQ(runs, 1);
 }
 
+class MergedRanks : public ::testing::TestWithParam<int> {};
+
+// merge_async: each step's merge waited on at the next step.
+TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) { expect_merged_equal_one_process("reduce", GetParam()); }
+
 INSTANTIATE_TEST_SUITE_P(Distributed, MergedRanks, ::testing::Values(2, 4));
+
+// merge_async off (the default): at each step's end.
+TEST(Distributed, MergedAtEachStepsEndEqualOneProcessToo) { expect_merged_equal_one_process("reduce-sync", 2); }
+
+// The "S"/"R"/"D" lines of a worker's handed<r>.txt, in order.
+std::vector<std::string> handed_lines(const std::string& dir, int rank) {
+  std::vector<std::string> out;
+  std::ifstream in(dir + "/handed" + std::to_string(rank) + ".txt");
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(Distributed, AsyncMergeHandsEachStepOverAtTheNextAndReportWaitsForIt) {
+  for (const int world : {2, 4}) {
+    const test::TempDir scratch("gs-dist");
+    const std::string& dir = scratch.path;
+    EXPECT_THAT(run_job("pending", world, dir), ::testing::Each(0));
+    for (int r = 0; r < world; ++r)
+      // After step N's step(), on_step has seen the steps before N; report() in the middle of
+      // step 2 waited for step 1's merge: on_step got it, and records() hold the job's rows
+      // (every rank's kRows); the destructor hands the last step over.
+      EXPECT_THAT(handed_lines(dir, r),
+                  ::testing::ElementsAre("S 0 -", "S 1 0", "R 0,1 " + std::to_string(world * kRows) + " 2", "S 2 0,1",
+                                         "S 3 0,1,2", "D 0,1,2,3"))
+          << world << " ranks, rank " << r;
+    RunReader reader(dir + "/run");  // every step, the last one from the destructor
+    EXPECT_EQ(reader.step_count(), kSteps);
+    int64_t records = 0;
+    reader.for_each([&](const Record&) { ++records; });
+    EXPECT_EQ(records, kSteps * kPerStep);
+  }
+}
+
+TEST(Distributed, SyncMergeHandsEachStepOverAtItsOwnStep) {
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  EXPECT_THAT(run_job("pending-sync", 2, dir), ::testing::Each(0));
+  for (int r = 0; r < 2; ++r)
+    EXPECT_THAT(handed_lines(dir, r), ::testing::ElementsAre("S 0 0", "S 1 0,1", "R 0,1 " + std::to_string(2 * kRows) + " 2",
+                                                             "S 2 0,1,2", "S 3 0,1,2,3", "D 0,1,2,3"));
+}
+
+// Gloo cannot allgather buffers of different sizes (it aborts the receiving process): a
+// viewed node whose channel count differs across ranks must be an Error on every rank,
+// naming it, at the step where it happens.
+TEST(Distributed, ChannelCountsThatDifferAcrossRanksFailNamingThemNotAbort) {
+  for (const char* mode : {"views-rows", "views-rows-sync"}) {
+    const test::TempDir scratch("gs-dist");
+    const std::string& dir = scratch.path;
+    EXPECT_THAT(run_job(mode, 2, dir), ::testing::Each(3)) << mode;
+    for (int r = 0; r < 2; ++r)
+      EXPECT_THAT(read_seen(dir + "/rank" + std::to_string(r) + ".err").error,
+                  HasSubstr("audit: ranks disagree on the channel views or element histograms of step 0: '0' is "
+                            "channels 6 activation, 6 output gradient on rank 0 but channels 5 activation, 5 output "
+                            "gradient on rank 1; '2' is channels 6 activation"))
+          << mode << " rank " << r;
+  }
+}
 
 class MergedViews : public ::testing::TestWithParam<int> {};
 
@@ -435,21 +564,63 @@ TEST(Distributed, RanksWithOtherNodesFailNamingTheDifference) {
   }
 }
 
-TEST(Distributed, KilledRankFailsTheOthersAndTheRunStaysReadable) {
-  const test::TempDir scratch("gs-dist");
-  const std::string& dir = scratch.path;
-  const std::vector<int> codes = run_job("die", 2, dir);
-  EXPECT_EQ(codes[0], 3);
-  EXPECT_EQ(codes[1], 7);
-  const Seen rank0 = read_seen(dir + "/rank0.err");
-  EXPECT_THAT(rank0.error, HasSubstr("audit: rank 0 of 2 (gloo): the merge of step 2 failed; a rank died"));
-  EXPECT_GE(rank0.error_seconds, 0);
-  EXPECT_LT(rank0.error_seconds, 10.0);  // the group's timeout
-  RunReader reader(dir + "/run");        // the two whole steps before the failed one
+// The run of `dir` holds the two whole steps before the failed step 2.
+void expect_two_whole_steps(const std::string& dir) {
+  RunReader reader(dir + "/run");
   EXPECT_EQ(reader.step_count(), 2);
   int64_t records = 0;
   reader.for_each([&](const Record& r) { records += r.step < 2; });
   EXPECT_EQ(records, 2 * kPerStep);
+}
+
+// Rank 1 dies before its step 2's merge: with merge_async rank 0 finds it at step 3's step()
+// (where it waits for step 2's), at once: the error still names step 2.
+TEST(Distributed, KilledRankFailsTheOthersAndTheRunStaysReadable) {
+  for (const char* mode : {"die", "die-sync"}) {
+    const test::TempDir scratch("gs-dist");
+    const std::string& dir = scratch.path;
+    const std::vector<int> codes = run_job(mode, 2, dir);
+    EXPECT_EQ(codes[0], 3) << mode;
+    EXPECT_EQ(codes[1], 7) << mode;
+    const Seen rank0 = read_seen(dir + "/rank0.err");
+    EXPECT_THAT(rank0.error, HasSubstr("audit: rank 0 of 2 (gloo): the merge of step 2 failed; a rank died")) << mode;
+    EXPECT_GE(rank0.error_seconds, 0);
+    EXPECT_LT(rank0.error_seconds, 10.0) << mode;  // the group's timeout
+    // on_step had the steps before; "S 2" (the step whose merge is in flight) only when async
+    const std::vector<std::string> want = std::string(mode) == "die" ? std::vector<std::string>{"S 0 -", "S 1 0", "S 2 0,1"}
+                                                                      : std::vector<std::string>{"S 0 0", "S 1 0,1"};
+    EXPECT_EQ(handed_lines(dir, 0), want) << mode;
+    expect_two_whole_steps(dir);
+  }
+}
+
+TEST(Distributed, KilledRankWithAMergeInFlightFailsReportNamingTheStep) {
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  const std::vector<int> codes = run_job("die-report", 2, dir);
+  EXPECT_EQ(codes[0], 3);
+  EXPECT_EQ(codes[1], 7);
+  const Seen rank0 = read_seen(dir + "/rank0.err");
+  EXPECT_THAT(rank0.error, HasSubstr("audit: rank 0 of 2 (gloo): the merge of step 2 failed; a rank died"));
+  EXPECT_LT(rank0.error_seconds, 10.0);
+  expect_two_whole_steps(dir);
+}
+
+TEST(Distributed, DestructorWithAMergeInFlightOnADeadRankNeitherThrowsNorHangs) {
+  const test::TempDir scratch("gs-dist");
+  const std::string& dir = scratch.path;
+  const std::vector<int> codes = run_job("die-dtor", 2, dir);
+  EXPECT_EQ(codes[0], 0);  // no exception escaped ~Audit
+  EXPECT_EQ(codes[1], 7);
+  const Seen rank0 = read_seen(dir + "/rank0.err");
+  EXPECT_GE(rank0.error_seconds, 0);
+  EXPECT_LT(rank0.error_seconds, 10.0);  // at most the group's timeout
+  std::ifstream log(dir + "/rank0.log");
+  const std::string logged((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(logged, HasSubstr("gradscope: error: audit: rank 0 of 2 (gloo): the merge of step 2 failed"));
+  EXPECT_THAT(logged, HasSubstr("in ~Audit"));
+  EXPECT_THAT(handed_lines(dir, 0), ::testing::ElementsAre("S 0 -", "S 1 0", "S 2 0,1", "D 0,1"));  // step 2 lost
+  expect_two_whole_steps(dir);
 }
 
 TEST(Distributed, StalledRankFailsTheOthersWithinTheTimeout) {

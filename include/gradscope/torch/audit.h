@@ -79,7 +79,8 @@ struct AuditOptions {
   /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
   std::vector<std::string> free_nodes;
   /// Called at the end of every audited step with that step's records (a run store wants
-  /// `sink`, which also gets the channel and similarity records and the summary).
+  /// `sink`, which also gets the channel and similarity records and the summary). With a
+  /// process group and merge_async, one audited step later (see merge_async).
   std::function<void(const std::vector<Record>&)> on_step;
   /// Records, channel records and similarity records kept in memory for records(),
   /// channel_records() and similarity_records(): those of the last `keep_steps` audited steps
@@ -95,7 +96,8 @@ struct AuditOptions {
   bool keep_records = true;
   /// Gets every audited step as it ends (records, channel and similarity records), and the
   /// run's summary from finish(): e.g. a RunWriter, so the saved run holds the whole report.
-  /// Not owned; it must outlive the audit's last step() and finish().
+  /// Not owned; it must outlive the audit's last step() and finish(), and with a process group
+  /// and merge_async the Audit itself (its destructor hands over a step still in flight).
   RunSink* sink = nullptr;
   /// Many processes (docs/distributed.md): every audited step's records are merged across the
   /// group's ranks, so records(), report() and on_step describe the whole job on every rank.
@@ -103,6 +105,16 @@ struct AuditOptions {
   /// collective: it checks that all audit the same nodes, dtypes and shapes, else throws Error
   /// naming the difference) and step()s the same steps.
   ProcessGroupPtr process_group;
+  /// With a process group: true leaves each audited step's collective in flight while the
+  /// next step computes, and waits for it at the next audited step's step() (or at report(),
+  /// records(), channel_records(), similarity_records(), warnings(), flush(), finish() or the
+  /// destructor, whichever comes first): on_step and `sink` then get step N during step N+1's
+  /// step(), and a dead rank's error, naming step N, comes from there. false waits at step N's
+  /// own step(), as a single process does. Channel-view and histogram steps wait for the
+  /// ranks' sizes in their own step() either way. Off by default: it moves on_step and the
+  /// dead-rank error one step later, where a job's own next collective may fail first
+  /// (docs/distributed.md).
+  bool merge_async = false;
 };
 
 class Audit {
@@ -117,7 +129,9 @@ class Audit {
   Audit(std::vector<std::pair<std::string, std::shared_ptr<::torch::nn::Module>>> nodes,
         AuditOptions options = {});
   /// Removes every hook the audit installed; hooks still attached to live tensors become
-  /// inert. Safe during stack unwinding.
+  /// inert. Safe during stack unwinding. With a merge in flight (merge_async) it waits for it
+  /// (a dead rank: at most the group's timeout) and hands the step over; it never throws: a
+  /// failed merge is written to stderr.
   ~Audit();
   Audit(const Audit&) = delete;
   Audit& operator=(const Audit&) = delete;
@@ -171,6 +185,10 @@ class Audit {
   /// the per-node values report() computes from the audit's state (gradient SNR). Call after
   /// the last step; a later call replaces the earlier summary. Does nothing without a sink.
   void finish() const;
+  /// With a process group and merge_async: waits for the last audited step's merge and hands
+  /// that step to on_step and the sink (rank 0's), as the next step() would; throws Error as
+  /// step() would when it failed. Otherwise does nothing.
+  void flush() const;
 
   struct State;
 

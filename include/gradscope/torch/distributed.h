@@ -4,6 +4,7 @@
 //   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
 //   gradscope::torch::AuditOptions o;
 //   o.process_group = group;                 // every audited step: one allgather of the stats
+//   o.merge_async = true;                    // optional: waited on at the next audited step
 //   if (rank == 0) o.sink = &run;            // rank 0 writes the run; the others write nothing
 //   gradscope::torch::Audit audit(model, o); // audit.report() is the job's on every rank
 //
@@ -13,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,15 +52,38 @@ class RankMerge {
   /// the difference when they disagree (or for a null group).
   RankMerge(ProcessGroupPtr group, std::string who, std::vector<std::string> nodes,
             std::vector<std::string> descriptions);
+  ~RankMerge();
 
-  /// Replaces `step`'s records of step `step.step` by the job's: Stats merged across ranks
-  /// (the sites of parameters, their gradients and updates counted once when every rank holds
-  /// the same bits, as after a gradient all-reduce), and its channel views and element
-  /// histograms merged the same way in the same collective (effective ranks and similarity
-  /// records stay this rank's: not mergeable from summaries). Throws Error naming the difference when
-  /// ranks disagree on the nodes or the step, and when a rank died or stalled past the
-  /// group's timeout; every live rank throws the same way, none waits forever.
-  void merge(StepRecords& step);
+  /// Starts merging `step` (this rank's records of step `step.step`) and returns without
+  /// waiting for the collective; finish() waits and hands the job's records back. One merge at
+  /// a time: finish() before the next start(). The allgather is started here, at the same
+  /// point of every rank's training loop, so that collectives of the merge never interleave
+  /// differently with the caller's own (a rank calling finish() early, from report(), starts
+  /// none). `views_step` must be the same on every rank: whether channel views or element
+  /// histograms may come at this step. Then the ranks' slots go first and are waited on here,
+  /// and the views follow in a second allgather of the size they agreed on: ranks that measured
+  /// other channel counts or other nodes throw Error naming the difference, here, on every
+  /// rank, instead of meeting in a collective of other sizes (which Gloo answers by aborting
+  /// the process). At other steps the channel views and histograms of `step`, if any (a
+  /// backward that ran late), stay this rank's. Throws as finish() when the step's collective
+  /// fails here.
+  void start(StepRecords step, bool views_step);
+
+  /// Whether a merge started by start() waits for finish().
+  bool pending() const { return pending_ != nullptr; }
+
+  /// Waits for the started merge (the group's timeout bounds the wait) and returns its step
+  /// with the job's records: Stats merged across ranks (the sites of parameters, their
+  /// gradients and updates counted once when every rank holds the same bits, as after a
+  /// gradient all-reduce), its channel views and element histograms merged the same way
+  /// (effective ranks and similarity records stay this rank's: not mergeable from summaries).
+  /// Throws Error naming the step when ranks disagree on it, and when a rank died or stalled
+  /// past the group's timeout ("... the merge of step N failed; ..."); every live rank throws
+  /// the same way, none waits forever. The merge is over either way.
+  StepRecords finish();
+
+  /// start(step, views_step) then finish(), into `step`.
+  void merge(StepRecords& step, bool views_step = true);
 
   /// The lowest rank that saw NaN or Inf at (step, node, site), for the earliest step where
   /// any rank saw one; -1 for any other (step, node, site).
@@ -67,7 +92,12 @@ class RankMerge {
   const JobInfo& job() const { return job_; }
 
  private:
+  struct Pending;  // a started merge (distributed.cpp)
   void check_nodes();
+  // Every rank's `text` (any lengths), through two allgathers: for error messages.
+  std::vector<std::string> gather_texts(const std::string& text, const std::string& what) const;
+  // Throws Error naming how the ranks' views of `step` differ (views_step only).
+  [[noreturn]] void views_differ(const StepRecords& step) const;
   // One allgather of `mine` (same size on every rank); a failure becomes an Error.
   std::vector<at::Tensor> gather(const at::Tensor& mine, const std::string& what) const;
 
@@ -80,6 +110,7 @@ class RankMerge {
   // lowest rank that saw one then.
   int64_t nonfinite_step_ = -1;
   std::vector<int> nonfinite_rank_;
+  std::unique_ptr<Pending> pending_;
 };
 
 }  // namespace gradscope::torch
