@@ -103,6 +103,11 @@ struct AuditOptions {
   /// collective: it checks that all audit the same nodes, dtypes and shapes, else throws Error
   /// naming the difference) and step()s the same steps.
   ProcessGroupPtr process_group;
+  /// Many processes: the most bytes one rank sends per audited step to make the effective
+  /// ranks of channel views and the CKA of channel groups and leakage pairs the job's exactly
+  /// (docs/distributed.md); a measurement that would pass it keeps each rank's own value, with
+  /// a warning. Every rank needs the same value. 0: none is merged.
+  int64_t merge_spectra_max_bytes = int64_t{16} << 20;
 };
 
 class Audit {

@@ -54,8 +54,10 @@ class RankMerge {
   /// Replaces `step`'s records of step `step.step` by the job's: Stats merged across ranks
   /// (the sites of parameters, their gradients and updates counted once when every rank holds
   /// the same bits, as after a gradient all-reduce), and its channel views and element
-  /// histograms merged the same way in the same collective (effective ranks and similarity
-  /// records stay this rank's: not mergeable from summaries). Throws Error naming the difference when
+  /// histograms merged the same way in the same collective. Effective ranks and similarity
+  /// records are not mergeable from these summaries: the Audit makes them the job's before
+  /// this, from Gram matrices, centred cross-products or the rows themselves, whichever is
+  /// smaller (internal::SpectraMerge, docs/distributed.md); here they pass through. Throws Error naming the difference when
   /// ranks disagree on the nodes or the step, and when a rank died or stalled past the
   /// group's timeout; every live rank throws the same way, none waits forever.
   void merge(StepRecords& step);
