@@ -1,6 +1,8 @@
 // Audit across processes: the job's effective ranks and CKA (distributed_spectra.h). A tap
 // hands its channel view's activation over while it records the rank's own values; the step's
 // end, where the leakage pairs are measured, replaces them by the job's.
+#include <algorithm>
+
 #include "audit_state.h"
 
 namespace gradscope::torch {
@@ -36,6 +38,7 @@ void Audit::State::merge_spectra(int64_t at_step) {
     for (std::size_t r = sims.size(); r-- > 0 && records.size() < 2;)
       if (sims[r].step == at_step && ((sims[r].node == a && sims[r].other == b) || (sims[r].node == b && sims[r].other == a)))
         records.push_back(r);
+    std::sort(records.begin(), records.end());  // (a, b) first: it names the pair
     if (!records.empty()) spectra->add_similarity(std::move(records), x->second, y->second);
   }
   current.step = at_step;

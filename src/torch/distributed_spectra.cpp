@@ -103,7 +103,7 @@ SpectraMerge::SpectraMerge(ProcessGroupPtr group, std::string who, int64_t max_b
     : group_(std::move(group)), who_(std::move(who)), max_bytes_(max_bytes) {}
 
 void SpectraMerge::add_rank(const std::string& node, const at::Tensor& x, int64_t dim) {
-  const std::string key = "rank " + node;
+  const std::string key = "node '" + node + "': effective rank";
   items_.erase(std::remove_if(items_.begin(), items_.end(), [&](const Item& i) { return i.key == key; }), items_.end());
   items_.push_back({key, channel_matrix(x, dim), {}, {}, node});
 }
@@ -121,7 +121,7 @@ void SpectraMerge::merge(StepRecords& step, std::vector<std::string>& warnings) 
     if (!i.records.empty()) {
       GRADSCOPE_INTERNAL_ASSERT(i.records[0] < step.similarities.size());
       const SimilarityRecord& s = step.similarities[i.records[0]];
-      i.key = "cka " + s.node + " vs " + s.other;
+      i.key = "node '" + s.node + "': CKA " + (s.other.find(" vs ") == std::string::npos ? "with '" + s.other + "'" : s.other);
     }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
   const auto count = static_cast<int64_t>(items.size());

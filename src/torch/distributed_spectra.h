@@ -83,7 +83,7 @@ class SpectraMerge {
 
  private:
   struct Item {
-    std::string key;               // "rank <node>" or "cka <node> vs <other>"
+    std::string key;               // names it: "node 'a': effective rank", "node 'a': CKA with 'b'"
     at::Tensor a, b;               // channel matrix; or the two sample matrices
     std::vector<std::size_t> records;  // similarity records; empty for an effective rank
     std::string node;              // the channel record's node, for an effective rank

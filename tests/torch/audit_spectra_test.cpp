@@ -153,8 +153,18 @@ TEST_P(MergedSpectra, EffectiveRanksAndCkaEqualOneProcessFedTheConcatenatedBatch
   int differ = 0;
   for (const auto& [k, want] : ref.values) differ += std::abs(own.values.at(k) - want) > 1e-6 * std::abs(want);
   EXPECT_EQ(differ, static_cast<int>(ref.values.size()));
-  EXPECT_THAT(own.warnings, ::testing::Contains(HasSubstr("rank 0: not merged across ranks (")));
-  EXPECT_THAT(own.warnings, ::testing::Contains(HasSubstr("cka 0 vs 2: not merged across ranks")));
+  // The warnings name what each would have cost: the smaller of the statistics and the rows
+  // (padded to the longest rank's). Node "0": 8 channels, 8 x 8 Gram or the rows; the pair:
+  // 8 + 4 features, 8 + 4 + 64 + 16 + 32 statistics or the rows.
+  const int64_t longest = rows_of(world - 1);
+  const auto says = [&](const std::string& what, int64_t words) {
+    return ::testing::Contains(HasSubstr(what + ": not merged across ranks (" + std::to_string(8 * words) +
+                                         " bytes a rank, over merge_spectra_max_bytes 0)"));
+  };
+  EXPECT_THAT(own.warnings, says("node '0': effective rank", std::min<int64_t>(64, longest * 8)));
+  EXPECT_THAT(own.warnings, says("node '2': effective rank", 16));
+  EXPECT_THAT(own.warnings, says("node '0': CKA with '2'", std::min<int64_t>(124, longest * 12)));
+  EXPECT_THAT(own.warnings, says("node '0': CKA 0[0:2] vs 0[2:4]", 16));
 }
 
 INSTANTIATE_TEST_SUITE_P(Distributed, MergedSpectra, ::testing::Values(2, 4));
