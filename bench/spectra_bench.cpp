@@ -7,6 +7,7 @@
 // flattened (rows, 4096 + 4096 features), and all four together. Medians over BENCH_STEPS (30).
 // Last line: {"bench":"spectra","all_share_2":X,"all_share_4":Y} (merge time / all-reduce time).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>

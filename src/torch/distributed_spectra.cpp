@@ -17,7 +17,10 @@ namespace gradscope::torch::internal {
 
 at::Tensor channel_matrix(const at::Tensor& x, int64_t dim) {
   if (dim < 0) dim += x.dim();
-  return x.detach().movedim(dim, -1).reshape({-1, x.size(dim)}).to(at::kDouble, false, /*copy=*/true);
+  int64_t samples = 1;  // counted, not -1: reshape cannot infer it with no channels
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) samples *= x.size(d);
+  return x.detach().movedim(dim, -1).reshape({samples, x.size(dim)}).to(at::kDouble, false, /*copy=*/true);
 }
 
 at::Tensor sample_matrix(const at::Tensor& x) {

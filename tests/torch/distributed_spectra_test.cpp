@@ -108,6 +108,8 @@ TEST(SpectraMath, MatricesAreCopiesInDouble) {
   EXPECT_EQ(s.scalar_type(), at::kDouble);
   x.mul_(0);  // an in-place op on the activation (ReLU(inplace)) after the tap changes no copy
   EXPECT_EQ(m[1][2].item<double>(), 9.0);
+  EXPECT_EQ(channel_matrix(at::empty({5, 0, 2}), 1).sizes(), (std::vector<int64_t>{10, 0}));  // no channels
+  EXPECT_EQ(channel_matrix(at::empty({0, 3}), 1).sizes(), (std::vector<int64_t>{0, 3}));       // no samples
   const at::Tensor d = sample_matrix(x);
   x.add_(1);
   EXPECT_EQ(d.sum().item<double>(), 0.0);
