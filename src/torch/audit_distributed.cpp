@@ -25,11 +25,14 @@ void Audit::State::init_ranks() {
     // it must agree now, with an error naming them.
     if (e.channel_view) d += ", channel view dim " + std::to_string(e.channel_view->dim) + " every " + std::to_string(e.channel_view->every);
     if (options.histogram_every > 0) d += ", histograms every " + std::to_string(options.histogram_every);
+    // And at which steps the effective ranks and CKA are merged (audit_spectra.cpp).
+    if (e.leakage) d += ", leakage every " + std::to_string(options.leakage_every);
     if (e.channel_view || options.histogram_every > 0) d += " of every " + std::to_string(options.sample_every) + " steps";
     ids.push_back(e.id);
     descriptions.push_back(d);
   }
   ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions));
+  spectra = std::make_unique<internal::SpectraMerge>(options.process_group, "audit", options.merge_spectra_max_bytes);
 }
 
 bool Audit::State::views_step() const {

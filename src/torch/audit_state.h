@@ -10,6 +10,7 @@
 #include "aten_stats.h"
 #include "gradscope/core/rules.h"
 #include "gradscope/torch/audit.h"
+#include "distributed_spectra.h"
 #include "step_ring.h"
 
 namespace gradscope::torch {
@@ -119,6 +120,8 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   void resolve_stats();
   // Many processes: merges each ended step across ranks (audit_distributed.cpp).
   std::unique_ptr<RankMerge> ranks;
+  // Many processes: the job's effective ranks and CKA at the steps that measure them.
+  std::unique_ptr<internal::SpectraMerge> spectra;
   std::vector<char> snapshotted, had_grad;
 
   bool audited() const { return step % options.sample_every == 0; }
@@ -158,6 +161,13 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   /// that merge alone (its step() has not returned), so that a report() from on_step cannot
   /// hand step N over before step N-1's callbacks end. Guarded by `mutex`.
   bool handing_over = false;
+  /// With a process group: hands a tap's channel view over to `spectra` (its group pairs are
+  /// similarity records from `first_similarity` on), audit_spectra.cpp. Call with `mutex` held.
+  void spectra_channel_view(const std::string& id, const ChannelView& view, const at::Tensor& x,
+                            std::size_t first_similarity);
+  /// With a process group: replaces the step's effective ranks and CKA by the job's (a
+  /// collective at the steps with channel views or leakage pairs). Call with `mutex` held.
+  void merge_spectra(int64_t at_step);
   /// Whether this process hands the run to the sink: rank 0, or no process group.
   bool writes_run() const { return !ranks || ranks->job().rank == 0; }
   /// Judges, keeps and returns `done`'s measurements (valid until the next end_step); `done`

@@ -165,6 +165,7 @@ void Audit::step(const std::function<void()>& apply_update) {
     s.current.similarities.push_back({step, a, b, cka});
     s.current.similarities.push_back({step, b, a, cka});
   }
+  s.merge_spectra(step);  // many processes: the job's effective ranks and CKA
   s.leakage_inputs.clear();
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);

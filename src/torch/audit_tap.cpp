@@ -64,6 +64,7 @@ void record_channel_view(Audit::State& s, int index, const ChannelView& view, co
     if (!c.activation.empty()) entry.channels = static_cast<int64_t>(c.activation.size());
   }
   c.effective_rank = internal::effective_rank(x, view.dim);
+  const std::size_t first_similarity = s.current.similarities.size();
   const auto& groups = view.groups;
   for (std::size_t i = 0; i < groups.size(); ++i)
     for (std::size_t j = i + 1; j < groups.size(); ++j) {
@@ -76,6 +77,7 @@ void record_channel_view(Audit::State& s, int index, const ChannelView& view, co
       s.current.similarities.push_back({s.step, id, name(groups[i]) + " vs " + name(groups[j]),
                                         internal::linear_cka(slice(groups[i]), slice(groups[j]))});
     }
+  if (s.spectra) s.spectra_channel_view(id, view, x, first_similarity);  // many processes: the job's at step()
 }
 
 }  // namespace

@@ -47,10 +47,20 @@ double effective_rank(const at::Tensor& x, int64_t dim) {
   // m^T m): one matrix product and a symmetric eigensolve, about 4x faster than svdvals on a
   // [256, 1024] activation (bidiagonalisation is bound by matrix-vector products). Squaring
   // costs precision only at the bottom of the spectrum: a singular value below about
-  // sqrt(eps) ~ 1e-8 of the largest reads as noise of that size, which moves the entropy by
-  // less than 1e-5 relative (tests/torch/channel_math_test.cpp checks against svdvals).
-  const at::Tensor gram = m.size(0) <= m.size(1) ? m.mm(m.t()) : m.t().mm(m);
-  const at::Tensor s = at::linalg_eigvalsh(gram).clamp_min(0).sqrt();
+  // sqrt(eps) ~ 1e-8 of the largest reads as zero, which moves the entropy by less than 1e-5
+  // relative (tests/torch/channel_math_test.cpp checks against svdvals).
+  return effective_rank_of_gram(m.size(0) <= m.size(1) ? m.mm(m.t()) : m.t().mm(m));
+}
+
+double effective_rank_of_gram(const at::Tensor& gram) {
+  if (gram.numel() == 0) return std::nan("");
+  const at::Tensor eig = at::linalg_eigvalsh(gram.to(at::kDouble));
+  // Eigenvalues within rounding of zero (LAPACK's rank tolerance, size x eps x the largest)
+  // are zero: their square roots, about 1e-8 of the largest singular value, would be rounding
+  // noise that differs between two routes to the same spectrum (this Gram, the other one, or
+  // a sum of per-rank Grams, distributed_spectra.h), moving the entropy by up to 1e-6.
+  const double tolerance = static_cast<double>(gram.size(0)) * 2.220446049250313e-16 * eig.max().item<double>();
+  const at::Tensor s = at::where(eig > tolerance, eig, at::zeros_like(eig)).sqrt();
   const double total = s.sum().item<double>();
   if (!(total > 0)) return std::nan("");
   const at::Tensor p = s / total;

@@ -16,6 +16,10 @@ std::vector<Stats> per_channel_stats(const at::Tensor& x, int64_t dim, const Sta
 /// (Roy & Vetterli 2007): 1 when all samples lie on a line, up to min(samples, channels).
 double effective_rank(const at::Tensor& x, int64_t dim);
 
+/// effective_rank() from the Gram matrix of the [samples, channels] matrix (either one: m m^T
+/// or m^T m, or a sum of per-shard m_r^T m_r); NaN when it is all zero or empty.
+double effective_rank_of_gram(const at::Tensor& gram);
+
 /// Linear CKA (Kornblith et al. 2019) between two activations with the same first dimension
 /// (samples); every other dimension is flattened into features. 1 = same information up to
 /// rotation and scale; NaN when either is constant.

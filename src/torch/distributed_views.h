@@ -31,8 +31,8 @@ inline int64_t views_layout(const int64_t* views) { return views[0]; }
 /// over every rank's views (`ranks[r]` points at rank r's first view word; every layout the
 /// same): per-channel Stats merged in rank order, histogram counts, sums, min and max combined;
 /// a parameter-gradient histogram with the same bits on every rank (after a gradient
-/// all-reduce) is taken once. Effective ranks stay this rank's own: they are not mergeable
-/// from summaries.
+/// all-reduce) is taken once. Effective ranks pass through: they are not mergeable from
+/// summaries (distributed_spectra.h merges them).
 void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
                  std::vector<ElementHistogram>& histograms);
 

@@ -115,6 +115,12 @@ struct AuditOptions {
   /// dead-rank error one step later, where a job's own next collective may fail first
   /// (docs/distributed.md).
   bool merge_async = false;
+
+  /// Many processes: the most bytes one rank sends per audited step to make the effective
+  /// ranks of channel views and the CKA of channel groups and leakage pairs the job's exactly
+  /// (docs/distributed.md); a measurement that would pass it keeps each rank's own value, with
+  /// a warning. Every rank needs the same value. 0: none is merged.
+  int64_t merge_spectra_max_bytes = int64_t{16} << 20;
 };
 
 class Audit {

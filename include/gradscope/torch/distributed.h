@@ -75,8 +75,10 @@ class RankMerge {
   /// Waits for the started merge (the group's timeout bounds the wait) and returns its step
   /// with the job's records: Stats merged across ranks (the sites of parameters, their
   /// gradients and updates counted once when every rank holds the same bits, as after a
-  /// gradient all-reduce), its channel views and element histograms merged the same way
-  /// (effective ranks and similarity records stay this rank's: not mergeable from summaries).
+  /// gradient all-reduce), its channel views and element histograms merged the same way.
+  /// Effective ranks and similarity records pass through: the Audit makes them the job's
+  /// before this, from Gram matrices, centred cross-products or the rows themselves, whichever
+  /// is smaller (internal::SpectraMerge, docs/distributed.md).
   /// Throws Error naming the step when ranks disagree on it, and when a rank died or stalled
   /// past the group's timeout ("... the merge of step N failed; ..."); every live rank throws
   /// the same way, none waits forever. The merge is over either way.
