@@ -59,7 +59,8 @@ double effective_rank_of_gram(const at::Tensor& gram) {
   // are zero: their square roots, about 1e-8 of the largest singular value, would be rounding
   // noise that differs between two routes to the same spectrum (this Gram, the other one, or
   // a sum of per-rank Grams, distributed_spectra.h), moving the entropy by up to 1e-6.
-  const double tolerance = static_cast<double>(gram.size(0)) * 2.220446049250313e-16 * eig.max().item<double>();
+  // Kept on the tensor's device: no host read for it (docs/devices.md counts them).
+  const at::Tensor tolerance = eig.max() * (static_cast<double>(gram.size(0)) * 2.220446049250313e-16);
   const at::Tensor s = at::where(eig > tolerance, eig, at::zeros_like(eig)).sqrt();
   const double total = s.sum().item<double>();
   if (!(total > 0)) return std::nan("");

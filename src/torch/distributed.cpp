@@ -125,16 +125,22 @@ std::vector<at::Tensor> RankMerge::gather(const at::Tensor& mine, const std::str
   return allgather_buffer(group_, mine, who_, what);
 }
 
-std::vector<std::string> RankMerge::gather_texts(const std::string& text, const std::string& what) const {
+std::vector<std::string> allgather_text(const ProcessGroupPtr& group, const std::string& text,
+                                        const std::string& who, const std::string& what) {
   // Lengths first, so that the sizes agree; every rank then sees every text.
   at::Tensor length = at::full({1}, static_cast<int64_t>(text.size()), at::kLong);
   int64_t longest = 0;
-  for (const at::Tensor& t : gather(length, what)) longest = std::max(longest, t.item<int64_t>());
+  for (const at::Tensor& t : allgather_buffer(group, length, who, what)) longest = std::max(longest, t.item<int64_t>());
   at::Tensor bytes = at::zeros({longest + 1}, at::kByte);
   std::memcpy(bytes.data_ptr(), text.data(), text.size());
   std::vector<std::string> texts;
-  for (const at::Tensor& t : gather(bytes, what)) texts.emplace_back(reinterpret_cast<const char*>(t.data_ptr()));
+  for (const at::Tensor& t : allgather_buffer(group, bytes, who, what))
+    texts.emplace_back(reinterpret_cast<const char*>(t.data_ptr()));
   return texts;
+}
+
+std::vector<std::string> RankMerge::gather_texts(const std::string& text, const std::string& what) const {
+  return allgather_text(group_, text, who_, what);
 }
 
 void RankMerge::check_nodes() {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "channel_math.h"
+#include "distributed_wire.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope::torch::internal {
@@ -78,7 +79,7 @@ double linear_cka(const CkaMoments& m) {
 
 namespace {
 
-constexpr int64_t kMagic = 0x5350454354524131;  // "SPECTRA1"
+constexpr int64_t kSpectraMagic = 0x5350454354524131;  // "SPECTRA1"
 constexpr int64_t kHeader = 5;                  // magic, step, count, layout hash, max bytes
 
 enum class Route { kNaN, kLocal, kStatistics, kRows };
@@ -138,18 +139,32 @@ void SpectraMerge::merge(StepRecords& step, std::vector<std::string>& warnings) 
   // 1: what every rank measured, in a header of one size, so a difference is named, not hung on.
   at::Tensor header = at::empty({kHeader}, at::kLong);
   int64_t* h = header.data_ptr<int64_t>();
-  h[0] = kMagic, h[1] = step.step, h[2] = count, h[3] = static_cast<int64_t>(hash), h[4] = max_bytes_;
+  h[0] = kSpectraMagic, h[1] = step.step, h[2] = count, h[3] = static_cast<int64_t>(hash), h[4] = max_bytes_;
   const std::string what = "the effective ranks and similarities of step " + std::to_string(step.step);
   const std::vector<at::Tensor> headers = allgather_buffer(group_, header, who_, "the merge of " + what);
   for (int r = 1; r < job.world_size; ++r) {
     const int64_t* o = headers[static_cast<std::size_t>(r)].data_ptr<int64_t>();
     const int64_t* first = headers[0].data_ptr<int64_t>();
     if (std::equal(o, o + kHeader, first)) continue;
-    std::string why = o[1] != first[1] ? "is at step " + std::to_string(o[1]) + " and rank 0 at step " + std::to_string(first[1])
-                      : o[4] != first[4] ? "has merge_spectra_max_bytes " + std::to_string(o[4]) + " and rank 0 " + std::to_string(first[4])
-                                         : "measured " + std::to_string(o[2]) + " of them, or other nodes, channel or feature counts, and rank 0 " +
-                                               std::to_string(first[2]);
-    throw Error(who_ + ": ranks disagree on " + what + ": rank " + std::to_string(r) + " " + why +
+    if (o[1] != first[1] || o[4] != first[4]) {
+      const std::string why = o[1] != first[1]
+                                  ? "is at step " + std::to_string(o[1]) + " and rank 0 at step " + std::to_string(first[1])
+                                  : "has merge_spectra_max_bytes " + std::to_string(o[4]) + " and rank 0 " + std::to_string(first[4]);
+      throw Error(who_ + ": ranks disagree on " + what + ": rank " + std::to_string(r) + " " + why +
+                  "; every rank needs the same options and the same channel counts");
+    }
+    // Other measurements: every rank exchanges what it measured (a collective every rank
+    // enters: every rank sees the same headers) and names the difference.
+    std::vector<std::string> ids, sizes;
+    for (const Item& i : items) {
+      // "node 'a': effective rank" -> "a, effective rank" (describe_difference splits at ": ").
+      const std::size_t end = i.key.find("': ");
+      ids.push_back(i.key.substr(6, end - 6) + ", " + i.key.substr(end + 3));
+      sizes.push_back(i.b.defined() ? std::to_string(i.a.size(1)) + " and " + std::to_string(i.b.size(1)) + " features"
+                                    : std::to_string(i.a.size(1)) + " channels");
+    }
+    const std::vector<std::string> texts = allgather_text(group_, internal::join_nodes(ids, sizes), who_, "the merge of " + what);
+    throw Error(who_ + ": ranks disagree on " + what + ": " + internal::describe_difference(texts) +
                 "; every rank needs the same options and the same channel counts");
   }
   last_bytes_ = 8 * kHeader;

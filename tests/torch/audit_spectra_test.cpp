@@ -189,7 +189,10 @@ TEST(DistributedSpectra, RanksWithOtherChannelCountsFailNamingItRatherThanHang) 
   for (int r = 0; r < 2; ++r) {
     std::ifstream in(scratch.path + "/rank" + std::to_string(r) + ".err");
     const std::string error((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_THAT(error, HasSubstr("audit: ranks disagree on the effective ranks and similarities of step 0: rank 1 measured"))
+    // Named: which measurement, and its channel counts on each rank (the rows of each shard).
+    EXPECT_THAT(error, HasSubstr("audit: ranks disagree on the effective ranks and similarities of step 0: '0, effective "
+                                 "rank' is " + std::to_string(rows_of(0)) + " channels on rank 0 but " +
+                                 std::to_string(rows_of(1)) + " channels on rank 1"))
         << r;
   }
 }

@@ -43,6 +43,12 @@ JobInfo job_info(const ProcessGroupPtr& group);
 std::vector<at::Tensor> allgather_buffer(const ProcessGroupPtr& group, const at::Tensor& mine,
                                          const std::string& who, const std::string& what);
 
+/// Every rank's `text`, in rank order: two allgathers (the lengths, then the bytes padded to
+/// the longest), for naming what ranks disagree on once a hash has said that they do. Throws
+/// as allgather_buffer.
+std::vector<std::string> allgather_text(const ProcessGroupPtr& group, const std::string& text,
+                                        const std::string& who, const std::string& what);
+
 /// Merges each step's records across the ranks of a process group, one collective a step.
 class RankMerge {
  public:
