@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "../common/ranks.h"
+#include "../common/rank_test_main.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::torch {
@@ -200,9 +201,4 @@ TEST(DistributedSpectra, RanksWithOtherChannelCountsFailNamingItRatherThanHang) 
 }  // namespace
 }  // namespace gradscope::torch
 
-int main(int argc, char** argv) {
-  if (argc >= 6 && std::string(argv[1]) == gradscope::test::kRankWorker)
-    return gradscope::torch::run_worker(argv[2], std::stoi(argv[3]), std::stoi(argv[4]), argv[5]);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return gradscope::test::rank_test_main(argc, argv, gradscope::torch::run_worker); }

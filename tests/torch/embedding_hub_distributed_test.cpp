@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "../common/ranks.h"
+#include "../common/rank_test_main.h"
 #include "embedding_workers.h"
 #include "gradscope/torch/embedding.h"
 
@@ -251,9 +252,4 @@ TEST(EmbeddingHubDistributed, StalledRankFailsTheOthersWithinTheTimeout) {
 }  // namespace
 }  // namespace gradscope::torch
 
-int main(int argc, char** argv) {
-  if (argc >= 6 && std::string(argv[1]) == gradscope::test::kRankWorker)
-    return gradscope::torch::run_worker(argv[2], std::stoi(argv[3]), std::stoi(argv[4]), argv[5]);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return gradscope::test::rank_test_main(argc, argv, gradscope::torch::run_worker); }
