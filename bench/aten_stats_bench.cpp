@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "aten_stats.h"  // src/torch, internal
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 #include "gradscope/torch/tensor.h"
 
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/embedding_math.h"
+#include "gradscope/core/embedding/math.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
 #include "ranking.h"

@@ -2,7 +2,7 @@
 // held-out accuracy than uniform INT8 / INT4, global magnitude pruning and magnitude pruning +
 // INT8? Each seed reshuffles the split (digits) or the training subset (Fashion-MNIST) and
 // re-initialises the model; every method is applied to the same trained weights. Budgets: the
-// bytes uniform INT4 and INT8 take (compress.h's storage). Paired t-tests over seeds
+// bytes uniform INT4 and INT8 take (core/compress/recipe.h's storage). Paired t-tests over seeds
 // (gradscope::paired_t_test, tests/scenarios/t_test_test.cpp checks it against published
 // values): the recipe against each baseline and each ablation at the same budget.
 // Embedding tables: BPR matrix factorisation on MovieLens (tuned defaults, 60 epochs), user and
@@ -26,8 +26,8 @@
 #include "fashion_mnist.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
-#include "gradscope/core/compress_rule.h"
-#include "gradscope/core/embedding_math.h"
+#include "gradscope/core/compress/rule.h"
+#include "gradscope/core/embedding/math.h"
 
 namespace sc = gradscope::scenarios;
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/embedding_math.h"
+#include "gradscope/core/embedding/math.h"
 #include "gradscope/io/embedding_json.h"
 #include "interactions.h"
 #include "matrix_factorization.h"

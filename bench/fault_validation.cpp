@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/embedding/report.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
 #include "mf_truth.h"

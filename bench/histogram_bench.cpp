@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "gradscope/core/element_histogram.h"
-#include "gradscope/core/stats.h"
-#include "gradscope/core/tensor_view.h"
+#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/stats/stats.h"
+#include "gradscope/core/stats/tensor_view.h"
 
 int main() {
   constexpr std::size_t kN = 1 << 20;

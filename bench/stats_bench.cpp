@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 #include "gradscope/torch/tensor.h"
 
 namespace {

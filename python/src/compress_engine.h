@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine.h"
-#include "gradscope/core/compress.h"
+#include "gradscope/core/compress/recipe.h"
 #include "gradscope/torch/apply_recipe.h"
 
 namespace gradscope::python {

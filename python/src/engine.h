@@ -21,12 +21,12 @@
 #include <utility>
 #include <vector>
 
-#include "gradscope/core/architecture.h"
-#include "gradscope/core/channels.h"
-#include "gradscope/core/embedding_report.h"
-#include "gradscope/core/record.h"
-#include "gradscope/core/report.h"
-#include "gradscope/core/tee_sink.h"
+#include "gradscope/core/audit/architecture.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/embedding/report.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/tee_sink.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
 #include "gradscope/torch/audit.h"

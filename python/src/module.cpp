@@ -6,9 +6,9 @@
 
 #include "compress_engine.h"
 #include "engine.h"
-#include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress/rule.h"
 #include "gradscope/core/error.h"
-#include "gradscope/core/thresholds.h"
+#include "gradscope/core/audit/thresholds.h"
 #include "gradscope/io/compress_json.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/embedding_json.h"
@@ -441,7 +441,7 @@ void bind_embedding(py::module_& m) {
 
 void bind_compress(py::module_& m) {
   namespace cz = gradscope::compress;
-  py::class_<cz::NodeProfile>(m, "NodeProfile", "What the compression rule reads of one node (compress.h).")
+  py::class_<cz::NodeProfile>(m, "NodeProfile", "What the compression rule reads of one node (core/compress/recipe.h).")
       .def_readonly("node", &cz::NodeProfile::node)
       .def_readonly("weight_shape", &cz::NodeProfile::weight_shape)
       .def_readonly("bias", &cz::NodeProfile::bias)

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/record.h"
-#include "gradscope/core/report.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/run_metadata.h"
 
 namespace gradscope::python {

@@ -1,17 +1,17 @@
 // gradscope compress RUN --budget-bytes N | --max-loss X [-o recipe.json]: a compression
 // recipe from a saved run's dynamics (run.db and units.json), by the rule in
-// include/gradscope/core/compress_rule.h. Reads the run without LibTorch; prints a table of the
+// include/gradscope/core/compress/rule.h. Reads the run without LibTorch; prints a table of the
 // decisions and writes the recipe JSON (to stdout when -o is not given). --max-loss bounds the
 // rule's predicted loss: the CLI has no model to measure (the measured bound is
 // gradscope::compress::search_max_loss, in C++). --table NAME=BYTES (repeatable) writes row
-// recipes for embedding tables instead, from the run's rows.json (compress_rows.h).
+// recipes for embedding tables instead, from the run's rows.json (core/compress/rows.h).
 #include <cstdio>
 #include <iostream>
 #include <limits>
 
 #include "commands.h"
-#include "gradscope/core/compress_rule.h"
-#include "gradscope/core/compress_rows.h"
+#include "gradscope/core/compress/rule.h"
+#include "gradscope/core/compress/rows.h"
 #include "gradscope/io/compress_json.h"
 #include "gradscope/io/compress_rows_json.h"
 #include "gradscope/io/safe_text.h"

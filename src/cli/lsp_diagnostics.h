@@ -1,6 +1,6 @@
 // What the language server says about one source file: a diagnostic at each
 // definition of a node with a finding, and the hover text of a node (its flags
-// and their evidence). The texts are the findings' own (core/findings.h);
+// and their evidence). The texts are the findings' own (core/findings/findings.h);
 // nothing here writes advice of its own.
 //
 //   auto defs = gradscope::cli::index_source(text,
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/findings.h"
+#include "gradscope/core/findings/findings.h"
 #include "lsp_run.h"
 #include "lsp_source_index.h"
 

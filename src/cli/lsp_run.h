@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/findings.h"
-#include "gradscope/core/report.h"
+#include "gradscope/core/findings/findings.h"
+#include "gradscope/core/audit/report.h"
 
 namespace gradscope::cli {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/report.h"
-#include "gradscope/core/run_sink.h"
-#include "gradscope/core/series.h"
-#include "gradscope/core/timeline.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/run_sink.h"
+#include "gradscope/core/audit/series.h"
+#include "gradscope/core/audit/timeline.h"
 #include "gradscope/io/run_reader.h"
 
 namespace gradscope::cli {

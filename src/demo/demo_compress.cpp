@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "compression_eval.h"
-#include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress/rule.h"
 #include "gradscope/io/compress_json.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/torch/apply_recipe.h"

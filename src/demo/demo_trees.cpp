@@ -9,7 +9,7 @@
 #include <iostream>
 #include <map>
 
-#include "gradscope/core/tree_data.h"
+#include "gradscope/core/trees/data.h"
 #include "gradscope/io/tree_text.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/xgboost_recorder.h"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress/rule.h"
 #include "gradscope/core/error.h"
 #include "gradscope/io/compress_json.h"
 #include "gradscope/io/run_reader.h"

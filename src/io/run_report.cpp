@@ -107,7 +107,7 @@ std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
     out += fmt::format("  {} ({} rows, {:.1f}% exposed, {}): ", terminal_text(t.report.layer), s.num_embeddings,
                        s.active_coverage_pct, gini);
     out += n == 0 ? std::string("no findings\n") : fmt::format("{} finding{}\n", n, n == 1 ? "" : "s");
-    // What to do comes from the finding (findings.h), as in the JSON and the HTML.
+    // What to do comes from the finding (core/findings/findings.h), as in the JSON and the HTML.
     const std::vector<Finding> findings = embedding_findings(t.report);
     for (std::size_t k = 0; k < findings.size(); ++k)
       out += fmt::format("    {} (confidence {:.2f}): {}\n      what to do: {}\n", terminal_text(findings[k].type),

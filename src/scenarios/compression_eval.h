@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "digits.h"
-#include "gradscope/core/compress.h"
-#include "gradscope/core/compress_rule.h"
-#include "gradscope/core/compress_search.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/compress/recipe.h"
+#include "gradscope/core/compress/rule.h"
+#include "gradscope/core/compress/search.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "scenario.h"
 
 namespace gradscope::scenarios {
@@ -76,7 +76,7 @@ Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Di
 /// pruning the units of least predicted cost (the Z > 0 attempt, docs/validation.md).
 std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data);
 
-/// The measured maximum-loss search (compress_search.h) on held-out data that never served to
+/// The measured maximum-loss search (core/compress/search.h) on held-out data that never served to
 /// judge it: the test set is split in two halves by `seed`; the search measures accuracy lost on
 /// the first (validation), and the returned recipe is then measured on the second (report).
 struct MeasuredBound {

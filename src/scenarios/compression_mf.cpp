@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "gradscope/core/compress_rows.h"
+#include "gradscope/core/compress/rows.h"
 #include "gradscope/torch/apply_recipe.h"
 #include "matrix_factorization.h"
 #include "ranking.h"

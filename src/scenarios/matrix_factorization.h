@@ -21,10 +21,10 @@
 #include <ATen/core/Tensor.h>
 
 #include "bpr_sampler.h"
-#include "gradscope/core/embedding_profile.h"
-#include "gradscope/core/embedding_report.h"
-#include "gradscope/core/embedding_rows.h"
-#include "gradscope/core/record.h"
+#include "gradscope/core/embedding/profile.h"
+#include "gradscope/core/embedding/report.h"
+#include "gradscope/core/embedding/rows.h"
+#include "gradscope/core/audit/record.h"
 #include "interactions.h"
 #include "mf_faults.h"
 

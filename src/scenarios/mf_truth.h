@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "draw_counts.h"
-#include "gradscope/core/embedding_report.h"
-#include "gradscope/core/embedding_rows.h"
+#include "gradscope/core/embedding/report.h"
+#include "gradscope/core/embedding/rows.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
 #include "update_cosines.h"

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "digits.h"
-#include "gradscope/core/flags.h"
-#include "gradscope/core/report.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/flags.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::scenarios {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 
 namespace gradscope::torch::internal {
 

@@ -11,7 +11,7 @@
 
 #include "audit_state.h"
 #include "gradscope/core/error.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "aten_stats.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "gradscope/torch/audit.h"
 #include "distributed_spectra.h"
 #include "step_ring.h"

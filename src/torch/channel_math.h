@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 
 namespace gradscope::torch::internal {
 

@@ -3,7 +3,7 @@
 
 #include <ATen/ATen.h>
 
-#include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress/rule.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/apply_recipe.h"
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/record.h"
+#include "gradscope/core/audit/record.h"
 #include "gradscope/torch/distributed.h"
 
 namespace gradscope::torch::internal {

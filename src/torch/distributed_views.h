@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/channels.h"
-#include "gradscope/core/element_histogram.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/stats/element_histogram.h"
 
 namespace gradscope::torch::internal {
 

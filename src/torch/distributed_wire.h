@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/record.h"
-#include "gradscope/core/stats.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/stats/stats.h"
 
 namespace gradscope::torch::internal {
 

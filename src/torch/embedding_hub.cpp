@@ -4,7 +4,7 @@
 #include <map>
 
 #include "embedding_state.h"
-#include "gradscope/core/embedding_math.h"
+#include "gradscope/core/embedding/math.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/embedding.h"
 

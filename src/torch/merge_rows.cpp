@@ -1,5 +1,5 @@
 // Merge candidates of an embedding table: rows near-identical to a more looked-up row may share
-// its stored values (compress_rows.h, RowRuleOptions::merge).
+// its stored values (core/compress/rows.h, RowRuleOptions::merge).
 #include <torch/utils.h>
 
 #include <ATen/ATen.h>

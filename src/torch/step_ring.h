@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/run_sink.h"
 
 namespace gradscope::torch::internal {
 

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "gradscope/core/error.h"
-#include "gradscope/core/tree_append.h"
+#include "gradscope/core/trees/append.h"
 #include "gradscope/trees/read_model.h"
 
 namespace gradscope {

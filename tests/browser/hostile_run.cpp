@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/embedding_profile.h"
-#include "gradscope/core/embedding_report.h"
-#include "gradscope/core/stats.h"
+#include "gradscope/core/embedding/profile.h"
+#include "gradscope/core/embedding/report.h"
+#include "gradscope/core/stats/stats.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_writer.h"
 

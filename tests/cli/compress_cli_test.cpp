@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "../common/compress_fixture.h"
-#include "gradscope/core/compress_rule.h"
-#include "gradscope/core/compress_rows.h"
+#include "gradscope/core/compress/rule.h"
+#include "gradscope/core/compress/rows.h"
 #include "gradscope/io/compress_json.h"
 #include "gradscope/io/compress_rows_json.h"
 #include "gradscope/io/run_writer.h"

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "gradscope/core/embedding_rows.h"
+#include "gradscope/core/embedding/rows.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_writer.h"
 

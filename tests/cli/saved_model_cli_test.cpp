@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/run_writer.h"
 #include "run_cli.h"
 

@@ -15,8 +15,8 @@
 
 #include "../common/require_data.h"
 #include "cli_process.h"
-#include "gradscope/core/tree_dynamics.h"
-#include "gradscope/core/findings.h"
+#include "gradscope/core/trees/dynamics.h"
+#include "gradscope/core/findings/findings.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "gradscope/trees/xgboost_api.h"

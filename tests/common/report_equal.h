@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "gradscope/core/architecture.h"
-#include "gradscope/core/report.h"
+#include "gradscope/core/audit/architecture.h"
+#include "gradscope/core/audit/report.h"
 
 namespace gradscope::test {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "gradscope/core/report.h"
+#include "gradscope/core/audit/report.h"
 
 namespace gradscope::test {
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 
 namespace gradscope::test {
 

@@ -1,10 +1,10 @@
-// Embedding-table recipes (compress_rows.h): sizes by hand, never-exposed rows pruned first,
+// Embedding-table recipes (core/compress/rows.h): sizes by hand, never-exposed rows pruned first,
 // frequent rows kept more precise, budgets that cannot be met.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "../common/error_of.h"
-#include "gradscope/core/compress_rows.h"
+#include "gradscope/core/compress/rows.h"
 
 namespace gradscope::compress {
 namespace {

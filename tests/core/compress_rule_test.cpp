@@ -1,4 +1,4 @@
-// The compression rule (compress_rule.h): predicted losses by hand, dead units first, the more
+// The compression rule (core/compress/rule.h): predicted losses by hand, dead units first, the more
 // sensitive node keeps more bits, budgets that cannot be met, and run dynamics from records.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "../common/error_of.h"
-#include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress/rule.h"
 
 namespace gradscope::compress {
 namespace {

@@ -1,4 +1,4 @@
-// The measured maximum-loss search (compress_search.h) against a measurement the test controls:
+// The measured maximum-loss search (core/compress/search.h) against a measurement the test controls:
 // the returned recipe is within the bound and the next smaller probe is not, a bound of 0 keeps
 // every measured loss at 0, the smallest size is reported when it passes, and bad bounds or
 // measurements are refused.
@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "../common/error_of.h"
-#include "gradscope/core/compress_search.h"
+#include "gradscope/core/compress/search.h"
 
 namespace gradscope::compress {
 namespace {

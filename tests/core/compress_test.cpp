@@ -1,4 +1,4 @@
-// Recipe storage sizes (compress.h): each figure computed by hand from the documented layout.
+// Recipe storage sizes (core/compress/recipe.h): each figure computed by hand from the documented layout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
-#include "gradscope/core/compress.h"
+#include "gradscope/core/compress/recipe.h"
 
 namespace gradscope::compress {
 namespace {

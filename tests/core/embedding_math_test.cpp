@@ -1,5 +1,5 @@
 // Gini, entropy, effective rank, Pearson and the paired t-test against closed forms and R.
-#include "gradscope/core/embedding_math.h"
+#include "gradscope/core/embedding/math.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // profile_embedding: Lorenz points, histograms and Gini against values worked out by hand.
-#include "gradscope/core/embedding_profile.h"
+#include "gradscope/core/embedding/profile.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // EmbeddingRows state updates and the embedding rules, against double-precision references.
-#include "gradscope/core/embedding_rows.h"
+#include "gradscope/core/embedding/rows.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../common/error_of.h"
-#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/embedding/report.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope {

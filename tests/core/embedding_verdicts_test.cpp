@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "gradscope/core/embedding_math.h"
-#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/embedding/math.h"
+#include "gradscope/core/embedding/report.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope {

@@ -1,6 +1,6 @@
-// Findings (findings.h): one per flag with the report's own numbers in its premise, the
+// Findings (core/findings/findings.h): one per flag with the report's own numbers in its premise, the
 // documented confidence mapping, the flow, embedding and tree findings, and exact_number.
-#include "gradscope/core/findings.h"
+#include "gradscope/core/findings/findings.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <set>
 
 #include "../common/stats_fixture.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 
 namespace gradscope {
 namespace {

@@ -1,4 +1,4 @@
-#include "gradscope/core/half.h"
+#include "gradscope/core/stats/half.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "gradscope/core/error.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "../common/stats_fixture.h"
 
 namespace gradscope {

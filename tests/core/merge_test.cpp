@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 #include "test_data.h"
 
 namespace gradscope {

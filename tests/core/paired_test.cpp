@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "gradscope/core/error.h"
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 #include "test_data.h"
 
 namespace gradscope {

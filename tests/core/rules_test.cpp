@@ -1,5 +1,5 @@
 // Flags at their threshold boundaries, evidence, NO_DATA, merging, ordering.
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -265,7 +265,7 @@ TEST(Report, StepsCountedAsTheLatestStepRises) {
   const Report gap_filled_late = build_report({rec(0, "a", Site::kParamGrad, summary(1)),
                                                rec(2, "a", Site::kParamGrad, summary(1)),
                                                rec(1, "b", Site::kParamGrad, summary(1))});
-  EXPECT_EQ(gap_filled_late.steps, 2);  // step 1 is not counted (rules.h)
+  EXPECT_EQ(gap_filled_late.steps, 2);  // step 1 is not counted (core/audit/rules.h)
   EXPECT_EQ(gap_filled_late.nodes.at(1).steps, 1);
 }
 

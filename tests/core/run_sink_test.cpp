@@ -1,5 +1,5 @@
 // node_values / apply_node_values: the values a saved run keeps beside the records, and back.
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/run_sink.h"
 
 #include <gtest/gtest.h>
 

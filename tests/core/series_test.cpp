@@ -1,6 +1,6 @@
 // Per-node series: which site feeds each measure, merging within a step, NaN for what a step
 // did not record, step order, and thinning that keeps long runs bounded and evenly spread.
-#include "gradscope/core/series.h"
+#include "gradscope/core/audit/series.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Every statistic against a naive two-pass double reference, for each dtype and kernel.
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 
 #include <gtest/gtest.h>
 

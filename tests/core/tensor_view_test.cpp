@@ -1,4 +1,4 @@
-#include "gradscope/core/tensor_view.h"
+#include "gradscope/core/stats/tensor_view.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "gradscope/core/half.h"
-#include "gradscope/core/stats.h"
-#include "gradscope/core/tensor_view.h"
+#include "gradscope/core/stats/half.h"
+#include "gradscope/core/stats/stats.h"
+#include "gradscope/core/stats/tensor_view.h"
 
 namespace gradscope::test {
 

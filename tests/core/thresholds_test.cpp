@@ -1,4 +1,4 @@
-#include "gradscope/core/thresholds.h"
+#include "gradscope/core/audit/thresholds.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Frames, flow intensity, the rolling window, and health classification at its boundaries.
-#include "gradscope/core/timeline.h"
+#include "gradscope/core/audit/timeline.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -6,9 +6,9 @@
 #include <random>
 #include <vector>
 
-#include "gradscope/core/tree_data.h"
-#include "gradscope/core/tree_loss.h"
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/data.h"
+#include "gradscope/core/trees/loss.h"
+#include "gradscope/core/trees/model.h"
 
 namespace gradscope::test {
 

@@ -2,7 +2,7 @@
 // predictions for the losses (the incremental sums must equal predict_raw of every prefix),
 // per-row round outputs for contributions and velocity, the trees' own nodes for leaves,
 // depth, gains and features.
-#include "gradscope/core/tree_dynamics.h"
+#include "gradscope/core/trees/dynamics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <cmath>
 
 #include "../common/error_of.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "tree_builders.h"
 
 namespace gradscope {

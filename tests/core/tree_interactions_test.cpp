@@ -1,6 +1,6 @@
 // Interaction pairs from the trees' paths, the gain credited to each, and the VIF filter; and
 // the metrics the loss rules read.
-#include "gradscope/core/tree_interactions.h"
+#include "gradscope/core/trees/interactions.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "../common/error_of.h"
-#include "gradscope/core/tree_loss.h"
+#include "gradscope/core/trees/loss.h"
 #include "tree_builders.h"
 
 namespace gradscope {

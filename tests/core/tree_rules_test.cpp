@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "gradscope/core/tree_dynamics.h"
+#include "gradscope/core/trees/dynamics.h"
 #include "tree_builders.h"
 
 namespace gradscope {

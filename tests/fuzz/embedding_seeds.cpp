@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/embedding_math.h"
-#include "gradscope/core/embedding_profile.h"
-#include "gradscope/core/embedding_report.h"
-#include "gradscope/core/embedding_rows.h"
+#include "gradscope/core/embedding/math.h"
+#include "gradscope/core/embedding/profile.h"
+#include "gradscope/core/embedding/report.h"
+#include "gradscope/core/embedding/rows.h"
 #include "gradscope/io/embedding_store.h"
 #include "nlohmann/json.hpp"
 #include "seeds.h"

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "gradscope/core/stats.h"
-#include "gradscope/core/tensor_view.h"
+#include "gradscope/core/stats/stats.h"
+#include "gradscope/core/stats/tensor_view.h"
 #include "gradscope/io/run_writer.h"
 
 namespace gradscope::fuzz {

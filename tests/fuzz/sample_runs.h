@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/record.h"
-#include "gradscope/core/run_sink.h"
-#include "gradscope/core/thresholds.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/run_sink.h"
+#include "gradscope/core/audit/thresholds.h"
 
 namespace gradscope::fuzz {
 

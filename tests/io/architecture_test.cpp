@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "golden_util.h"
 #include "../common/stats_fixture.h"
 

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../common/error_of.h"
-#include "gradscope/core/embedding_rows.h"
+#include "gradscope/core/embedding/rows.h"
 #include "gradscope/core/error.h"
 #include "store_test_util.h"
 

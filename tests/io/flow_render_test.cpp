@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "golden_util.h"
 #include "gradscope/io/flow_export.h"
 #include "gradscope/io/heatmap.h"

@@ -12,7 +12,7 @@
 #include <regex>
 
 #include "gradscope/core/error.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "../common/stats_fixture.h"
 
 namespace gradscope {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "golden_util.h"
 #include "gradscope/io/csv.h"
 #include "gradscope/io/json.h"

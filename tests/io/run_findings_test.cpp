@@ -9,7 +9,7 @@
 #include <map>
 
 #include "../common/report_equal.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "gradscope/io/run_reader.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/io/saved_report.h"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-#include "gradscope/core/record.h"
+#include "gradscope/core/audit/record.h"
 
 namespace gradscope::test {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/tree_builders.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "gradscope/io/html.h"
 #include "gradscope/io/run_report.h"
 #include "gradscope/io/tree_text.h"

@@ -11,7 +11,7 @@
 
 #include "../common/error_of.h"
 #include "../core/tree_builders.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "gradscope/io/run_reader.h"
 #include "internal/tree_codec.h"
 #include "store_test_util.h"

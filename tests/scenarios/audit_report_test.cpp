@@ -17,7 +17,7 @@
 #include "../common/require_data.h"
 #include "digits_data.h"
 #include "../common/same_report.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "scenario.h"
 
 namespace gradscope::scenarios {

@@ -1,5 +1,5 @@
 // The paired t-test every validation program reports (gradscope::paired_t_test, in
-// src/core/embedding_math.cpp: t = mean(d) / (sd(d) / sqrt(n)), df = n - 1, two-sided p from
+// src/core/embedding/math.cpp: t = mean(d) / (sd(d) / sqrt(n)), df = n - 1, two-sided p from
 // Student's t CDF through the regularised incomplete beta function, Numerical Recipes in C 2nd
 // ed. 6.4, betai/betacf), checked here against published values, since docs/validation.md's
 // p-values are only as good as it is.
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "gradscope/core/embedding_math.h"
+#include "gradscope/core/embedding/math.h"
 
 namespace gradscope {
 namespace {

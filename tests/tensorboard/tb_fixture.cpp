@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/stats.h"
-#include "gradscope/core/tee_sink.h"
+#include "gradscope/core/stats/stats.h"
+#include "gradscope/core/audit/tee_sink.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_reader.h"
 #include "gradscope/io/run_writer.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "decode.h"
-#include "gradscope/core/tee_sink.h"
+#include "gradscope/core/audit/tee_sink.h"
 
 namespace gradscope::tensorboard {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
-#include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress/rule.h"
 #include "gradscope/io/compress_rows_json.h"
 #include "gradscope/torch/apply_recipe.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "aten_stats.h"  // src/torch, internal
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch::test {

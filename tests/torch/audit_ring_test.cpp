@@ -13,7 +13,7 @@
 
 #include "../common/error_of.h"
 #include "../common/same_report.h"
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::torch {

@@ -15,7 +15,7 @@
 
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
-#include "gradscope/core/compress_rule.h"
+#include "gradscope/core/compress/rule.h"
 #include "gradscope/torch/apply_recipe.h"
 #include "gradscope/torch/compress_search.h"
 

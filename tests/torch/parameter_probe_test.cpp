@@ -4,7 +4,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 
-#include "gradscope/core/rules.h"
+#include "gradscope/core/audit/rules.h"
 
 namespace gradscope::torch {
 namespace {

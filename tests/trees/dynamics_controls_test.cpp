@@ -9,8 +9,8 @@
 #include <set>
 
 #include "../common/require_data.h"
-#include "gradscope/core/rules.h"
-#include "gradscope/core/tree_dynamics.h"
+#include "gradscope/core/audit/rules.h"
+#include "gradscope/core/trees/dynamics.h"
 #include "live_training.h"
 
 namespace gradscope {

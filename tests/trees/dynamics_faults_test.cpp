@@ -9,8 +9,8 @@
 #include <iostream>
 
 #include "../common/require_data.h"
-#include "gradscope/core/tree_dynamics.h"
-#include "gradscope/core/tree_interactions.h"
+#include "gradscope/core/trees/dynamics.h"
+#include "gradscope/core/trees/interactions.h"
 #include "live_training.h"
 
 namespace gradscope {

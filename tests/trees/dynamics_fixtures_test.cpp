@@ -11,7 +11,7 @@
 
 #include "../common/require_data.h"
 #include "../core/tree_builders.h"
-#include "gradscope/core/tree_dynamics.h"
+#include "gradscope/core/trees/dynamics.h"
 #include "gradscope/trees/read_model.h"
 
 namespace gradscope {

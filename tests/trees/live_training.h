@@ -15,8 +15,8 @@
 #include <tuple>
 #include <vector>
 
-#include "gradscope/core/tree_data.h"
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/data.h"
+#include "gradscope/core/trees/model.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "gradscope/trees/xgboost_api.h"

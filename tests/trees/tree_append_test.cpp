@@ -1,6 +1,6 @@
 // append_rounds: later rounds of the same model join it renumbered; rounds of another model
 // are refused and leave it as it was.
-#include "gradscope/core/tree_append.h"
+#include "gradscope/core/trees/append.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // TreeEnsemble evaluation by each library's rules, on trees built by hand, where the expected
 // leaf follows from the rule itself; and check_ensemble's refusals of trees that could not be
 // evaluated safely (cycles, children and features out of range).
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/model.h"
 
 #include <gtest/gtest.h>
 

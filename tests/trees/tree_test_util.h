@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../common/require_data.h"
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/model.h"
 
 namespace gradscope::test {
 

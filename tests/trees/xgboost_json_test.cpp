@@ -9,7 +9,7 @@
 #include <map>
 #include <random>
 
-#include "gradscope/core/tree_data.h"
+#include "gradscope/core/trees/data.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "gradscope/trees/xgboost_api.h"

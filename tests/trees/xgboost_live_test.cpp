@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "../common/error_of.h"
-#include "gradscope/core/tree_data.h"
+#include "gradscope/core/trees/data.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "tree_test_util.h"

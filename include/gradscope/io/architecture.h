@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "gradscope/core/architecture.h"
-#include "gradscope/core/report.h"
+#include "gradscope/core/audit/architecture.h"
+#include "gradscope/core/audit/report.h"
 
 namespace gradscope {
 

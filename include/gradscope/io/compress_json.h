@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/compress.h"
+#include "gradscope/core/compress/recipe.h"
 
 namespace gradscope {
 

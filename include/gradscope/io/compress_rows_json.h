@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/compress_rows.h"
+#include "gradscope/core/compress/rows.h"
 
 namespace gradscope {
 

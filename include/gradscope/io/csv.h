@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "gradscope/core/report.h"
+#include "gradscope/core/audit/report.h"
 #include "gradscope/io/safe_text.h"
 
 namespace gradscope {

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/embedding/report.h"
 
 namespace gradscope {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/embedding_profile.h"
-#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/embedding/profile.h"
+#include "gradscope/core/embedding/report.h"
 
 namespace gradscope {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/findings.h"
+#include "gradscope/core/findings/findings.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/tree_store.h"
 

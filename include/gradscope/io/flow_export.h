@@ -14,8 +14,8 @@
 
 #include <string>
 
-#include "gradscope/core/record.h"
-#include "gradscope/core/timeline.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/timeline.h"
 
 namespace gradscope {
 

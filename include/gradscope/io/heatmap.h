@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "gradscope/core/timeline.h"
+#include "gradscope/core/audit/timeline.h"
 
 namespace gradscope {
 

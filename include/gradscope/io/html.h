@@ -23,11 +23,11 @@
 #include <string_view>
 #include <vector>
 
-#include "gradscope/core/architecture.h"
-#include "gradscope/core/compress.h"
-#include "gradscope/core/report.h"
-#include "gradscope/core/series.h"
-#include "gradscope/core/timeline.h"
+#include "gradscope/core/audit/architecture.h"
+#include "gradscope/core/compress/recipe.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/series.h"
+#include "gradscope/core/audit/timeline.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_metadata.h"
 #include "gradscope/io/tree_store.h"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gradscope/core/thresholds.h"
+#include "gradscope/core/audit/thresholds.h"
 
 namespace gradscope {
 

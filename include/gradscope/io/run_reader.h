@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/channels.h"
-#include "gradscope/core/record.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/run_metadata.h"
 
 namespace gradscope {

@@ -9,9 +9,9 @@
 
 #include <string>
 
-#include "gradscope/core/report.h"
-#include "gradscope/core/run_sink.h"
-#include "gradscope/core/timeline.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/run_sink.h"
+#include "gradscope/core/audit/timeline.h"
 #include "gradscope/io/embedding_store.h"
 #include "gradscope/io/run_metadata.h"
 #include "gradscope/io/tree_store.h"

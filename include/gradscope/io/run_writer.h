@@ -6,7 +6,7 @@
 //   for (...) { for (auto& r : probe.measure(step)) run.add(r); run.end_step(); }
 //   run.close();                                          // everything is on disk
 //
-// A RunWriter is a RunSink (core/run_sink.h): AuditOptions::sink = &run hands it every audited
+// A RunWriter is a RunSink (core/audit/run_sink.h): AuditOptions::sink = &run hands it every audited
 // step with its channel and similarity records, and Audit::finish() the run's summary
 // (architecture, warnings, gradient SNR), so the saved run holds all the report needs.
 //
@@ -32,9 +32,9 @@
 #include <thread>
 #include <vector>
 
-#include "gradscope/core/channels.h"
-#include "gradscope/core/record.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/run_metadata.h"
 
 namespace gradscope {

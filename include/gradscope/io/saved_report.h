@@ -8,8 +8,8 @@
 //   gradscope::Report report = b.build();   // == audit.report() of the audit that wrote the run
 #pragma once
 
-#include "gradscope/core/rules.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/rules.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/run_reader.h"
 
 namespace gradscope {

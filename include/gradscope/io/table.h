@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "gradscope/core/report.h"
+#include "gradscope/core/audit/report.h"
 
 namespace gradscope {
 

@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "gradscope/core/tree_dynamics.h"
+#include "gradscope/core/trees/dynamics.h"
 #include "gradscope/io/run_writer.h"
 
 namespace gradscope {

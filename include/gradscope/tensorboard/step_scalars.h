@@ -23,11 +23,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gradscope/core/channels.h"
-#include "gradscope/core/element_histogram.h"
-#include "gradscope/core/embedding_report.h"
-#include "gradscope/core/record.h"
-#include "gradscope/core/thresholds.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/embedding/report.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/thresholds.h"
 #include "gradscope/tensorboard/event_writer.h"
 
 namespace gradscope::tensorboard {

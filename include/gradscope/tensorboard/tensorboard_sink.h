@@ -6,7 +6,7 @@
 //   o.thresholds = options.thresholds;               // the audit's, so the flags agree
 //   gradscope::tensorboard::TensorBoardSink tb("runs/exp1/tb", o);
 //   gradscope::RunWriter run("runs/exp1", {});
-//   gradscope::TeeSink both({&run, &tb});            // core/tee_sink.h: the store and TensorBoard
+//   gradscope::TeeSink both({&run, &tb});            // core/audit/tee_sink.h: the store and TensorBoard
 //   options.sink = &both;
 //   ... train ...; audit.finish(); run.close(); tb.close();
 //
@@ -19,9 +19,9 @@
 #include <memory>
 #include <string>
 
-#include "gradscope/core/rules.h"
-#include "gradscope/core/run_sink.h"
-#include "gradscope/core/timeline.h"
+#include "gradscope/core/audit/rules.h"
+#include "gradscope/core/audit/run_sink.h"
+#include "gradscope/core/audit/timeline.h"
 #include "gradscope/tensorboard/event_writer.h"
 #include "gradscope/tensorboard/step_scalars.h"
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/compress.h"
-#include "gradscope/core/compress_rows.h"
-#include "gradscope/core/embedding_rows.h"
+#include "gradscope/core/compress/recipe.h"
+#include "gradscope/core/compress/rows.h"
+#include "gradscope/core/embedding/rows.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::compress {
@@ -29,7 +29,7 @@ struct AppliedNode {
   Precision precision = Precision::kFp32;
   int64_t kept_units = 0;
   int64_t kept_weights = 0;  ///< weight elements stored
-  int64_t bytes = 0;         ///< as stored (compress.h)
+  int64_t bytes = 0;         ///< as stored (core/compress/recipe.h)
 };
 
 /// The model's size after apply(), computed from what it kept.

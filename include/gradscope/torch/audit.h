@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
-#include "gradscope/core/architecture.h"
-#include "gradscope/core/channels.h"
-#include "gradscope/core/record.h"
-#include "gradscope/core/report.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/architecture.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "gradscope/torch/distributed.h"
 #include "gradscope/torch/scope.h"
 
@@ -70,7 +70,7 @@ struct AuditOptions {
   /// steps where channel views sample (every `leakage_every` audited steps).
   std::vector<std::pair<std::string, std::string>> leakage_pairs;
   int leakage_every = 10;
-  /// Element histograms (TensorBoard's default buckets, core/element_histogram.h) of every
+  /// Element histograms (TensorBoard's default buckets, core/stats/element_histogram.h) of every
   /// tapped node's activation and output gradient and of each node's parameter gradients
   /// (all its parameters together), every N-th audited step; 0 = off. Handed to the sink in
   /// StepRecords::histograms. At a sampled step each tensor is read once more (f16/bf16 and

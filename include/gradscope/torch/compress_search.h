@@ -1,4 +1,4 @@
-// The measured maximum-loss search (core/compress_search.h) on a LibTorch model: each candidate
+// The measured maximum-loss search (core/compress/search.h) on a LibTorch model: each candidate
 // recipe is applied to the model's weights, the caller's validation function measures it, and
 // the weights are restored, so the model leaves the search as it came in.
 //
@@ -12,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-#include "gradscope/core/compress_search.h"
+#include "gradscope/core/compress/search.h"
 
 namespace gradscope::compress {
 
@@ -21,7 +21,7 @@ namespace gradscope::compress {
 enum class Metric { kAccuracy, kLoss };
 
 /// The smallest recipe for `model` whose measured loss on the caller's validation function is
-/// <= max_loss (core/compress_search.h). The reference is `evaluate()` on the model as given
+/// <= max_loss (core/compress/search.h). The reference is `evaluate()` on the model as given
 /// (called once, after the bound is checked). Every probe applies a recipe, evaluates and
 /// restores every parameter, also when evaluate throws. Errors as the core search's and apply's.
 MeasuredSearch search_max_loss(::torch::nn::Module& model, const std::vector<NodeProfile>& profiles, double max_loss,

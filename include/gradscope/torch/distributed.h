@@ -19,8 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gradscope/core/record.h"
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/run_sink.h"
 
 namespace gradscope::torch {
 

@@ -49,8 +49,8 @@
 #include <utility>
 #include <vector>
 
-#include "gradscope/core/embedding_report.h"
-#include "gradscope/core/record.h"
+#include "gradscope/core/embedding/report.h"
+#include "gradscope/core/audit/record.h"
 #include "gradscope/torch/distributed.h"
 
 namespace gradscope::torch {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/record.h"
-#include "gradscope/core/thresholds.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/thresholds.h"
 
 namespace gradscope::torch {
 

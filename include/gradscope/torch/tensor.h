@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 
 namespace gradscope::torch {
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "gradscope/core/tree_data.h"
+#include "gradscope/core/trees/data.h"
 
 namespace gradscope {
 

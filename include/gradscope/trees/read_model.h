@@ -1,5 +1,5 @@
 // Reading a boosted tree model written by XGBoost, LightGBM or CatBoost into a TreeEnsemble
-// (core/tree_model.h), the format found from the file's content.
+// (core/trees/model.h), the format found from the file's content.
 //
 //   gradscope::TreeEnsemble m = gradscope::read_tree_model("model.json");
 //   std::cout << gradscope::dialect_name(m.dialect) << ": " << m.rounds << " rounds\n";
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/model.h"
 
 namespace gradscope {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/tree_data.h"
+#include "gradscope/core/trees/data.h"
 
 namespace gradscope {
 

@@ -1,5 +1,5 @@
 // Live tracking of XGBoost training: as rounds end, their trees are read from the booster and
-// appended to a TreeEnsemble, so the round dynamics (core/tree_dynamics.h) can consume rounds
+// appended to a TreeEnsemble, so the round dynamics (core/trees/dynamics.h) can consume rounds
 // as they come, and each round's evaluation metrics (training and validation loss) are kept.
 //
 //   gradscope::XGBoostMatrix train(train_rows), valid(valid_rows);
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/model.h"
 #include "gradscope/trees/xgboost_api.h"
 
 namespace gradscope {

@@ -11,7 +11,7 @@
 //   const gradscope::TreeRunSummary& s = rec.finish();   // s.report.findings
 //
 // The rounds are measured once, at finish(): the dynamics need every row's running margin,
-// which one pass over all trees gives (core/tree_dynamics.h), so the cost during training is
+// which one pass over all trees gives (core/trees/dynamics.h), so the cost during training is
 // XGBoostLive's reads alone (docs/benchmarks.md, "Tree models"). If training stops with an
 // exception, the destructor writes the rounds trained so far (a failure to write is printed
 // to stderr: a destructor cannot throw).
@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "gradscope/core/tree_dynamics.h"
+#include "gradscope/core/trees/dynamics.h"
 #include "gradscope/io/run_writer.h"
 #include "gradscope/io/tree_store.h"
 #include "gradscope/trees/xgboost_live.h"

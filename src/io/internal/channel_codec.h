@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gradscope/core/channels.h"
+#include "gradscope/core/audit/channels.h"
 
 namespace gradscope::internal {
 

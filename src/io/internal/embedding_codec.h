@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradscope/core/embedding_report.h"
+#include "gradscope/core/embedding/report.h"
 #include "internal/json_field.h"
 
 namespace gradscope::internal {

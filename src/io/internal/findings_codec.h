@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "gradscope/core/findings.h"
+#include "gradscope/core/findings/findings.h"
 
 namespace gradscope::internal {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/architecture.h"
+#include "gradscope/core/audit/architecture.h"
 
 namespace gradscope::internal {
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradscope/core/report.h"
+#include "gradscope/core/audit/report.h"
 
 namespace gradscope::theme {
 

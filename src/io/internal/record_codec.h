@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "gradscope/core/stats.h"
+#include "gradscope/core/stats/stats.h"
 
 namespace gradscope::internal {
 

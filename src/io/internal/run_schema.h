@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "gradscope/core/run_sink.h"
+#include "gradscope/core/audit/run_sink.h"
 #include "internal/sqlite_db.h"
 
 namespace gradscope::internal {

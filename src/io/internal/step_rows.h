@@ -6,9 +6,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "gradscope/core/channels.h"
-#include "gradscope/core/element_histogram.h"
-#include "gradscope/core/record.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/record.h"
 #include "internal/sqlite_db.h"
 
 namespace gradscope::internal {

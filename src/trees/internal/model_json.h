@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/model.h"
 #include "internal/json_field.h"
 
 namespace gradscope::trees_internal {

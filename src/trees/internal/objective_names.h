@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "gradscope/core/tree_model.h"
+#include "gradscope/core/trees/model.h"
 
 namespace gradscope::trees_internal {
 

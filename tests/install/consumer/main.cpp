@@ -4,7 +4,13 @@
 #include <iostream>
 #include <vector>
 
+// The same program is built twice: with the headers' paths and with their old, deprecated paths
+// (GRADSCOPE_CONSUMER_OLD_PATHS), which must keep working through the next release.
+#ifdef GRADSCOPE_CONSUMER_OLD_PATHS
 #include "gradscope/core/rules.h"
+#else
+#include "gradscope/core/audit/rules.h"
+#endif
 #include "gradscope/io/json.h"
 #include "gradscope/torch/tensor.h"
 

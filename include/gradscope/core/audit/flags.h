@@ -1,0 +1,75 @@
+// Flags: what a rule concluded about a node, as a set, each with its evidence.
+//
+//   gradscope::FlagSet f;
+//   f.insert(gradscope::Flag::kVanishing);
+//   if (f.contains(gradscope::Flag::kVanishing)) std::cout << gradscope::flag_name(...);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/audit/record.h"
+
+namespace gradscope {
+
+/// Verdicts about a node. HEALTHY is set exactly when no other flag is.
+enum class Flag : uint8_t {
+  kHealthy,
+  kVanishing,
+  kExploding,
+  kNaN,
+  kInf,
+  kDead,
+  kSaturated,
+  kNoData,
+  kFrozen,           ///< has parameters, none of which ever received a gradient
+  kStagnant,         ///< update ratio below update_ratio_lo for stagnant_steps audited steps
+  kDeadChannels,     ///< some channels dead while the node as a whole is not
+  kIgnoredChannels,  ///< live channels whose output gradient is ~0
+  kLeakage,          ///< two branches or channel groups carry the same information
+};
+inline constexpr int kFlagCount = 13;
+
+/// Upper-case name as printed: "HEALTHY", "VANISHING", "NAN", "NO_DATA", ...
+const char* flag_name(Flag flag);
+
+/// Higher is worse: NAN > INF > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS >
+/// SATURATED > IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY. DEAD ranks above
+/// VANISHING because zero outputs cut the backward path: the nodes before a dead one vanish
+/// as a consequence.
+int flag_severity(Flag flag);
+
+/// What to try first for a node with this flag, one sentence ("" for HEALTHY): the action of
+/// flag_guidance (findings/findings.h), where every flag's guidance is written once.
+const char* flag_advice(Flag flag);
+
+/// A small set of flags, iterated in enum order.
+class FlagSet {
+ public:
+  void insert(Flag f) { bits_ |= bit(f); }
+  void erase(Flag f) { bits_ &= ~bit(f); }
+  bool contains(Flag f) const { return (bits_ & bit(f)) != 0; }
+  bool empty() const { return bits_ == 0; }
+  std::vector<Flag> list() const;
+  /// Names joined by `sep`, e.g. "VANISHING,DEAD".
+  std::string join(const char* sep = ",") const;
+  bool operator==(const FlagSet& o) const { return bits_ == o.bits_; }
+
+ private:
+  static uint32_t bit(Flag f) { return uint32_t{1} << static_cast<int>(f); }
+  uint32_t bits_ = 0;
+};
+
+/// Why a flag was raised: where, since when, the measured value and the threshold it crossed.
+struct Evidence {
+  Flag flag = Flag::kHealthy;
+  Site site = Site::kParamGrad;
+  int64_t first_step = -1;  ///< first step whose own value crossed the threshold (-1: none)
+  double value = 0;         ///< the value the rule compared
+  double threshold = 0;
+  std::string measure;      ///< what `value` is, e.g. "mean param_grad L2 over steps"
+  std::string detail;       ///< where, when not the node itself: "in: backbone.0, backbone.3"
+};
+
+}  // namespace gradscope

@@ -1,0 +1,60 @@
+#include "gradscope/core/audit/report.h"
+
+#include <algorithm>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope {
+
+int NodeReport::severity() const {
+  int worst = 0;
+  for (Flag f : flags.list()) worst = std::max(worst, flag_severity(f));
+  return worst;
+}
+
+std::string NodeReport::flags_label(const char* sep) const {
+  std::string out;
+  for (Flag f : flags.list()) {
+    if (!out.empty()) out += sep;
+    out += flag_name(f);
+    if (f == Flag::kDeadChannels) out += "(" + std::to_string(dead_channels) + ")";
+    if (f == Flag::kIgnoredChannels) out += "(" + std::to_string(ignored_channels) + ")";
+  }
+  return out;
+}
+
+bool Report::healthy() const {
+  return std::all_of(nodes.begin(), nodes.end(),
+                     [](const NodeReport& n) { return n.flags.contains(Flag::kHealthy); });
+}
+
+std::vector<const NodeReport*> Report::flagged_worst_first() const {
+  std::vector<const NodeReport*> out;
+  for (const NodeReport& n : nodes)
+    if (!n.flags.contains(Flag::kHealthy)) out.push_back(&n);
+  auto first_seen = [](const NodeReport* n) {
+    int64_t first = -1;
+    for (const Evidence& e : n->evidence)
+      if (flag_severity(e.flag) == n->severity()) first = e.first_step;
+    return first < 0 ? INT64_MAX : first;
+  };
+  // Among equals, the node where NaN/Inf started comes first: it is where to look.
+  auto is_origin = [&](const NodeReport* n) { return nonfinite_origin.found() && n->node == nonfinite_origin.node; };
+  std::stable_sort(out.begin(), out.end(), [&](const NodeReport* a, const NodeReport* b) {
+    if (a->severity() != b->severity()) return a->severity() > b->severity();
+    if (first_seen(a) != first_seen(b)) return first_seen(a) < first_seen(b);
+    return is_origin(a) && !is_origin(b);
+  });
+  return out;
+}
+
+void assert_healthy(const Report& report) {
+  const auto flagged = report.flagged_worst_first();
+  if (flagged.empty()) return;
+  std::string msg = std::to_string(flagged.size()) + " unhealthy node" +
+                    (flagged.size() == 1 ? "" : "s") + ":";
+  for (const NodeReport* n : flagged) msg += " " + n->node + " [" + n->flags.join() + "]";
+  throw HealthError(msg);
+}
+
+}  // namespace gradscope

@@ -1,0 +1,171 @@
+// ReportBuilder: accumulation of records per node and per step. The judging is in judge.cpp.
+#include "gradscope/core/audit/rules.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope {
+namespace {
+
+void set_first(int64_t& first, bool crossed, int64_t step) {
+  if (crossed && first < 0) first = step;
+}
+
+}  // namespace
+
+void ReportBuilder::SiteAccum::finish_step(int64_t step, const Thresholds& t) {
+  const Stats& s = current;
+  set_first(first_nan, s.nan > 0, step);
+  set_first(first_inf, s.inf() > 0, step);
+  if (s.count > 0) {
+    ++steps;
+    // A step with no finite value has no L2 (Stats::l2 reads 0 for it): it stays out of the
+    // means and of the gradient thresholds, and is counted so the report can say so.
+    if (s.has_finite()) {
+      ++finite_steps;
+      const double l2 = s.l2();
+      sum_l2 += l2;
+      set_first(first_below_lo, l2 < t.grad_lo, step);
+      set_first(first_above_hi, l2 > t.grad_hi, step);
+    }
+    max_frac_zero = std::max(max_frac_zero, s.frac_zero());
+    max_frac_saturated = std::max(max_frac_saturated, s.frac_saturated());
+    set_first(first_dead, s.frac_zero() > t.dead_frac, step);
+    set_first(first_saturated, s.frac_saturated() > t.saturation_frac, step);
+  }
+  current = Stats{};
+}
+
+void ReportBuilder::NodeAccum::finish_step(const Thresholds& t) {
+  if (last_step < 0) return;
+  const Stats& param = sites[static_cast<std::size_t>(Site::kParam)].current;
+  const Stats& update = sites[static_cast<std::size_t>(Site::kUpdate)].current;
+  if (param.count > 0 && update.count > 0 && param.l2() > 0) {
+    const double ratio = update.l2() / param.l2();
+    sum_update_ratio += ratio;
+    ++update_steps;
+    if (ratio < t.update_ratio_lo) {
+      if (stagnant_run == 0) stagnant_run_start = last_step;
+      ++stagnant_run;
+      longest_stagnant = std::max(longest_stagnant, stagnant_run);
+      if (first_stagnant < 0) stagnant_max_ratio = std::max(stagnant_max_ratio, ratio);
+      if (stagnant_run >= t.stagnant_steps && first_stagnant < 0) first_stagnant = stagnant_run_start;
+    } else {
+      stagnant_run = 0;
+      if (first_stagnant < 0) stagnant_max_ratio = 0;
+    }
+  }
+  for (SiteAccum& s : sites)
+    if (s.seen) s.finish_step(last_step, t);
+}
+
+ReportBuilder::ReportBuilder(Thresholds thresholds) : thresholds_(thresholds) {
+  thresholds_.validate();
+}
+
+void ReportBuilder::declare(const std::string& name) {
+  if (index_.emplace(name, nodes_.size()).second) {
+    nodes_.emplace_back();
+    nodes_.back().node = name;
+  }
+}
+
+ReportBuilder::NodeAccum& ReportBuilder::node(const std::string& name) {
+  declare(name);
+  return nodes_[index_.at(name)];
+}
+
+void ReportBuilder::add(const Record& record) {
+  if (record.step < 0)
+    throw Error("node '" + record.node + "': negative step " + std::to_string(record.step));
+  NodeAccum& n = node(record.node);
+  if (record.step < n.last_step)
+    throw Error("node '" + record.node + "': step " + std::to_string(record.step) +
+                " arrived after step " + std::to_string(n.last_step) +
+                " (records must be in step order)");
+  if (record.step != n.last_step) {
+    n.finish_step(thresholds_);
+    ++n.steps;
+    if (n.first_step < 0) n.first_step = record.step;
+    n.last_step = record.step;
+    if (record.step > latest_step_) {
+      latest_step_ = record.step;
+      ++steps_;
+    }
+  }
+  SiteAccum& s = n.sites[static_cast<std::size_t>(record.site)];
+  s.seen = true;
+  s.current = merge(s.current, record.stats);
+  s.total = merge(s.total, record.stats);
+}
+
+void ReportBuilder::add(const ChannelRecord& record) {
+  NodeAccum& n = node(record.node);
+  auto accumulate = [&](std::vector<Stats>& into, const std::vector<Stats>& from, const char* what) {
+    if (from.empty()) return;
+    if (into.empty()) into.resize(from.size());
+    if (into.size() != from.size())
+      throw Error("node '" + record.node + "': " + what + " has " + std::to_string(from.size()) +
+                  " channels at step " + std::to_string(record.step) + ", earlier " +
+                  std::to_string(into.size()));
+    for (std::size_t c = 0; c < from.size(); ++c) into[c] = merge(into[c], from[c]);
+  };
+  accumulate(n.channel_act, record.activation, "activation");
+  accumulate(n.channel_grad, record.output_grad, "output gradient");
+  if (std::isfinite(record.effective_rank)) {
+    n.sum_effective_rank += record.effective_rank;
+    ++n.effective_rank_samples;
+  }
+}
+
+void ReportBuilder::add(const SimilarityRecord& record) {
+  NodeAccum& n = node(record.node);
+  auto& acc = n.cka[record.other];
+  acc[0] += record.cka;
+  acc[1] += 1;
+  if (record.cka > thresholds_.leakage_cka && !n.first_leak.count(record.other))
+    n.first_leak[record.other] = record.step;
+}
+
+Report ReportBuilder::build() const { return build_nodes(nodes_); }
+
+Report ReportBuilder::build(const std::vector<std::string>& order) const {
+  std::vector<NodeAccum> nodes;
+  nodes.reserve(std::max(order.size(), nodes_.size()));
+  std::vector<char> taken(nodes_.size(), 0);
+  for (const std::string& name : order) {
+    const auto it = index_.find(name);
+    if (it == index_.end()) {
+      nodes.emplace_back();
+      nodes.back().node = name;
+    } else if (!taken[it->second]) {
+      taken[it->second] = 1;
+      nodes.push_back(nodes_[it->second]);
+    }
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (!taken[i]) nodes.push_back(nodes_[i]);
+  return build_nodes(std::move(nodes));
+}
+
+Report ReportBuilder::build_nodes(std::vector<NodeAccum> nodes) const {
+  for (NodeAccum& n : nodes) n.finish_step(thresholds_);
+  Report report;
+  report.thresholds = thresholds_;
+  report.steps = steps_;
+  report.nodes.reserve(nodes.size());
+  for (const NodeAccum& n : nodes) report.nodes.push_back(judge(n));
+  report.nonfinite_origin = find_origin(nodes);
+  roll_up(report.nodes);
+  return report;
+}
+
+Report build_report(const std::vector<Record>& records, const Thresholds& thresholds) {
+  ReportBuilder b(thresholds);
+  for (const Record& r : records) b.add(r);
+  return b.build();
+}
+
+}  // namespace gradscope

@@ -1,0 +1,352 @@
+// Every verdict as a Finding. Premises are built from the report's own numbers with
+// exact_number, so an agent (or a test) can match each number to the report's value.
+#include "gradscope/core/findings/findings.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace gradscope {
+namespace {
+
+constexpr double kNone = FindingMeasure::kNone;
+
+// Below this many steps a statistic over steps is a few samples: at most low confidence;
+// below kSteadySteps at most medium (docs/agent-json.md).
+constexpr int64_t kFewSteps = 3;
+constexpr int64_t kSteadySteps = 10;
+
+Confidence cap_by_steps(Confidence c, int64_t steps) {
+  if (steps < kFewSteps) return Confidence::kLow;
+  if (steps < kSteadySteps && c == Confidence::kHigh) return Confidence::kMedium;
+  return c;
+}
+
+// Margins: orders of magnitude past the threshold for ratio measures (1 = 10x), share of the
+// range left between threshold and 1 for fractions (1 = every element).
+Confidence from_log_margin(double orders) {
+  if (!(orders >= 0.3)) return Confidence::kLow;  // less than 2x past (NaN: low)
+  return orders >= 1 ? Confidence::kHigh : Confidence::kMedium;
+}
+
+Confidence from_fraction_margin(double margin) {
+  if (!(margin >= 0.1)) return Confidence::kLow;
+  return margin >= 0.5 ? Confidence::kHigh : Confidence::kMedium;
+}
+
+double fraction_margin(double value, double threshold) {
+  return threshold < 1 ? (value - threshold) / (1 - threshold) : kNone;
+}
+
+const char* threshold_name(Flag f) {
+  switch (f) {
+    case Flag::kVanishing:
+      return "grad_lo";
+    case Flag::kExploding:
+      return "grad_hi";
+    case Flag::kDead:
+      return "dead_frac";
+    case Flag::kSaturated:
+      return "saturation_frac";
+    case Flag::kStagnant:
+      return "update_ratio_lo";
+    case Flag::kLeakage:
+      return "leakage_cka";
+    default:
+      return "";
+  }
+}
+
+const char* comparison_of(Flag f) {
+  return (f == Flag::kVanishing || f == Flag::kStagnant) ? "<" : ">";
+}
+
+bool is_roll_up(const Evidence& e) { return e.measure == "submodules flagged"; }
+
+std::string since_text(int64_t step) {
+  return step >= 0 ? ", first at step " + std::to_string(step) : std::string();
+}
+
+std::string module_premise(const Evidence& e, const NodeReport& n, const Thresholds& t) {
+  const std::string steps = "; " + std::to_string(n.steps) + " steps recorded";
+  const std::string detail = e.detail.empty() ? "" : " (" + e.detail + ")";
+  if (is_roll_up(e))
+    return exact_number(e.value) + " submodules flagged " + flag_name(e.flag) + detail;
+  switch (e.flag) {
+    case Flag::kNaN:
+    case Flag::kInf:
+      return exact_number(e.value) + " " + e.measure + ", first in " + site_name(e.site) +
+             since_text(e.first_step);
+    case Flag::kFrozen:
+    case Flag::kNoData:
+      // The measured count is 0: the rule saw nothing, and says what it looked for.
+      return exact_number(e.value) + " " + e.measure + detail + steps;
+    case Flag::kDeadChannels:
+    case Flag::kIgnoredChannels:
+      return exact_number(e.value) + " of " + std::to_string(n.channels) +
+             " channels: " + e.measure + " (channel_frac " + exact_number(t.channel_frac) +
+             ", dead_frac " + exact_number(e.threshold) + ")" + detail + steps;
+    default:
+      return e.measure + " = " + exact_number(e.value) + " " + comparison_of(e.flag) + " " +
+             threshold_name(e.flag) + " " + exact_number(e.threshold) + since_text(e.first_step) +
+             detail + steps;
+  }
+}
+
+std::vector<FindingMeasure> module_evidence(const Evidence& e, const NodeReport& n,
+                                            const Thresholds& t) {
+  std::vector<FindingMeasure> out;
+  const bool compared = !is_roll_up(e) && e.flag != Flag::kNaN && e.flag != Flag::kInf &&
+                        e.flag != Flag::kFrozen && e.flag != Flag::kNoData;
+  const bool channels = e.flag == Flag::kDeadChannels || e.flag == Flag::kIgnoredChannels;
+  if (channels) {
+    // The rule compares the count with channel_frac x channels; dead_frac judged each channel.
+    out.push_back({e.measure, e.value, t.channel_frac * static_cast<double>(n.channels), ">"});
+    out.push_back({"channels", static_cast<double>(n.channels), kNone, ""});
+    out.push_back({"dead_frac", e.threshold, kNone, ""});
+  } else {
+    out.push_back({e.measure, e.value, compared ? e.threshold : kNone,
+                   compared ? comparison_of(e.flag) : ""});
+  }
+  out.push_back({"steps", static_cast<double>(n.steps), kNone, ""});
+  if (e.flag == Flag::kNaN || e.flag == Flag::kInf)
+    out.push_back({"nonfinite_steps", static_cast<double>(n.nonfinite_steps), kNone, ""});
+  return out;
+}
+
+struct FlowTexts {
+  const char* implies;
+  const char* action;
+};
+
+FlowTexts flow_texts(FlowHealth h) {
+  switch (h) {
+    case FlowHealth::kCritical:
+      return {
+          "Gradients exploded in most steps: the run is diverging and its later steps are "
+          "wasted.",
+          "Stop training; clip the gradient norm and lower the learning rate, then fix the "
+          "nodes with module findings."};
+    case FlowHealth::kProblemsDetected:
+      return {
+          "In a large share of steps (or in some step, exploding) a node's gradient was too "
+          "small or too large to train it.",
+          "Fix the nodes with module findings first; review depth, initialisation and the "
+          "learning-rate schedule."};
+    case FlowHealth::kMinorIssues:
+      return {"A few steps had a vanishing gradient somewhere; training may still be fine.",
+              "Keep watching the nodes named in the evidence; act on their module findings if "
+              "they persist."};
+    case FlowHealth::kHealthy:
+      break;
+  }
+  return {"", ""};
+}
+
+double flow_ratio_threshold(FlowHealth h, const Thresholds& t) {
+  switch (h) {
+    case FlowHealth::kCritical:
+      return t.flow_critical_ratio;
+    case FlowHealth::kProblemsDetected:
+      return t.flow_problems_ratio;
+    default:
+      return t.flow_minor_ratio;
+  }
+}
+
+const char* tree_implies(TreeFlag f) {
+  switch (f) {
+    case TreeFlag::kStagnant:
+      return "Boosting rounds add (almost) nothing: they cost time and size without learning.";
+    case TreeFlag::kOverfitting:
+      return "Later rounds fit the training rows at the expense of unseen ones.";
+    case TreeFlag::kExploding:
+      return "Round contributions grow instead of shrinking: the boosting diverges.";
+    case TreeFlag::kConcentrated:
+      return "One feature carries most of the gain: the model rests on it, possibly a leak of the "
+             "label.";
+  }
+  return "";
+}
+
+const char* tree_effect(TreeFlag f) {
+  switch (f) {
+    case TreeFlag::kStagnant:
+      return "Fewer rounds (or a higher learning rate) give the same loss.";
+    case TreeFlag::kOverfitting:
+      return "The validation loss stops rising after its lowest point.";
+    case TreeFlag::kExploding:
+      return "Round contributions shrink from window to window.";
+    case TreeFlag::kConcentrated:
+      return "The top feature's share of the gain falls below concentrated_share, or the feature "
+             "is confirmed legitimate.";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string exact_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
+  return std::string(buf, res.ptr);
+}
+
+Confidence module_confidence(const Evidence& e, const NodeReport& n, const Thresholds& t) {
+  Confidence c = Confidence::kHigh;  // NAN, INF, FROZEN, NO_DATA, roll-ups: observed facts
+  if (!is_roll_up(e)) {
+    switch (e.flag) {
+      case Flag::kVanishing:
+      case Flag::kStagnant:
+        c = e.value <= 0 ? Confidence::kHigh : from_log_margin(std::log10(e.threshold / e.value));
+        break;
+      case Flag::kExploding:
+        c = from_log_margin(std::log10(e.value / e.threshold));
+        break;
+      case Flag::kDead:
+      case Flag::kSaturated:
+      case Flag::kLeakage:
+        c = from_fraction_margin(fraction_margin(e.value, e.threshold));
+        break;
+      case Flag::kDeadChannels:
+      case Flag::kIgnoredChannels:
+        c = n.channels > 0 ? from_fraction_margin(fraction_margin(
+                                 e.value / static_cast<double>(n.channels), t.channel_frac))
+                           : Confidence::kLow;
+        break;
+      default:
+        break;
+    }
+  }
+  return cap_by_steps(c, n.steps);
+}
+
+std::vector<Finding> module_findings(const Report& report) {
+  std::vector<Finding> out;
+  for (const NodeReport* n : report.flagged_worst_first()) {
+    for (const Evidence& e : n->evidence) {
+      const FlagGuidance& g = flag_guidance(e.flag);
+      Finding f;
+      f.kind = "module";
+      f.type = flag_name(e.flag);
+      f.node = n->node;
+      f.since_step = e.first_step;
+      f.premise = module_premise(e, *n, report.thresholds);
+      f.implies = g.implies;
+      f.action = g.action;
+      f.expected_effect = g.expected_effect;
+      f.confidence = module_confidence(e, *n, report.thresholds);
+      f.evidence = module_evidence(e, *n, report.thresholds);
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+std::optional<Finding> flow_finding(const FlowSummary& flow, const Thresholds& t) {
+  if (flow.health == FlowHealth::kHealthy) return std::nullopt;
+  Finding f;
+  f.kind = "flow";
+  f.type = "GRADIENT_FLOW";
+  const double ratio_threshold = flow_ratio_threshold(flow.health, t);
+  int64_t vanishing = 0, exploding = 0;
+  for (const NodeFlow& n : flow.nodes) {
+    for (int64_t s : {n.first_vanishing, n.first_exploding})
+      if (s >= 0 && (f.since_step < 0 || s < f.since_step)) f.since_step = s;
+    vanishing += n.vanishing_frames;
+    exploding += n.exploding_frames;
+  }
+  f.premise = std::string("gradient flow ") + flow_health_name(flow.health) + ": " +
+              std::to_string(flow.issue_frames) + " of " + std::to_string(flow.frames) +
+              " frames (issue ratio " + exact_number(flow.issue_ratio) +
+              ") had a node with gradient L2 < grad_lo " + exact_number(t.grad_lo) +
+              " or > grad_hi " + exact_number(t.grad_hi) + " or non-finite; " +
+              std::to_string(vanishing) + " vanishing and " + std::to_string(exploding) +
+              " exploding node-frames" + since_text(f.since_step);
+  const FlowTexts texts = flow_texts(flow.health);
+  f.implies = texts.implies;
+  f.action = texts.action;
+  f.expected_effect =
+      "The share of frames with issues falls below flow_minor_ratio and the "
+      "gradient-flow health reads healthy.";
+  f.evidence = {{"issue_ratio", flow.issue_ratio, ratio_threshold, ">"},
+                {"issue_frames", static_cast<double>(flow.issue_frames), kNone, ""},
+                {"frames", static_cast<double>(flow.frames), kNone, ""},
+                {"vanishing node-frames", static_cast<double>(vanishing), kNone, ""},
+                {"exploding node-frames", static_cast<double>(exploding), kNone, ""}};
+  for (const NodeFlow& n : flow.nodes) {
+    if (n.vanishing_frames)
+      f.evidence.push_back(
+          {"vanishing frames: " + n.node, static_cast<double>(n.vanishing_frames), kNone, ""});
+    if (n.exploding_frames)
+      f.evidence.push_back(
+          {"exploding frames: " + n.node, static_cast<double>(n.exploding_frames), kNone, ""});
+  }
+  // The level's own ratio sets the confidence: above the critical ratio is high, above the
+  // problems ratio medium, below both low (MinorIssues, or ProblemsDetected by one explosion).
+  Confidence c = Confidence::kLow;
+  if (flow.issue_ratio > t.flow_critical_ratio)
+    c = Confidence::kHigh;
+  else if (flow.issue_ratio > t.flow_problems_ratio)
+    c = Confidence::kMedium;
+  f.confidence = cap_by_steps(c, flow.frames);
+  return f;
+}
+
+std::vector<Finding> embedding_findings(const EmbeddingReport& table) {
+  std::vector<Finding> out;
+  for (const EmbeddingDiagnostic& d : table.diagnostics) {
+    Finding f;
+    f.kind = "embedding";
+    f.type = d.type;
+    f.node = table.layer;
+    f.premise = d.premise;
+    f.implies = d.implies;
+    f.action = d.advice.empty() ? d.action : d.advice;  // older files have only the code
+    f.action_code = d.action;
+    f.expected_effect = d.expected_effect;
+    // The embedding rules score 0..1 from their own statistics (embedding.md).
+    f.confidence = d.confidence >= 0.8   ? Confidence::kHigh
+                   : d.confidence >= 0.5 ? Confidence::kMedium
+                                         : Confidence::kLow;
+    for (const auto& [name, value] : d.evidence) f.evidence.push_back({name, value, kNone, ""});
+    f.evidence.push_back({"confidence_score", d.confidence, kNone, ""});
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
+  std::vector<Finding> out;
+  for (const TreeFinding& t : r.findings) {
+    Finding f;
+    f.kind = "trees";
+    f.type = tree_flag_name(t.flag);
+    f.node = t.flag == TreeFlag::kConcentrated && t.feature >= 0
+                 ? "features/" + r.feature_name(t.feature)
+                 : std::string("trees");
+    f.since_step = t.first_round;
+    const char* cmp = t.flag == TreeFlag::kStagnant ? "<" : ">";
+    f.premise = t.measure + " = " + exact_number(t.value) + " " + cmp + " " +
+                exact_number(t.threshold) + ", from round " + std::to_string(t.first_round) +
+                " of " + std::to_string(r.rounds) + ": " + t.detail;
+    f.implies = tree_implies(t.flag);
+    f.action = t.advice;  // the tree rules name the round or feature in it
+    f.expected_effect = tree_effect(t.flag);
+    // Relative margin past the threshold: 1 (twice, or all the way to 0) is high.
+    const double margin =
+        t.threshold != 0 ? std::fabs(t.value - t.threshold) / std::fabs(t.threshold) : kNone;
+    f.confidence = !(margin >= 0.25) ? Confidence::kLow
+                   : margin >= 1     ? Confidence::kHigh
+                                     : Confidence::kMedium;
+    f.evidence = {{t.measure, t.value, t.threshold, cmp},
+                  {"rounds", static_cast<double>(r.rounds), kNone, ""}};
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace gradscope

@@ -1,0 +1,48 @@
+// Contiguous kernels: each adds the summary of n elements at `data` into `acc`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "gradscope/core/stats/stats.h"
+
+namespace gradscope::internal {
+
+/// Thresholds in both precisions. A float f satisfies f <= dead_eps_f exactly when
+/// double(f) <= dead_eps, so the float kernels count the same elements as a double reference.
+struct KernelParams {
+  double dead_eps;
+  double saturation;
+  float dead_eps_f;
+  float saturation_f;
+};
+
+KernelParams make_kernel_params(double dead_eps, double saturation);
+
+using ContiguousKernel = void (*)(const void* data, int64_t n, const KernelParams& params,
+                                  Stats& acc);
+
+struct KernelTable {
+  ContiguousKernel f32;
+  ContiguousKernel f64;
+  ContiguousKernel f16;
+  ContiguousKernel bf16;
+
+  ContiguousKernel for_dtype(DType dtype) const;
+};
+
+const KernelTable& scalar_kernels();
+/// The table a Kernel choice selects (kAuto: the fastest this CPU runs).
+const KernelTable& kernels(Kernel kernel);
+
+/// Throws Error naming `name` for options no kernel can honour.
+void check_options(const StatsOptions& options, const std::string& name);
+
+/// Splits [0, n) into up to `max_threads` chunks (large inputs only), runs `run` on each with
+/// its own accumulator and merges them.
+Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64_t, int64_t, Stats&)>& run);
+/// Only valid when avx2_available().
+const KernelTable& avx2_kernels();
+
+}  // namespace gradscope::internal

@@ -1,0 +1,213 @@
+#include "gradscope/core/stats/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "gradscope/core/error.h"
+#include "stats/internal/kernels.h"
+
+#if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
+namespace gradscope {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Counts read from a damaged run file can be anything an int64 holds: they saturate at the
+// limits instead of overflowing (undefined behaviour).
+int64_t add_counts(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return a < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
+
+// Below this many elements per thread, starting a thread costs more than it saves.
+constexpr int64_t kMinElementsPerThread = int64_t{1} << 18;
+// Strided elements are gathered into a buffer of this many elements, then run contiguously.
+constexpr int64_t kGatherElements = 4096;
+
+const internal::KernelTable& kernels_for(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::kScalar: return internal::scalar_kernels();
+    case Kernel::kAvx2:
+      if (!avx2_available()) throw Error("avx2 kernel requested but this cpu lacks avx2/fma/f16c");
+      return internal::avx2_kernels();
+    case Kernel::kAuto: break;
+  }
+  return avx2_available() ? internal::avx2_kernels() : internal::scalar_kernels();
+}
+
+// Runs the kernel over logical elements [begin, end) of a strided view, in row-major order.
+void run_strided(const TensorView& view, int64_t begin, int64_t end,
+                 internal::ContiguousKernel kernel, const internal::KernelParams& kp, Stats& acc) {
+  const auto& shape = view.shape();
+  const auto& strides = view.strides();
+  const std::size_t dims = shape.size();
+  const std::size_t esize = dtype_size(view.dtype());
+  const auto* base = static_cast<const unsigned char*>(view.data());
+
+  // Unravel `begin` into a multi-index and an element offset.
+  std::vector<int64_t> index(dims, 0);
+  int64_t offset = 0;
+  for (std::size_t d = dims, rest = static_cast<std::size_t>(begin); d-- > 0;) {
+    index[d] = static_cast<int64_t>(rest) % shape[d];
+    rest /= static_cast<std::size_t>(shape[d]);
+    offset += index[d] * strides[d];
+  }
+  const int64_t inner = dims ? shape[dims - 1] : 1;
+  const int64_t inner_stride = dims ? strides[dims - 1] : 1;
+
+  std::vector<unsigned char> buffer(static_cast<std::size_t>(kGatherElements) * esize);
+  int64_t buffered = 0;
+  auto flush = [&] {
+    if (buffered) kernel(buffer.data(), buffered, kp, acc);
+    buffered = 0;
+  };
+
+  for (int64_t pos = begin; pos < end;) {
+    // The rest of the current innermost row, clipped to the range.
+    const int64_t run = std::min(inner - (dims ? index[dims - 1] : 0), end - pos);
+    if (inner_stride == 1 && run >= 64) {
+      kernel(base + offset * static_cast<int64_t>(esize), run, kp, acc);
+    } else {
+      for (int64_t i = 0; i < run; ++i) {
+        std::memcpy(buffer.data() + buffered * esize,
+                    base + (offset + i * inner_stride) * static_cast<int64_t>(esize), esize);
+        if (++buffered == kGatherElements) flush();
+      }
+    }
+    pos += run;
+    // Advance the multi-index by `run` elements (to the start of the next row).
+    if (dims == 0) break;
+    offset += run * inner_stride;
+    index[dims - 1] += run;
+    for (std::size_t d = dims - 1; d > 0 && index[d] == shape[d]; --d) {
+      offset -= index[d] * strides[d];
+      index[d] = 0;
+      ++index[d - 1];
+      offset += strides[d - 1];
+    }
+  }
+  flush();
+}
+
+void run_range(const TensorView& view, int64_t begin, int64_t end,
+               internal::ContiguousKernel kernel, const internal::KernelParams& kp, Stats& acc) {
+  if (begin >= end) return;
+  if (view.is_contiguous()) {
+    const auto* base = static_cast<const unsigned char*>(view.data());
+    kernel(base + begin * static_cast<int64_t>(dtype_size(view.dtype())), end - begin, kp, acc);
+  } else {
+    run_strided(view, begin, end, kernel, kp, acc);
+  }
+}
+
+}  // namespace
+
+bool avx2_available() {
+#if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
+  // F16C from CPUID leaf 1 itself: clang before 16 rejects __builtin_cpu_supports("f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                                __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  return available;
+#else
+  return false;
+#endif
+}
+
+namespace internal {
+
+void check_options(const StatsOptions& options, const std::string& name) {
+  if (!(options.dead_eps >= 0) || !std::isfinite(options.dead_eps))
+    throw Error("tensor '" + name + "': dead_eps must be finite and >= 0");
+  if (!(options.saturation >= 0) || !std::isfinite(options.saturation))
+    throw Error("tensor '" + name + "': saturation must be finite and >= 0");
+  if (options.threads < 1)
+    throw Error("tensor '" + name + "': threads must be >= 1, got " + std::to_string(options.threads));
+}
+
+const KernelTable& kernels(Kernel kernel) { return kernels_for(kernel); }
+
+Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64_t, int64_t, Stats&)>& run) {
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(max_threads, n / kMinElementsPerThread));
+  if (threads == 1) {
+    Stats acc;
+    run(0, n, acc);
+    return acc;
+  }
+  // Equal chunks rounded up to whole vectors; the last one ends at n. The calling thread
+  // takes the first.
+  std::vector<Stats> parts(static_cast<std::size_t>(threads));
+  const int64_t chunk = ((n + threads - 1) / threads + 63) / 64 * 64;
+  auto range_end = [&](int64_t t) { return t + 1 == threads ? n : std::min(n, (t + 1) * chunk); };
+  std::vector<std::thread> workers;
+  for (int64_t t = 1; t < threads; ++t)
+    workers.emplace_back([&, t] { run(std::min(n, t * chunk), range_end(t), parts[static_cast<std::size_t>(t)]); });
+  run(0, range_end(0), parts[0]);
+  for (auto& w : workers) w.join();
+  Stats acc;
+  for (const Stats& p : parts) acc = merge(acc, p);
+  return acc;
+}
+
+}  // namespace internal
+
+Stats compute(const TensorView& view, const StatsOptions& options) {
+  internal::check_options(options, view.name());
+  const internal::ContiguousKernel kernel = kernels_for(options.kernel).for_dtype(view.dtype());
+  const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
+  return internal::parallel_ranges(view.numel(), options.threads, [&](int64_t begin, int64_t end, Stats& acc) {
+    run_range(view, begin, end, kernel, kp, acc);
+  });
+}
+
+int64_t Stats::inf() const { return add_counts(pos_inf, neg_inf); }
+
+Stats merge(const Stats& a, const Stats& b) {
+  Stats r;
+  r.count = add_counts(a.count, b.count);
+  r.finite = add_counts(a.finite, b.finite);
+  r.nan = add_counts(a.nan, b.nan);
+  r.pos_inf = add_counts(a.pos_inf, b.pos_inf);
+  r.neg_inf = add_counts(a.neg_inf, b.neg_inf);
+  r.zero = add_counts(a.zero, b.zero);
+  r.saturated = add_counts(a.saturated, b.saturated);
+  r.sum = a.sum + b.sum;
+  r.sum_sq = a.sum_sq + b.sum_sq;
+  r.sum_abs = a.sum_abs + b.sum_abs;
+  r.min = std::min(a.min, b.min);
+  r.max = std::max(a.max, b.max);
+  r.max_abs = std::max(a.max_abs, b.max_abs);
+  return r;
+}
+
+double Stats::mean() const { return finite ? sum / static_cast<double>(finite) : kNaN; }
+double Stats::mean_abs() const { return finite ? sum_abs / static_cast<double>(finite) : kNaN; }
+
+double Stats::variance() const {
+  if (!finite) return kNaN;
+  // E[x^2] - E[x]^2 in double: relative error about 1e-16 * (mean/std)^2, negligible for the
+  // activations and gradients this describes; clamped because rounding can go below zero.
+  const double m = mean();
+  return std::max(0.0, sum_sq / static_cast<double>(finite) - m * m);
+}
+
+double Stats::stddev() const { return std::sqrt(variance()); }
+double Stats::l2() const { return count ? std::sqrt(sum_sq) : kNaN; }
+
+double Stats::frac_nan() const { return count ? static_cast<double>(nan) / count : kNaN; }
+double Stats::frac_inf() const { return count ? static_cast<double>(inf()) / count : kNaN; }
+double Stats::frac_zero() const { return count ? static_cast<double>(zero) / count : kNaN; }
+double Stats::frac_saturated() const {
+  return count ? static_cast<double>(saturated) / count : kNaN;
+}
+
+}  // namespace gradscope
