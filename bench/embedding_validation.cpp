@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "gradscope/core/embedding/math.h"
-#include "gradscope/io/embedding_json.h"
+#include "gradscope/io/embedding/json.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 
 namespace {
 

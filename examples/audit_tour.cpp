@@ -11,9 +11,9 @@
 
 #include <iostream>
 
-#include "gradscope/io/architecture.h"
-#include "gradscope/io/json.h"
-#include "gradscope/io/table.h"
+#include "gradscope/io/render/architecture.h"
+#include "gradscope/io/render/json.h"
+#include "gradscope/io/render/table.h"
 #include "gradscope/torch/audit.h"
 
 namespace nn = torch::nn;

@@ -8,7 +8,7 @@
 
 #include <iostream>
 
-#include "gradscope/io/table.h"
+#include "gradscope/io/render/table.h"
 #include "gradscope/torch/audit.h"
 
 int main() {

@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "gradscope/core/audit/tee_sink.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
 #include "gradscope/torch/audit.h"
 

@@ -27,7 +27,7 @@
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/tee_sink.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
 #include "gradscope/torch/audit.h"
 #include "gradscope/torch/embedding.h"

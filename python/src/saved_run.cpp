@@ -2,8 +2,8 @@
 #include "saved_run.h"
 
 #include "gradscope/core/error.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/saved_report.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/saved_report.h"
 
 namespace gradscope::python {
 

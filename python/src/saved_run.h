@@ -11,7 +11,7 @@
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/run_sink.h"
-#include "gradscope/io/run_metadata.h"
+#include "gradscope/io/store/run_metadata.h"
 
 namespace gradscope::python {
 

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "commands.h"
-#include "gradscope/io/heatmap.h"
-#include "gradscope/io/terminal.h"
+#include "gradscope/io/render/heatmap.h"
+#include "gradscope/io/render/terminal.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "gradscope/io/safe_text.h"
+#include "gradscope/io/render/safe_text.h"
 #include "gradscope/version.h"
 #include "run_loading.h"
 

@@ -12,9 +12,9 @@
 #include "commands.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/compress/rows.h"
-#include "gradscope/io/compress_json.h"
-#include "gradscope/io/compress_rows_json.h"
-#include "gradscope/io/safe_text.h"
+#include "gradscope/io/compress/json.h"
+#include "gradscope/io/compress/rows_json.h"
+#include "gradscope/io/render/safe_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {

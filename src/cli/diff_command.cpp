@@ -13,12 +13,12 @@
 #include <unordered_map>
 
 #include "commands.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/findings_json.h"
-#include "gradscope/io/run_report.h"
-#include "gradscope/io/safe_text.h"
-#include "gradscope/io/table.h"
-#include "gradscope/io/tree_text.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/render/findings_json.h"
+#include "gradscope/io/render/run_report.h"
+#include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/render/table.h"
+#include "gradscope/io/trees/text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {

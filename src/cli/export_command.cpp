@@ -5,9 +5,9 @@
 #include <optional>
 
 #include "commands.h"
-#include "gradscope/io/flow_export.h"
-#include "gradscope/io/safe_text.h"
-#include "gradscope/io/terminal.h"
+#include "gradscope/io/render/flow_export.h"
+#include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/render/terminal.h"
 #include "gradscope/tensorboard/export_run.h"
 #include "report_text.h"
 #include "run_loading.h"

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "gradscope/io/safe_text.h"
+#include "gradscope/io/render/safe_text.h"
 #include "html_report.h"
 
 namespace gradscope::cli {

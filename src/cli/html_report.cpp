@@ -4,10 +4,10 @@
 #include <optional>
 
 #include "chart_libraries.h"
-#include "gradscope/io/compress_json.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/html.h"
-#include "gradscope/io/tree_store.h"
+#include "gradscope/io/compress/json.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/html/report.h"
+#include "gradscope/io/trees/store.h"
 
 namespace gradscope::cli {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "gradscope/io/html.h"
+#include "gradscope/io/html/report.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {

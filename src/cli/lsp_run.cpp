@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <optional>
 
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/findings_json.h"
-#include "gradscope/io/tree_store.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/render/findings_json.h"
+#include "gradscope/io/trees/store.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {

@@ -39,7 +39,7 @@ class LspRun {
   const std::string& name() const { return name_; }
   int64_t steps() const { return steps_; }
   const Report& report() const { return report_; }
-  /// Every finding of the run (findings_json.h's run_findings: module, flow,
+  /// Every finding of the run (io/render/findings_json.h's run_findings: module, flow,
   /// embedding, trees).
   const std::vector<Finding>& findings() const { return findings_; }
 

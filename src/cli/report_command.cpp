@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "commands.h"
-#include "gradscope/io/csv.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_report.h"
+#include "gradscope/io/render/csv.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/render/run_report.h"
 #include "report_text.h"
 #include "run_loading.h"
 

@@ -1,9 +1,9 @@
 #include "report_text.h"
 
-#include "gradscope/io/run_report.h"
-#include "gradscope/io/safe_text.h"
-#include "gradscope/io/table.h"
-#include "gradscope/io/tree_text.h"
+#include "gradscope/io/render/run_report.h"
+#include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/render/table.h"
+#include "gradscope/io/trees/text.h"
 
 namespace gradscope::cli {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/tree_store.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/trees/store.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {

@@ -7,9 +7,9 @@
 #include <iostream>
 #include <streambuf>
 
-#include "gradscope/io/safe_text.h"
-#include "gradscope/io/saved_report.h"
-#include "gradscope/io/terminal.h"
+#include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/store/saved_report.h"
+#include "gradscope/io/render/terminal.h"
 
 namespace gradscope::cli {
 namespace {

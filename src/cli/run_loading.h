@@ -11,14 +11,14 @@
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/core/audit/series.h"
 #include "gradscope/core/audit/timeline.h"
-#include "gradscope/io/run_reader.h"
+#include "gradscope/io/store/run_reader.h"
 
 namespace gradscope::cli {
 
 struct LoadedRun {
   std::string path;
   RunMetadata meta;
-  Report report;      ///< as the audit that wrote the run built it (io/saved_report.h)
+  Report report;      ///< as the audit that wrote the run built it (io/store/saved_report.h)
   RunSummary summary; ///< the audit's architecture, warnings and per-node values (schema 3)
   Timeline timeline;
   FlowSummary flow;

@@ -6,9 +6,9 @@
 #include <iostream>
 
 #include "commands.h"
-#include "gradscope/io/run_report.h"
-#include "gradscope/io/safe_text.h"
-#include "gradscope/io/tree_text.h"
+#include "gradscope/io/render/run_report.h"
+#include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/trees/text.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "run_loading.h"

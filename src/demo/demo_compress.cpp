@@ -4,8 +4,8 @@
 
 #include "compression_eval.h"
 #include "gradscope/core/compress/rule.h"
-#include "gradscope/io/compress_json.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/compress/json.h"
+#include "gradscope/io/store/run_writer.h"
 #include "gradscope/torch/apply_recipe.h"
 #include "html_report.h"
 #include "run_loading.h"

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "gradscope/core/trees/data.h"
-#include "gradscope/io/tree_text.h"
+#include "gradscope/io/trees/text.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/xgboost_recorder.h"
 #include "html_report.h"

@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "gradscope/core/error.h"
-#include "gradscope/io/safe_text.h"
+#include "gradscope/io/render/safe_text.h"
 #include "internal/record_framing.h"
 #include "tensorboard_event.pb.h"
 

@@ -2,9 +2,9 @@
 
 #include <iostream>
 
-#include "gradscope/io/run_report.h"
-#include "gradscope/io/safe_text.h"
-#include "gradscope/io/table.h"
+#include "gradscope/io/render/run_report.h"
+#include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/render/table.h"
 
 namespace gradscope::tensorboard {
 

@@ -12,8 +12,8 @@
 #include "gradscope/core/embedding/profile.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/stats/stats.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_writer.h"
 
 namespace {
 

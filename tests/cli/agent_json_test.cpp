@@ -13,9 +13,9 @@
 #include <regex>
 
 #include "../common/stats_fixture.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/html.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/html/report.h"
+#include "gradscope/io/store/run_writer.h"
 #include "run_cli.h"
 
 namespace gradscope {

@@ -18,8 +18,8 @@
 
 #include "../common/require_data.h"
 #include "cli_process.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_writer.h"
 #include "gradscope/version.h"
 
 namespace {

@@ -9,9 +9,9 @@
 #include "../common/compress_fixture.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/compress/rows.h"
-#include "gradscope/io/compress_json.h"
-#include "gradscope/io/compress_rows_json.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/compress/json.h"
+#include "gradscope/io/compress/rows_json.h"
+#include "gradscope/io/store/run_writer.h"
 #include "run_cli.h"
 
 namespace {

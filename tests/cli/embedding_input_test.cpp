@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "gradscope/core/embedding/rows.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_writer.h"
 
 namespace {
 

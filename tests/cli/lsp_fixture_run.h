@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../common/stats_fixture.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 #include "run_cli.h"
 
 namespace gradscope::test {

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "cli_process.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_writer.h"
-#include "internal/record_codec.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_writer.h"
+#include "store/internal/record_codec.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "../io/killed_run.h"
-#include "gradscope/io/run_writer.h"
-#include "internal/wal_check.h"
+#include "gradscope/io/store/run_writer.h"
+#include "store/internal/wal_check.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/core/audit/run_sink.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 #include "run_cli.h"
 
 namespace {

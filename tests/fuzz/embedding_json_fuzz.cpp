@@ -8,8 +8,8 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_report.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/render/run_report.h"
 #include "html_page.h"
 #include "run_loading.h"
 #include "sample_runs.h"

@@ -11,7 +11,7 @@
 #include "gradscope/core/embedding/profile.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/embedding/rows.h"
-#include "gradscope/io/embedding_store.h"
+#include "gradscope/io/embedding/store.h"
 #include "nlohmann/json.hpp"
 #include "seeds.h"
 

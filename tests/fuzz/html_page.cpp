@@ -1,6 +1,6 @@
 #include "html_page.h"
 
-#include "gradscope/io/html.h"
+#include "gradscope/io/html/report.h"
 #include "html_report.h"
 
 namespace gradscope::fuzz {

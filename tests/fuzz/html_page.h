@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "gradscope/io/embedding_store.h"
+#include "gradscope/io/embedding/store.h"
 #include "run_loading.h"
 
 namespace gradscope::fuzz {

@@ -9,12 +9,12 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "gradscope/io/csv.h"
-#include "gradscope/io/flow_export.h"
-#include "gradscope/io/heatmap.h"
-#include "gradscope/io/json.h"
-#include "gradscope/io/run_report.h"
-#include "gradscope/io/table.h"
+#include "gradscope/io/render/csv.h"
+#include "gradscope/io/render/flow_export.h"
+#include "gradscope/io/render/heatmap.h"
+#include "gradscope/io/render/json.h"
+#include "gradscope/io/render/run_report.h"
+#include "gradscope/io/render/table.h"
 #include "html_page.h"
 #include "run_input.h"
 #include "run_loading.h"

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "gradscope/core/error.h"
-#include "gradscope/io/run_writer.h"
-#include "internal/channel_codec.h"
-#include "internal/record_codec.h"
-#include "internal/sqlite_db.h"
+#include "gradscope/io/store/run_writer.h"
+#include "store/internal/channel_codec.h"
+#include "store/internal/record_codec.h"
+#include "store/internal/sqlite_db.h"
 #include "run_input.h"
 #include "sample_runs.h"
 #include "seeds.h"

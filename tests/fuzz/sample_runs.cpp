@@ -5,7 +5,7 @@
 
 #include "gradscope/core/stats/stats.h"
 #include "gradscope/core/stats/tensor_view.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 
 namespace gradscope::fuzz {
 namespace {

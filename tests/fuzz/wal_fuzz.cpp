@@ -1,5 +1,5 @@
 // libFuzzer target: the input is a run's write-ahead log (run.db-wal), judged by check_wal the
-// way every reader judges it before trusting SQLite's recovery (src/io/internal/wal_check.h).
+// way every reader judges it before trusting SQLite's recovery (src/io/store/internal/wal_check.h).
 // Beyond "no crash": what check_wal says must be self-consistent (frames within the file,
 // committed within valid within whole frames, damage after the valid prefix) and the same
 // whether the log is judged from memory or read from a file a frame at a time. A broken
@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "internal/wal_check.h"
+#include "store/internal/wal_check.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Architecture JSON and Mermaid: golden files from a fixed snapshot and report, and escaping.
-#include "gradscope/io/architecture.h"
+#include "gradscope/io/render/architecture.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
 #include "gradscope/core/compress/rule.h"
-#include "gradscope/io/compress_json.h"
+#include "gradscope/io/compress/json.h"
 
 namespace gradscope {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "../common/error_of.h"
-#include "gradscope/io/compress_rows_json.h"
+#include "gradscope/io/compress/rows_json.h"
 
 namespace gradscope {
 namespace {

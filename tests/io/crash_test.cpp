@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
 #include "store_test_util.h"
 
 namespace gradscope {

@@ -10,8 +10,8 @@
 
 #include "gradscope/core/error.h"
 
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
 #include "killed_run.h"
 
 namespace gradscope {

@@ -1,7 +1,7 @@
 // embedding.json beside a run: exact round trips (NaN too), missing, malformed and newer files,
 // every field checked where the file is read (exact integers, ranges, histogram and Lorenz
 // invariants), and only regular files of bounded size read at all.
-#include "gradscope/io/embedding_store.h"
+#include "gradscope/io/embedding/store.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

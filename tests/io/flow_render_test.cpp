@@ -13,9 +13,9 @@
 
 #include "gradscope/core/audit/rules.h"
 #include "golden_util.h"
-#include "gradscope/io/flow_export.h"
-#include "gradscope/io/heatmap.h"
-#include "gradscope/io/run_report.h"
+#include "gradscope/io/render/flow_export.h"
+#include "gradscope/io/render/heatmap.h"
+#include "gradscope/io/render/run_report.h"
 
 namespace gradscope {
 namespace {

@@ -9,9 +9,9 @@
 #include <limits>
 
 #include "../common/error_of.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
-#include "internal/histogram_codec.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
+#include "store/internal/histogram_codec.h"
 #include "run_db_edit.h"
 #include "store_test_util.h"
 

@@ -1,7 +1,7 @@
 // The HTML report without a browser: escaping in every context, the charts' data as measured,
 // the page's structure and its guards (CSP nonce, inlined libraries), and bad input.
 // tests/browser opens the same pages in Chromium.
-#include "gradscope/io/html.h"
+#include "gradscope/io/html/report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 #include "store_test_util.h"
 
 namespace gradscope::test {

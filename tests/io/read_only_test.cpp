@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "../common/error_of.h"
-#include "gradscope/io/run_reader.h"
-#include "internal/wal_check.h"
+#include "gradscope/io/store/run_reader.h"
+#include "store/internal/wal_check.h"
 #include "killed_run.h"
 
 namespace gradscope {

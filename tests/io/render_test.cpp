@@ -10,9 +10,9 @@
 
 #include "gradscope/core/audit/rules.h"
 #include "golden_util.h"
-#include "gradscope/io/csv.h"
-#include "gradscope/io/json.h"
-#include "gradscope/io/table.h"
+#include "gradscope/io/render/csv.h"
+#include "gradscope/io/render/json.h"
+#include "gradscope/io/render/table.h"
 
 namespace gradscope {
 namespace {

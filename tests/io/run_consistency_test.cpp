@@ -5,9 +5,9 @@
 #include <sqlite3.h>
 
 #include "../common/error_of.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
-#include "internal/record_codec.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
+#include "store/internal/record_codec.h"
 #include "store_test_util.h"
 
 namespace gradscope {

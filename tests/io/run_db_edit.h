@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "internal/record_codec.h"
+#include "store/internal/record_codec.h"
 
 namespace gradscope::test {
 

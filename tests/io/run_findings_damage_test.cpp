@@ -9,10 +9,10 @@
 #include <tuple>
 
 #include "../common/error_of.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
-#include "internal/channel_codec.h"
-#include "internal/record_codec.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
+#include "store/internal/channel_codec.h"
+#include "store/internal/record_codec.h"
 #include "run_db_edit.h"
 #include "store_test_util.h"
 

@@ -10,9 +10,9 @@
 
 #include "../common/report_equal.h"
 #include "gradscope/core/audit/rules.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
-#include "gradscope/io/saved_report.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
+#include "gradscope/io/store/saved_report.h"
 #include "store_test_util.h"
 
 namespace gradscope {

@@ -1,5 +1,5 @@
 // The three sanitisers: terminal text, CSV cells and Mermaid labels, on hostile input.
-#include "gradscope/io/safe_text.h"
+#include "gradscope/io/render/safe_text.h"
 
 #include <gtest/gtest.h>
 

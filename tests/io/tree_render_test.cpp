@@ -7,9 +7,9 @@
 
 #include "../core/tree_builders.h"
 #include "gradscope/core/audit/rules.h"
-#include "gradscope/io/html.h"
-#include "gradscope/io/run_report.h"
-#include "gradscope/io/tree_text.h"
+#include "gradscope/io/html/report.h"
+#include "gradscope/io/render/run_report.h"
+#include "gradscope/io/trees/text.h"
 
 namespace gradscope {
 namespace {

@@ -1,6 +1,6 @@
 // A tree run on disk: run.db holds every round's records, trees.json the analysis; both read
 // back exactly, and a damaged trees.json is an error naming the file and the field.
-#include "gradscope/io/tree_store.h"
+#include "gradscope/io/trees/store.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include "../common/error_of.h"
 #include "../core/tree_builders.h"
 #include "gradscope/core/audit/rules.h"
-#include "gradscope/io/run_reader.h"
-#include "internal/tree_codec.h"
+#include "gradscope/io/store/run_reader.h"
+#include "trees/internal/codec.h"
 #include "store_test_util.h"
 
 namespace gradscope {

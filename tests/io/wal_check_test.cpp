@@ -2,7 +2,7 @@
 // what SQLite shows of a damaged log equals what the check says it keeps.
 #include <gtest/gtest.h>
 
-#include "internal/wal_check.h"
+#include "store/internal/wal_check.h"
 #include "killed_run.h"
 
 namespace gradscope {

@@ -26,8 +26,8 @@
 #include <string>
 
 #include "gradscope/core/error.h"
-#include "gradscope/io/compress_json.h"
-#include "gradscope/io/embedding_json.h"
+#include "gradscope/io/compress/json.h"
+#include "gradscope/io/embedding/json.h"
 #include "gradscope/torch/apply_recipe.h"
 #include "gradscope/torch/audit.h"
 #include "gradscope/torch/embedding.h"

@@ -16,9 +16,9 @@
 #include "../common/report_equal.h"
 #include "../common/require_data.h"
 #include "compression_eval.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
-#include "gradscope/io/saved_report.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
+#include "gradscope/io/store/saved_report.h"
 #include "scenario.h"
 
 namespace gradscope::scenarios {

@@ -14,9 +14,9 @@
 
 #include "gradscope/core/stats/stats.h"
 #include "gradscope/core/audit/tee_sink.h"
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
 
 namespace {

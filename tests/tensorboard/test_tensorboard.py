@@ -38,7 +38,7 @@ def make_run(tmp_path, kind, live=False):
 
 
 def tag_text(name):
-    """terminal_text (io/safe_text.h) for the characters the tests use: the C0 controls
+    """terminal_text (io/render/safe_text.h) for the characters the tests use: the C0 controls
     escaped, printable UTF-8 kept. (Bytes that are not UTF-8 do not survive the JSONL the
     expectations come from; event_writer_test checks their \\xNN.)"""
     out = []

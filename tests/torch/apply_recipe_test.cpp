@@ -17,7 +17,7 @@
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
 #include "gradscope/core/compress/rule.h"
-#include "gradscope/io/compress_rows_json.h"
+#include "gradscope/io/compress/rows_json.h"
 #include "gradscope/torch/apply_recipe.h"
 
 namespace gradscope::compress {

@@ -14,7 +14,7 @@
 
 #include <filesystem>
 
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/store/run_writer.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::torch {

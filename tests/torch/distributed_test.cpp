@@ -20,11 +20,11 @@
 #include "../common/ranks.h"
 #include "../common/require_data.h"
 #include "digits.h"
-#include "gradscope/io/json.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
-#include "gradscope/io/saved_report.h"
-#include "gradscope/io/table.h"
+#include "gradscope/io/render/json.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
+#include "gradscope/io/store/saved_report.h"
+#include "gradscope/io/render/table.h"
 #include "gradscope/torch/audit.h"
 
 namespace gradscope::torch {

@@ -18,9 +18,9 @@
 #include <set>
 
 #include "gradscope/core/error.h"
-#include "gradscope/io/embedding_json.h"
-#include "gradscope/io/run_reader.h"
-#include "gradscope/io/run_writer.h"
+#include "gradscope/io/embedding/json.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
 
 namespace gradscope::torch {
 namespace {

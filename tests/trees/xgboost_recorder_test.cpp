@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "../common/error_of.h"
-#include "gradscope/io/run_reader.h"
+#include "gradscope/io/store/run_reader.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "tree_test_util.h"

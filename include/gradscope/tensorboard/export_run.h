@@ -12,8 +12,8 @@
 #include <functional>
 #include <string>
 
-#include "gradscope/io/embedding_store.h"
-#include "gradscope/io/run_reader.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_reader.h"
 #include "gradscope/tensorboard/event_writer.h"
 
 namespace gradscope::tensorboard {

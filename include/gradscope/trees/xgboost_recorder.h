@@ -21,8 +21,8 @@
 #include <string>
 
 #include "gradscope/core/trees/dynamics.h"
-#include "gradscope/io/run_writer.h"
-#include "gradscope/io/tree_store.h"
+#include "gradscope/io/store/run_writer.h"
+#include "gradscope/io/trees/store.h"
 #include "gradscope/trees/xgboost_live.h"
 
 namespace gradscope {

@@ -8,10 +8,11 @@
 // (GRADSCOPE_CONSUMER_OLD_PATHS), which must keep working through the next release.
 #ifdef GRADSCOPE_CONSUMER_OLD_PATHS
 #include "gradscope/core/rules.h"
+#include "gradscope/io/json.h"
 #else
 #include "gradscope/core/audit/rules.h"
+#include "gradscope/io/render/json.h"
 #endif
-#include "gradscope/io/json.h"
 #include "gradscope/torch/tensor.h"
 
 int main() {

@@ -3,7 +3,7 @@
 //   gradscope::EmbeddingRuleOptions opt;                  // zombie thresholds from Thresholds
 //   gradscope::EmbeddingReport r = gradscope::diagnose_embedding("item_emb", rows, steps, opt);
 //   for (const auto& d : r.diagnostics) std::cout << d.type << ": " << d.premise << "\n";
-//   std::cout << gradscope::render_embedding_json(r);     // gradscope/io/embedding_json.h
+//   std::cout << gradscope::render_embedding_json(r);     // gradscope/io/embedding/json.h
 //
 // Pure functions of EmbeddingRows (no LibTorch). Confidence (docs/embedding.md has each
 // formula): ZOMBIE_ROWS (windowed rule), 1 - (rows chance would flag) / (rows flagged), where

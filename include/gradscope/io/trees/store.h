@@ -1,0 +1,59 @@
+// A boosted model's dynamics saved as a run, so the commands over saved runs (report, html, ls,
+// diff) work on it: run.db holds one step per round (tree_round_records: the round's outputs,
+// leaf values, split gains and per-row losses as Stats), and trees.json beside it the
+// analysis (per-round measures, windows, features, findings, interactions) with the
+// thresholds that judged it.
+//
+//   gradscope::TreeRunSummary s{"model.json", "train.csv", "valid.csv", "y", report};
+//   gradscope::write_tree_run("runs/gbm", s);          // run.db + trees.json
+//   std::optional<gradscope::TreeRunSummary> back = gradscope::load_tree_summary("runs/gbm");
+//
+// Format: {"gradscope_tree_run": {"version": 1, "inputs": {...}, "model": {...}, "data":
+// {...}, "thresholds": {...}, "window": W, "rounds": {<measure>: [one per round], ...,
+// "features": [[[feature, splits, gain], ...] per round]}, "windows": [...], "features":
+// [...], "findings": [...], "not_judged": [...], "interactions": {...}}} (docs/trees.md).
+// Non-finite numbers are written as null and read back as NaN; the Stats stay in run.db.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gradscope/core/trees/dynamics.h"
+#include "gradscope/io/store/run_writer.h"
+
+namespace gradscope {
+
+/// The largest trees.json read: 64 MiB. A round takes about 100 bytes plus 30 a feature split
+/// on, so a 10,000-round model splitting on 50 features a round writes some 16 MB.
+constexpr std::uintmax_t kMaxTreeFileBytes = std::uintmax_t{64} << 20;
+
+/// What a tree run was made from, and its analysis.
+struct TreeRunSummary {
+  std::string model;       ///< the model file
+  std::string data;        ///< reference rows ("" without)
+  std::string validation;  ///< validation rows ("" without)
+  std::string label;       ///< the label column ("" without)
+  TreeDynamicsReport report;
+};
+
+/// Writes <dir>/trees.json atomically (a temporary file, then rename); `dir` is created if
+/// missing. Throws Error naming the path when it cannot, and naming the field for a summary
+/// load_tree_summary would refuse (nothing is written then).
+void save_tree_summary(const std::string& dir, const TreeRunSummary& summary);
+
+/// Reads <dir>/trees.json (`dir` may also be the run's run.db). nullopt when there is none.
+/// Only a regular file of at most kMaxTreeFileBytes is read, and every field is checked:
+/// counts are integers, per-round arrays have one entry per round, windows cover the rounds in
+/// order, features and rounds named by index exist, shares lie in [0, 1], flags are known, the
+/// thresholds pass validate(). Anything else, and a newer version, is an Error "tree file
+/// '<path>': <field>: <what>".
+std::optional<TreeRunSummary> load_tree_summary(const std::string& dir);
+
+/// A whole tree run in `dir`: every round's records through a RunWriter (step = round), closed,
+/// then trees.json. Throws Error for a model without rounds (a run needs a step) and for what
+/// RunWriter and save_tree_summary throw.
+void write_tree_run(const std::string& dir, const TreeRunSummary& summary,
+                    RunWriterOptions options = {});
+
+}  // namespace gradscope

@@ -1,0 +1,85 @@
+#include "gradscope/io/render/json.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "gradscope/io/render/safe_text.h"
+
+namespace gradscope {
+namespace {
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json thresholds_json(const Thresholds& t) {
+  return {{"grad_lo", t.grad_lo},
+          {"grad_hi", t.grad_hi},
+          {"activation_saturation", t.activation_saturation},
+          {"saturation_frac", t.saturation_frac},
+          {"dead_eps", t.dead_eps},
+          {"dead_frac", t.dead_frac},
+          {"update_ratio_lo", t.update_ratio_lo},
+          {"stagnant_steps", t.stagnant_steps},
+          {"channel_frac", t.channel_frac},
+          {"ignored_channel_ratio", t.ignored_channel_ratio},
+          {"leakage_cka", t.leakage_cka}};
+}
+
+}  // namespace
+
+std::string render_json(const Report& report, int indent) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NodeReport& n : report.nodes) {
+    nlohmann::json flags = nlohmann::json::array();
+    for (Flag f : n.flags.list()) flags.push_back(flag_name(f));
+    nlohmann::json evidence = nlohmann::json::array();
+    for (const Evidence& e : n.evidence) {
+      evidence.push_back({{"flag", flag_name(e.flag)},
+                          {"site", site_name(e.site)},
+                          {"first_step", e.first_step >= 0 ? nlohmann::json(e.first_step) : nlohmann::json()},
+                          {"value", number(e.value)},
+                          {"threshold", number(e.threshold)},
+                          {"measure", e.measure},
+                          {"detail", e.detail}});
+    }
+    nodes.push_back({{"node", n.node},
+                     {"steps", n.steps},
+                     {"first_step", n.first_step},
+                     {"last_step", n.last_step},
+                     {"act_mean_abs", number(n.act_mean_abs)},
+                     {"act_std", number(n.act_std)},
+                     {"out_grad_l2", number(n.out_grad_l2)},
+                     {"param_grad_l2", number(n.param_grad_l2)},
+                     {"param_l2", number(n.param_l2)},
+                     {"grad_param_ratio", number(n.grad_param_ratio)},
+                     {"update_ratio", number(n.update_ratio)},
+                     {"grad_snr", number(n.grad_snr)},
+                     {"effective_rank", number(n.effective_rank)},
+                     {"channels", n.channels},
+                     {"dead_channels", n.dead_channels},
+                     {"ignored_channels", n.ignored_channels},
+                     {"nan", n.nan},
+                     {"inf", n.inf},
+                     {"nonfinite_steps", n.nonfinite_steps},
+                     {"flags", flags},
+                     {"evidence", evidence}});
+  }
+  nlohmann::json worst = nlohmann::json::array();
+  for (const NodeReport* n : report.flagged_worst_first()) worst.push_back(n->node);
+  const NonFiniteOrigin& o = report.nonfinite_origin;
+  nlohmann::json origin =
+      o.found() ? nlohmann::json{{"step", o.step}, {"node", o.node}, {"phase", o.phase},
+                                 {"site", site_name(o.site)}}
+                : nlohmann::json();
+  if (o.found() && o.rank >= 0) origin["rank"] = o.rank;  // merged across ranks only
+  nlohmann::json doc = {{"gradscope_report",
+                         {{"healthy", report.healthy()},
+                          {"nonfinite_origin", origin},
+                          {"steps", report.steps},
+                          {"flagged_worst_first", worst},
+                          {"thresholds", thresholds_json(report.thresholds)},
+                          {"nodes", nodes}}}};
+  // Replace rather than throw on invalid UTF-8 in node names.
+  return json_text(doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace)) + "\n";
+}
+
+}  // namespace gradscope

@@ -1,0 +1,76 @@
+#include "store/internal/channel_codec.h"
+
+#include "store/internal/record_codec.h"
+
+namespace gradscope::internal {
+namespace {
+
+bool node_id(BlobReader& in, uint32_t& node) {
+  uint64_t v;
+  if (!in.varint(v) || v > UINT32_MAX) return false;
+  node = static_cast<uint32_t>(v);
+  return true;
+}
+
+// The count is checked against the bytes left before anything is allocated: a hostile count
+// of 2^60 channels is malformed, not a bad_alloc.
+bool stats_list(BlobReader& in, std::vector<Stats>& out) {
+  uint64_t n;
+  if (!in.varint(n) || n > in.left() / kMinStatsBytes) return false;
+  out.resize(static_cast<std::size_t>(n));
+  for (Stats& s : out)
+    if (!in.stats(s)) return false;
+  return true;
+}
+
+void append_stats_list(std::string& blob, const std::vector<Stats>& list) {
+  append_varint(blob, list.size());
+  for (const Stats& s : list) append_stats(blob, s);
+}
+
+// Every record takes more than one byte, so a count above the blob's size is malformed.
+template <class T, class Decode>
+bool decode_all(std::string_view blob, uint64_t count, std::vector<StoredWithNode<T>>& out, Decode decode) {
+  out.clear();
+  if (count > blob.size()) return false;
+  BlobReader in(blob);
+  out.resize(static_cast<std::size_t>(count));
+  for (StoredWithNode<T>& r : out)
+    if (!node_id(in, r.node) || !decode(in, r.record)) return false;
+  return in.left() == 0;
+}
+
+}  // namespace
+
+void append_channel(std::string& blob, uint32_t node, const ChannelRecord& c) {
+  append_varint(blob, node);
+  append_stats_list(blob, c.activation);
+  append_stats_list(blob, c.output_grad);
+  append_double(blob, c.effective_rank);
+}
+
+void append_similarity(std::string& blob, uint32_t node, const SimilarityRecord& s) {
+  append_varint(blob, node);
+  append_varint(blob, s.other.size());
+  blob += s.other;
+  append_double(blob, s.cka);
+}
+
+bool decode_channels(std::string_view blob, uint64_t count, std::vector<StoredWithNode<ChannelRecord>>& out) {
+  return decode_all(blob, count, out, [](BlobReader& in, ChannelRecord& c) {
+    return stats_list(in, c.activation) && stats_list(in, c.output_grad) && in.f64(c.effective_rank);
+  });
+}
+
+bool decode_similarities(std::string_view blob, uint64_t count,
+                         std::vector<StoredWithNode<SimilarityRecord>>& out) {
+  return decode_all(blob, count, out, [](BlobReader& in, SimilarityRecord& s) {
+    uint64_t n;
+    std::string_view other;
+    if (!in.varint(n) || !in.bytes(n, other) || !in.f64(s.cka)) return false;
+    s.other.assign(other);
+    return true;
+  });
+}
+
+}  // namespace gradscope::internal

@@ -1,0 +1,36 @@
+// The binary layout of one step's channel records and similarity records inside the run
+// database (schema 3, tables channels and similarities; one row per step, like steps).
+//
+// Little endian, per channel record: varint node id, varint activation channels, each a Stats
+// as a record stores it (record_codec.h), varint output-gradient channels, each a
+// Stats, f64 effective rank (NaN when not measured). Per similarity record: varint node id,
+// varint length of `other`, its bytes, f64 CKA. Doubles keep their IEEE bits, so the report
+// built from a saved run equals the one built in memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gradscope/core/audit/channels.h"
+
+namespace gradscope::internal {
+
+void append_channel(std::string& blob, uint32_t node, const ChannelRecord& record);
+void append_similarity(std::string& blob, uint32_t node, const SimilarityRecord& record);
+
+/// A decoded record with the node as its id in table nodes (record.node left empty).
+template <class T>
+struct StoredWithNode {
+  uint32_t node = 0;
+  T record;
+};
+
+/// Decodes a blob the row says holds `count` records into `out` (cleared first); false when it
+/// is malformed (truncated, trailing bytes, counts larger than the bytes could hold).
+bool decode_channels(std::string_view blob, uint64_t count, std::vector<StoredWithNode<ChannelRecord>>& out);
+bool decode_similarities(std::string_view blob, uint64_t count,
+                         std::vector<StoredWithNode<SimilarityRecord>>& out);
+
+}  // namespace gradscope::internal
