@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "gradscope/io/store/run_writer.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace {
 

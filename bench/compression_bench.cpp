@@ -18,7 +18,7 @@
 
 #include "compression_eval.h"
 #include "fashion_mnist.h"
-#include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress/apply_recipe.h"
 
 namespace sc = gradscope::scenarios;
 namespace cp = gradscope::compress;

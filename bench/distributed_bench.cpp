@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "../tests/common/ranks.h"
-#include "gradscope/torch/audit.h"
-#include "gradscope/torch/distributed.h"
+#include "gradscope/torch/audit/audit.h"
+#include "gradscope/torch/distributed/rank_merge.h"
 
 namespace {
 

@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/embedding/tracker.h"
 
 // OpenBLAS (Debian's LibTorch does its matrix products there) keeps its own threads, which
 // at::set_num_threads does not reach; its idle threads spin on sched_yield and take the second

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "../tests/common/ranks.h"
-#include "distributed_spectra.h"
+#include "distributed/spectra.h"
 
 namespace {
 

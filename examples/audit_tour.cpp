@@ -14,7 +14,7 @@
 #include "gradscope/io/render/architecture.h"
 #include "gradscope/io/render/json.h"
 #include "gradscope/io/render/table.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace nn = torch::nn;
 

@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "gradscope/io/render/table.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 int main() {
   namespace nn = torch::nn;

@@ -13,7 +13,7 @@
 #include "gradscope/core/audit/tee_sink.h"
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 int main() {
   namespace nn = torch::nn;

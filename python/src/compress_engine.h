@@ -13,7 +13,7 @@
 
 #include "engine.h"
 #include "gradscope/core/compress/recipe.h"
-#include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress/apply_recipe.h"
 
 namespace gradscope::python {
 

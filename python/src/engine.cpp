@@ -8,7 +8,7 @@
 #include <map>
 
 #include "gradscope/core/error.h"
-#include "gradscope/torch/distributed.h"
+#include "gradscope/torch/distributed/rank_merge.h"
 
 namespace gradscope::python {
 namespace {

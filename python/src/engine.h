@@ -29,8 +29,8 @@
 #include "gradscope/core/audit/tee_sink.h"
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
-#include "gradscope/torch/audit.h"
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/audit/audit.h"
+#include "gradscope/torch/embedding/tracker.h"
 
 namespace gradscope::python {
 

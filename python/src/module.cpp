@@ -15,7 +15,7 @@
 #include "gradscope/io/render/json.h"
 #include "gradscope/io/store/run_metadata.h"
 #include "gradscope/io/render/table.h"
-#include "gradscope/torch/distributed.h"
+#include "gradscope/torch/distributed/rank_merge.h"
 #include "gradscope/torch/tensor.h"
 #include "saved_run.h"
 

@@ -22,7 +22,7 @@
 #include "gradscope/io/render/run_report.h"
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/io/render/table.h"
-#include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress/apply_recipe.h"
 #include "html_report.h"
 #include "interactions.h"
 #include "matrix_factorization.h"

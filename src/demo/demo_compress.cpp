@@ -6,7 +6,7 @@
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/io/compress/json.h"
 #include "gradscope/io/store/run_writer.h"
-#include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress/apply_recipe.h"
 #include "html_report.h"
 #include "run_loading.h"
 

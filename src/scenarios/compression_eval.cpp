@@ -16,8 +16,8 @@
 #include <tuple>
 
 #include "gradscope/core/error.h"
-#include "gradscope/torch/apply_recipe.h"
-#include "gradscope/torch/compress_search.h"
+#include "gradscope/torch/compress/apply_recipe.h"
+#include "gradscope/torch/compress/search.h"
 #include "scenario_models.h"
 
 namespace gradscope::scenarios {

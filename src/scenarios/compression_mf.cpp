@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "gradscope/core/compress/rows.h"
-#include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress/apply_recipe.h"
 #include "matrix_factorization.h"
 #include "ranking.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "gradscope/core/error.h"
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/embedding/tracker.h"
 #include "ranking.h"
 
 namespace gradscope::scenarios {

@@ -19,7 +19,7 @@
 #include "gradscope/core/audit/flags.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/run_sink.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::scenarios {
 

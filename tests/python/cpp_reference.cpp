@@ -28,9 +28,9 @@
 #include "gradscope/core/error.h"
 #include "gradscope/io/compress/json.h"
 #include "gradscope/io/embedding/json.h"
-#include "gradscope/torch/apply_recipe.h"
-#include "gradscope/torch/audit.h"
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/compress/apply_recipe.h"
+#include "gradscope/torch/audit/audit.h"
+#include "gradscope/torch/embedding/tracker.h"
 #include "scenario.h"
 
 namespace nn = ::torch::nn;

@@ -18,7 +18,7 @@
 #include "../common/error_of.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/io/compress/rows_json.h"
-#include "gradscope/torch/apply_recipe.h"
+#include "gradscope/torch/compress/apply_recipe.h"
 
 namespace gradscope::compress {
 namespace {

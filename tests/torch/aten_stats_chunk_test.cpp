@@ -11,7 +11,7 @@
 
 #include "aten_stats.h"  // src/torch, internal
 #include "aten_stats_expect.h"
-#include "channel_math.h"
+#include "audit/channel_math.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {

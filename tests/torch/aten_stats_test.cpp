@@ -13,7 +13,7 @@
 
 #include "../common/error_of.h"
 #include "aten_stats_expect.h"
-#include "channel_math.h"
+#include "audit/channel_math.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {

@@ -16,8 +16,8 @@
 #include <limits>
 
 #include "aten_stats_expect.h"
-#include "channel_math.h"  // src/torch, internal
-#include "gradscope/torch/audit.h"
+#include "audit/channel_math.h"  // src/torch, internal
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
 namespace {

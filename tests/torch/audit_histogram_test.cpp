@@ -9,9 +9,9 @@
 #include <limits>
 #include <map>
 
-#include "audit_state.h"
+#include "audit/state.h"
 #include "gradscope/core/error.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
 namespace {

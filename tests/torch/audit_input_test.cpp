@@ -13,7 +13,7 @@
 
 #include "../common/error_of.h"
 #include "gradscope/core/error.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
 namespace {

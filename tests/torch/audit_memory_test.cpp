@@ -15,7 +15,7 @@
 #include <filesystem>
 
 #include "gradscope/io/store/run_writer.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
 namespace {

@@ -14,7 +14,7 @@
 #include "../common/error_of.h"
 #include "../common/same_report.h"
 #include "gradscope/core/audit/rules.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
 namespace {

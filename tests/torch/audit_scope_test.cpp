@@ -8,7 +8,7 @@
 #include <torch/optim/sgd.h>
 
 #include "gradscope/core/error.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "../common/ranks.h"
 #include "../common/rank_test_main.h"
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
 namespace {

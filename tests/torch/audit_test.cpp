@@ -1,6 +1,6 @@
 // The module audit on small real LibTorch models: values against LibTorch's own numbers,
 // RAII, sampling, order, scopes and bad input.
-#include "gradscope/torch/audit.h"
+#include "gradscope/torch/audit/audit.h"
 
 #include <ATen/ATen.h>
 #include <gmock/gmock.h>

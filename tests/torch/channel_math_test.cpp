@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "channel_math.h"  // src/torch, internal
+#include "audit/channel_math.h"  // src/torch, internal
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
 #include "gradscope/core/compress/rule.h"
-#include "gradscope/torch/apply_recipe.h"
-#include "gradscope/torch/compress_search.h"
+#include "gradscope/torch/compress/apply_recipe.h"
+#include "gradscope/torch/compress/search.h"
 
 namespace gradscope::compress {
 namespace {

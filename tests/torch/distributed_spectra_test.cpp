@@ -1,14 +1,14 @@
 // The math behind exact effective ranks and CKA across ranks, in one process
-// (distributed_spectra.h): per-shard statistics combined equal the measure of the concatenated
+// (src/torch/distributed/spectra.h): per-shard statistics combined equal the measure of the concatenated
 // shards, to 1e-9 relative.
-#include "distributed_spectra.h"
+#include "distributed/spectra.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "channel_math.h"
+#include "audit/channel_math.h"
 
 namespace gradscope::torch::internal {
 namespace {

@@ -1,13 +1,13 @@
 // The channel-view and histogram part of RankMerge's buffer, without processes
-// (distributed_views.h).
-#include "distributed_views.h"
+// (src/torch/distributed/views.h).
+#include "distributed/views.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
-#include "distributed_wire.h"
+#include "distributed/wire.h"
 
 namespace gradscope::torch::internal {
 namespace {

@@ -1,5 +1,5 @@
-// RankMerge's buffer and per-slot merge, without processes (distributed_wire.h).
-#include "distributed_wire.h"
+// RankMerge's buffer and per-slot merge, without processes (src/torch/distributed/wire.h).
+#include "distributed/wire.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -17,7 +17,7 @@
 #include "../common/ranks.h"
 #include "../common/rank_test_main.h"
 #include "embedding_workers.h"
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/embedding/tracker.h"
 
 namespace gradscope::torch {
 namespace {

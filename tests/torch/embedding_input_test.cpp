@@ -13,7 +13,7 @@
 
 #include "../common/error_of.h"
 #include "gradscope/core/error.h"
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/embedding/tracker.h"
 
 namespace gradscope::torch {
 namespace {

@@ -1,6 +1,6 @@
 // EmbeddingTracker on real LibTorch tables: planted zombies and dead rows, Zipf exposure,
 // sparse = dense, auto-fix touches only the rows it logs, a healthy MF run, bad input.
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/embedding/tracker.h"
 
 #include <gtest/gtest.h>
 #include <torch/nn/modules/embedding.h>

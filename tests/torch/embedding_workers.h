@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/torch/embedding.h"
+#include "gradscope/torch/embedding/tracker.h"
 
 namespace gradscope::test {
 

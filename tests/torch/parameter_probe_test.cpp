@@ -1,4 +1,4 @@
-#include "gradscope/torch/parameter_probe.h"
+#include "gradscope/torch/audit/parameter_probe.h"
 
 #include <gtest/gtest.h>
 #include <torch/nn/modules/container/sequential.h>

@@ -1,6 +1,6 @@
 // Compression recipes: per node a precision and the output units to prune, with the size the
 // result takes as stored. Standard library only; the rule that chooses them from a run's
-// dynamics is rule.h, applying one to a LibTorch model is torch/apply_recipe.h.
+// dynamics is rule.h, applying one to a LibTorch model is torch/compress/apply_recipe.h.
 //
 //   gradscope::compress::Recipe r = gradscope::compress::uniform_recipe(profiles, Precision::kInt8);
 //   std::cout << r.bytes << " of " << r.fp32_bytes << " bytes\n";

@@ -32,7 +32,7 @@ struct RowProfile {
   std::vector<double> max_abs, sum_sq, fallback_sq;
   std::vector<double> fallback;  ///< the fallback row (dim values): the mean of the exposed rows
   /// Empty, or per row the row it may share (a representative, itself never merged; -1: none)
-  /// and the squared distance to it (torch/apply_recipe.h: add_merge_candidates).
+  /// and the squared distance to it (torch/compress/apply_recipe.h: add_merge_candidates).
   std::vector<int64_t> merge_into;
   std::vector<double> merge_sq;
 };

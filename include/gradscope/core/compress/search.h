@@ -3,7 +3,7 @@
 // underprices pruning (docs/validation.md section 4); this search applies candidates and
 // measures them instead. Bisection over the byte budget of make_recipe: each probe is one
 // recipe and one measurement. Standard library only: the caller's function applies a recipe
-// and measures it (torch/compress_search.h does so on a LibTorch model).
+// and measures it (torch/compress/search.h does so on a LibTorch model).
 //
 //   auto loss = [&](const Recipe& r) { /* apply r to a copy, evaluate, restore */ return 0.0; };
 //   MeasuredSearch s = gradscope::compress::search_max_loss(profiles, /*max_loss=*/0.01, loss);

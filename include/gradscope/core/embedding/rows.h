@@ -8,7 +8,7 @@
 //   double snr = rows.snr(row);                             // NaN until two gradients
 //   ZombieWindows w = rows.windows(row);                    // consecutive-update cosines
 //
-// Standard library only: the LibTorch tracker (gradscope/torch/embedding.h) gathers the
+// Standard library only: the LibTorch tracker (gradscope/torch/embedding/tracker.h) gathers the
 // touched rows and feeds them here, so every update is O(dim) and never touches other rows.
 // A row's record: 80 bytes of counters and running sums, its gradient mean (4 x dim, float32)
 // and its previous update (2 x dim, bfloat16), padded to whole 64-byte cache lines. dim 64:

@@ -1,0 +1,205 @@
+// Audit: per-module gradient health of a LibTorch model, cheap enough for every step.
+//
+//   gradscope::torch::Audit audit(model);             // RAII: hooks go when audit does
+//   for (...) {
+//     optimizer.zero_grad();
+//     auto y = audit.forward(*model, x);              // Sequential: every child captured
+//     loss_fn(y, target).backward();                  // custom modules: x = audit.tap("enc", x)
+//     audit.step(optimizer);                          // = optimizer.step() + measurements
+//   }
+//   std::cout << gradscope::render_table(audit.report());
+//
+// Nodes: by default each direct child of the model that owns parameters ("encoder"); scoped
+// submodules inside a node get ids like "encoder/backbone.0". What is measured per audited
+// step: activations and output gradients of tapped nodes; parameter gradients after backward
+// has accumulated them, parameter norms, and the real update across the optimizer step.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gradscope/core/audit/architecture.h"
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/run_sink.h"
+#include "gradscope/torch/distributed/rank_merge.h"
+#include "gradscope/torch/audit/scope.h"
+
+namespace gradscope::torch {
+
+/// Per-channel view of one node (opt-in): statistics along `dim`, every `every` audited steps.
+struct ChannelView {
+  int64_t dim = 1;
+  int every = 10;
+  /// Channel groups compared with each other for LEAKAGE, as [begin, end) channel ranges.
+  std::vector<std::pair<int64_t, int64_t>> groups;
+};
+
+/// What the audit measures and how it judges.
+struct AuditOptions {
+  Thresholds thresholds;
+  /// Audit every N-th step; other steps cost one integer test per tap.
+  int sample_every = 1;
+  /// Threads for one tensor's statistics pass (tensors of 256K+ elements per thread);
+  /// 0 = one per hardware thread. 1 by default: the passes run between LibTorch ops, but the
+  /// cores are not idle then (OpenBLAS's threads spin after each matrix product), and on two
+  /// cores a second pass thread made bench-audit's every-step overhead 4 points worse
+  /// (docs/benchmarks.md).
+  int threads = 1;
+  /// Gradient signal-to-noise per node across audited steps (opt-in: keeps one double per
+  /// parameter element, 8 bytes each). SNR = ||mean_t g||^2 / mean_t ||g_t - mean_t g||^2.
+  /// A parameter whose shape changes between audited steps is then an Error.
+  bool gradient_snr = false;
+  /// Per-node scopes; nodes not named use their type's registered scope, else auto.
+  std::map<std::string, NodeScope> scopes;
+  /// Channel views by node id.
+  std::map<std::string, ChannelView> channels;
+  /// A channel view for every top-level module node not named in `channels`.
+  std::optional<ChannelView> channels_all_nodes;
+  /// Pairs of branch ids whose activations are compared (linear CKA) for LEAKAGE, at the
+  /// steps where channel views sample (every `leakage_every` audited steps).
+  std::vector<std::pair<std::string, std::string>> leakage_pairs;
+  int leakage_every = 10;
+  /// Element histograms (TensorBoard's default buckets, core/stats/element_histogram.h) of every
+  /// tapped node's activation and output gradient and of each node's parameter gradients
+  /// (all its parameters together), every N-th audited step; 0 = off. Handed to the sink in
+  /// StepRecords::histograms. At a sampled step each tensor is read once more (f16/bf16 and
+  /// tensors off the CPU are first copied to a CPU float tensor); other steps cost nothing.
+  int histogram_every = 0;
+  /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
+  std::vector<std::string> free_nodes;
+  /// Called at the end of every audited step with that step's records (a run store wants
+  /// `sink`, which also gets the channel and similarity records and the summary). With a
+  /// process group and merge_async, one audited step later (see merge_async).
+  std::function<void(const std::vector<Record>&)> on_step;
+  /// Records, channel records and similarity records kept in memory for records(),
+  /// channel_records() and similarity_records(): those of the last `keep_steps` audited steps
+  /// (a ring; the oldest step goes first). A record takes about 150 bytes, so 100 steps of a
+  /// model of 10 nodes with 4 sites each keep about 600 KB. 0 keeps every step (memory grows
+  /// with the run). report() needs none of them: it judges per-node aggregates updated as
+  /// each step ends, so it covers every audited step however many are kept. A million audited
+  /// steps of a 10-node model with a RunWriter attached grow the resident set by less than
+  /// 64 MiB, nearly all of it the writer's queue (tests/torch/audit_memory_test.cpp).
+  int64_t keep_steps = 100;
+  /// false: keep no records in memory at all (a sink or on_step persists them); report() is
+  /// the same.
+  bool keep_records = true;
+  /// Gets every audited step as it ends (records, channel and similarity records), and the
+  /// run's summary from finish(): e.g. a RunWriter, so the saved run holds the whole report.
+  /// Not owned; it must outlive the audit's last step() and finish(), and with a process group
+  /// and merge_async the Audit itself (its destructor hands over a step still in flight).
+  RunSink* sink = nullptr;
+  /// Many processes (docs/distributed.md): every audited step's records are merged across the
+  /// group's ranks, so records(), report() and on_step describe the whole job on every rank.
+  /// Only rank 0 hands steps and the summary to `sink`. Every rank constructs its Audit (a
+  /// collective: it checks that all audit the same nodes, dtypes and shapes, else throws Error
+  /// naming the difference) and step()s the same steps.
+  ProcessGroupPtr process_group;
+  /// With a process group: true leaves each audited step's collective in flight while the
+  /// next step computes, and waits for it at the next audited step's step() (or at report(),
+  /// records(), channel_records(), similarity_records(), warnings(), flush(), finish() or the
+  /// destructor, whichever comes first): on_step and `sink` then get step N during step N+1's
+  /// step(), and a dead rank's error, naming step N, comes from there. false waits at step N's
+  /// own step(), as a single process does. Channel-view and histogram steps wait for the
+  /// ranks' sizes in their own step() either way. Off by default: it moves on_step and the
+  /// dead-rank error one step later, where a job's own next collective may fail first
+  /// (docs/distributed.md).
+  bool merge_async = false;
+
+  /// Many processes: the most bytes one rank sends per audited step to make the effective
+  /// ranks of channel views and the CKA of channel groups and leakage pairs the job's exactly
+  /// (docs/distributed.md); a measurement that would pass it keeps each rank's own value, with
+  /// a warning. Every rank needs the same value. 0: none is merged.
+  int64_t merge_spectra_max_bytes = int64_t{16} << 20;
+};
+
+class Audit {
+ public:
+  /// Audits `model`: nodes are its direct children that own parameters (or the model itself
+  /// when it has no children).
+  explicit Audit(std::shared_ptr<::torch::nn::Module> model, AuditOptions options = {});
+  template <class Impl>
+  explicit Audit(const ::torch::nn::ModuleHolder<Impl>& model, AuditOptions options = {})
+      : Audit(std::static_pointer_cast<::torch::nn::Module>(model.ptr()), std::move(options)) {}
+  /// Standalone mode: exactly these (id, module) pairs are the nodes.
+  Audit(std::vector<std::pair<std::string, std::shared_ptr<::torch::nn::Module>>> nodes,
+        AuditOptions options = {});
+  /// Removes every hook the audit installed; hooks still attached to live tensors become
+  /// inert. Safe during stack unwinding. With a merge in flight (merge_async) it waits for it
+  /// (a dead rank: at most the group's timeout) and hands the step over; it never throws: a
+  /// failed merge is written to stderr.
+  ~Audit();
+  Audit(const Audit&) = delete;
+  Audit& operator=(const Audit&) = delete;
+
+  /// Records `x` as the output of node `id` (activation now, output gradient in backward)
+  /// and returns it unchanged. Throws Error naming the node for an unknown id (with the
+  /// nearest ones), an undefined tensor, a channel view that does not fit `x`, or a leakage
+  /// pair tapped with another number of samples at the same step; a tap that throws records
+  /// nothing.
+  at::Tensor tap(const std::string& id, const at::Tensor& x);
+  /// Same, with the id looked up from the module (for ModuleList loops).
+  at::Tensor tap(const ::torch::nn::Module& module, const at::Tensor& x);
+  /// Records `x` as the pre-activation of node `id` (the input of a squashing function such
+  /// as tanh or sigmoid, judged for SATURATED) when the node is audited this step. For
+  /// adapters that run the forward themselves (the Python hooks); forward() calls it.
+  void record_pre_activation(const std::string& id, const at::Tensor& x);
+  /// Runs a Sequential child by child and taps each audited child's output; parameter-free
+  /// children (activations, dropout) belong to the audited child before them; when the next
+  /// one is Tanh, Sigmoid, Hardtanh or Softsign, the child's own output is also recorded as
+  /// its pre-activation (for SATURATED). A child that throws LibTorch's error is named in
+  /// the Error thrown instead.
+  at::Tensor forward(::torch::nn::SequentialImpl& sequential, at::Tensor x);
+  at::Tensor forward(const ::torch::nn::Sequential& sequential, at::Tensor x) {
+    return forward(*sequential.ptr(), std::move(x));
+  }
+
+  /// Ends the step: reads the accumulated parameter gradients, runs `optimizer.step()`,
+  /// measures the real update. Call once per step after backward.
+  void step(::torch::optim::Optimizer& optimizer);
+  /// Same for any update rule: `apply_update` changes the parameters.
+  void step(const std::function<void()>& apply_update);
+
+  /// The step being recorded (number of step() calls so far).
+  int64_t current_step() const;
+  /// Node and submodule ids in execution order (of the first audited step).
+  std::vector<std::string> node_ids() const;
+  /// The records the audit keeps (AuditOptions::keep_steps: by default those of the last 100
+  /// audited steps, oldest first), then those of the step being recorded. on_step (e.g. the
+  /// run store) sees every step's.
+  std::vector<Record> records() const;
+  /// Channel and similarity records of the kept steps (keep_steps), oldest first.
+  std::vector<ChannelRecord> channel_records() const;
+  std::vector<SimilarityRecord> similarity_records() const;
+  /// Flags and evidence over all audited steps (kept or not), nodes in execution order.
+  Report report() const;
+  /// Nodes with their types and parameter counts, in execution order.
+  Architecture architecture() const;
+  /// Warnings raised so far (e.g. a scope truncated by max_modules).
+  std::vector<std::string> warnings() const;
+  /// Hands options.sink the run's summary: the thresholds, architecture(), warnings() and
+  /// the per-node values report() computes from the audit's state (gradient SNR). Call after
+  /// the last step; a later call replaces the earlier summary. Does nothing without a sink.
+  void finish() const;
+  /// With a process group and merge_async: waits for the last audited step's merge and hands
+  /// that step to on_step and the sink (rank 0's), as the next step() would; throws Error as
+  /// step() would when it failed. Otherwise does nothing.
+  void flush() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace gradscope::torch

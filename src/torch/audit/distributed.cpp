@@ -1,0 +1,79 @@
+// Audit across processes: which nodes every rank must agree on, and the merge at each step's
+// end, where the step's records are complete, waited for at the next audited step with
+// merge_async (docs/distributed.md).
+#include <c10/core/ScalarType.h>
+
+#include "audit/state.h"
+#include "gradscope/torch/tensor.h"
+
+namespace gradscope::torch {
+
+void Audit::State::init_ranks() {
+  if (!options.process_group) return;
+  // A node's parameters' dtypes and shapes: ranks that differ there would merge statistics of
+  // different things, so they must agree before anything is merged.
+  std::vector<std::string> ids, descriptions;
+  for (const Entry& e : entries) {
+    std::string d = e.module ? "" : "free node";
+    for (std::size_t pi : e.params) {
+      const at::Tensor& t = params[pi].tensor;
+      d += (d.empty() ? "" : ", ") + std::string(c10::toString(t.scalar_type())) + shape_of(t);
+    }
+    if (d.empty()) d = "no parameters";
+    // What sizes the views part of each step's buffer: ranks whose buffers differ in size
+    // cannot meet in the allgather (Gloo aborts the receiving rank), so the options that decide
+    // it must agree now, with an error naming them.
+    if (e.channel_view) d += ", channel view dim " + std::to_string(e.channel_view->dim) + " every " + std::to_string(e.channel_view->every);
+    if (options.histogram_every > 0) d += ", histograms every " + std::to_string(options.histogram_every);
+    // And at which steps the effective ranks and CKA are merged (spectra.cpp).
+    if (e.leakage) d += ", leakage every " + std::to_string(options.leakage_every);
+    if (e.channel_view || options.histogram_every > 0) d += " of every " + std::to_string(options.sample_every) + " steps";
+    ids.push_back(e.id);
+    descriptions.push_back(d);
+  }
+  ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions));
+  spectra = std::make_unique<internal::SpectraMerge>(options.process_group, "audit", options.merge_spectra_max_bytes);
+}
+
+bool Audit::State::views_step() const {
+  if (histogram_step()) return true;
+  // A superset of the steps a tap records a channel view at (tap.cpp): it also counts
+  // submodules' views at steps their own sample_every skips, which then send nothing.
+  for (const Entry& e : entries)
+    if (e.channel_view && audit_index() % e.channel_view->every == 0) return true;
+  return false;
+}
+
+// Collective order: every merge starts inside step(), at the same point of every rank's loop;
+// the waits (here, report(), the destructor) start none, so a rank that waits early (say rank
+// 0 printing report()) cannot reorder its collectives against the others' gradient all-reduces.
+void Audit::State::merge_step(int64_t at_step, const StepRecords*& ended) {
+  current.step = at_step;
+  if (ranks->pending()) {  // merge_async: the previous audited step's, left in flight
+    StepRecords merged = ranks->finish();
+    ended = &end_step(merged);
+  }
+  StepRecords mine;
+  std::swap(mine, current);
+  ranks->start(std::move(mine), views_step());
+  if (options.merge_async) return;
+  StepRecords merged = ranks->finish();
+  ended = &end_step(merged);
+}
+
+void Audit::State::settle() {
+  if (!ranks) return;  // one process: nothing is ever in flight
+  std::unique_lock<std::mutex> lock(mutex);
+  if (!ranks->pending() || handing_over) return;
+  StepRecords merged = ranks->finish();
+  const StepRecords& ended = end_step(merged);
+  lock.unlock();  // the callbacks may call back into the audit
+  hand_over(ended);
+}
+
+void Audit::State::hand_over(const StepRecords& ended) {
+  if (options.on_step) options.on_step(ended.records);
+  if (options.sink && writes_run()) options.sink->add_step(ended);
+}
+
+}  // namespace gradscope::torch

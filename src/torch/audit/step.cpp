@@ -1,0 +1,207 @@
+// Audit::step: parameter gradients (after backward has accumulated them), parameter values,
+// and the real update across the optimizer step; then the step's channel and branch views.
+#include <ATen/Functions.h>
+#include <ATen/core/Tensor.h>
+
+#include <iterator>
+#include <optional>
+
+#include "aten_stats.h"
+#include "audit/state.h"
+#include "audit/channel_math.h"
+#include "gradscope/core/error.h"
+#include "gradscope/torch/tensor.h"
+
+namespace gradscope::torch {
+namespace {
+
+// The gradient SNR sums each parameter's gradients across steps, so it needs one shape; a
+// parameter given another one (weight.set_data) is an error before the step measures anything.
+void check_snr_shapes(const Audit::State& s) {
+  for (const Audit::State::Param& p : s.params) {
+    const at::Tensor& grad = p.tensor.grad();
+    if (!p.snr_sum.defined() || !grad.defined() || grad.is_sparse()) continue;
+    if (!grad.sizes().equals(p.snr_sum.sizes()))
+      throw Error("audit: parameter '" + p.name + "': gradient shape changed from " + shape_of(p.snr_sum) + " to " +
+                  shape_of(grad) + " since an earlier audited step; gradient_snr needs one shape");
+  }
+}
+
+}  // namespace
+
+void Audit::step(::torch::optim::Optimizer& optimizer) {
+  step([&] { optimizer.step(); });
+}
+
+void Audit::step(const std::function<void()>& apply_update) {
+  State& s = *state_;
+  if (!s.audited()) {
+    apply_update();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.step;
+    return;
+  }
+  const int64_t step = s.step;
+  const bool histogram = s.histogram_step();
+  if (s.options.gradient_snr) check_snr_shapes(s);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.first_audited < 0) s.first_audited = step;
+  }
+  // Per-entry sums and flags of this step, in buffers kept across steps (no allocation).
+  using Sums = State::EntrySums;
+  std::vector<Sums>& sums = s.sums;
+  sums.assign(s.entries.size(), Sums{});
+  s.snapshotted.assign(s.params.size(), 0);
+  s.had_grad.assign(s.entries.size(), 0);
+  auto into = [&](const State::Param& p, auto&& add) { s.into_sums(p, add); };
+  // The ATen path (aten_stats.h) queues its tensors on the step's batch instead: they join
+  // `sums` in this same order as the batch resolves, before the records are built below.
+  using To = State::Deferred::To;
+
+  // The parameters' data are read in place: a detached alias (a new TensorImpl a parameter,
+  // every step) is only made on the rare paths that hand the tensor to LibTorch ops.
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    State::Param& p = s.params[i];
+    const at::Tensor& value = p.tensor;
+    if (!p.tensor.requires_grad()) {
+      if (internal::use_aten_stats(value)) {
+        s.defer_param(To::kFrozen, i, value, p.name);
+        continue;
+      }
+      const Stats v = stats_of(value, p.name, s.stats_options);
+      into(p, [&](Sums& x) { x.frozen = merge(x.frozen, v), x.any_frozen = true; });
+      continue;
+    }
+    const at::Tensor& grad = p.tensor.grad();
+    // Only parameters with a gradient are updated by the optimizer step: snapshot those, in
+    // the same read that measures them when the parameter is contiguous.
+    // Not on the CPU (or GRADSCOPE_FORCE_ATEN_STATS): no view; measured on its device by
+    // stats_of and snapshotted there by the clone below (aten_stats.h).
+    const std::optional<TensorView> view =
+        internal::use_aten_stats(value) ? std::nullopt : std::optional<TensorView>(view_of(value, p.name));
+    Stats v;
+    if (grad.defined() && view && view->is_contiguous()) {
+      if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
+          p.snapshot.scalar_type() != value.scalar_type())
+        p.snapshot = at::empty_like(value.detach(), at::MemoryFormat::Contiguous);
+      v = compute_and_copy(*view, p.snapshot.data_ptr(), s.stats_options);
+      s.snapshotted[i] = 1;
+    } else {
+      if (view) v = compute(*view, s.stats_options);
+      else s.defer_param(To::kValue, i, value, p.name);
+      if (grad.defined()) {
+        p.snapshot = value.detach().clone(at::MemoryFormat::Contiguous);
+        s.snapshotted[i] = 1;
+      }
+    }
+    if (view) into(p, [&](Sums& x) { x.value = merge(x.value, v), x.any_value = true; });
+    if (grad.defined()) {
+      const bool snr = s.options.gradient_snr && !grad.is_sparse();
+      // Sparse gradients (Embedding with sparse=true): the summed values of touched rows.
+      const bool aten = internal::use_aten_stats(grad);
+      Stats g;
+      if (aten) {
+        s.defer_param(snr ? To::kGradSnr : To::kGrad, i, grad.is_sparse() ? grad.coalesce().values() : grad,
+                      p.grad_name);
+      } else {
+        g = grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, s.stats_options)
+                             : stats_of(grad, p.grad_name, s.stats_options);
+        into(p, [&](Sums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
+      }
+      if (histogram) s.param_grad_histogram(p, grad);
+      if (snr) {
+        if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
+        p.snr_sum.add_(grad.to(at::kDouble));
+        if (!aten) s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
+        s.had_grad[static_cast<std::size_t>(p.node)] = 1;
+      }
+    }
+  }
+  for (std::size_t e = 0; e < s.entries.size(); ++e)
+    if (s.had_grad[e]) ++s.entries[e].snr_steps;
+
+  apply_update();
+
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    if (!s.snapshotted[i]) continue;
+    State::Param& p = s.params[i];
+    const std::optional<TensorView> after =
+        internal::use_aten_stats(p.tensor) ? std::nullopt : std::optional<TensorView>(view_of(p.tensor, p.name));
+    Stats d;
+    if (after && after->is_contiguous()) {
+      const TensorView before = view_of(p.snapshot, p.before_name);
+      d = compute_difference(*after, before, s.stats_options);  // after - before, never stored
+    } else {
+      at::sub_out(p.snapshot, p.tensor.detach(), p.snapshot);
+      if (internal::use_aten_stats(p.snapshot)) {  // read now, on its device; copied at the end
+        s.defer_param(To::kUpdate, i, p.snapshot, p.update_name);
+        continue;
+      }
+      d = stats_of(p.snapshot, p.update_name, s.stats_options);
+    }
+    into(p, [&](Sums& x) { x.update = merge(x.update, d), x.any_update = true; });
+  }
+
+  std::unique_lock<std::mutex> lock(s.mutex);
+  s.resolve_stats();  // the step's one device-to-host copy (per device) of the ATen path
+  std::vector<Record>& records = s.current.records;
+  for (std::size_t e = 0; e < s.entries.size(); ++e) {
+    const Sums& x = sums[e];
+    const std::string& id = s.entries[e].id;
+    if (x.any_grad) records.push_back({step, id, Site::kParamGrad, x.grad});
+    if (x.any_value) records.push_back({step, id, Site::kParam, x.value});
+    if (x.any_frozen) records.push_back({step, id, Site::kFrozenParam, x.frozen});
+    if (x.any_update) records.push_back({step, id, Site::kUpdate, x.update});
+  }
+  s.end_param_histograms();
+  for (auto& [index, record] : s.pending_channels) s.current.channels.push_back(std::move(record));
+  s.pending_channels.clear();
+  for (const auto& [a, b] : s.options.leakage_pairs) {
+    const auto x = s.leakage_inputs.find(s.by_id.at(a));
+    const auto y = s.leakage_inputs.find(s.by_id.at(b));
+    if (x == s.leakage_inputs.end() || y == s.leakage_inputs.end()) continue;
+    const double cka = internal::linear_cka(x->second, y->second);
+    s.current.similarities.push_back({step, a, b, cka});
+    s.current.similarities.push_back({step, b, a, cka});
+  }
+  s.merge_spectra(step);  // many processes: the job's effective ranks and CKA
+  s.leakage_inputs.clear();
+  // Execution order is known once the first audited backward has run.
+  for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
+  s.order_hooks.clear();
+  // The step that ends here, judged and kept (records.cpp). Many processes: the job's
+  // records (distributed.cpp); with merge_async that is the previous audited step, and
+  // this one's collective is left in flight.
+  const StepRecords* ended = nullptr;
+  if (!s.ranks) {
+    s.current.step = step;
+    ended = &s.end_step(s.current);
+  } else {
+    try {
+      s.merge_step(step, ended);
+    } catch (...) {
+      lock.unlock();
+      if (ended) s.hand_over(*ended);  // merged whole before this step's merge failed
+      throw;
+    }
+  }
+  ++s.step;
+  if (!ended) return;
+  // merge_async: this step's merge is in flight while on_step runs; a report() from there
+  // must not hand it over before the ended step's callbacks return (State::handing_over).
+  const bool in_flight = s.ranks && s.ranks->pending();
+  s.handing_over = in_flight;
+  lock.unlock();  // the callbacks may call back into the audit
+  struct Reset {
+    State* s;
+    ~Reset() {
+      if (!s) return;
+      std::lock_guard<std::mutex> relock(s->mutex);
+      s->handing_over = false;
+    }
+  } reset{in_flight ? &s : nullptr};
+  s.hand_over(*ended);
+}
+
+}  // namespace gradscope::torch

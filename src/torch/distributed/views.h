@@ -1,0 +1,39 @@
+// The second part of RankMerge's buffer: a step's channel views (per-channel Stats) and
+// element histograms, packed after the Stats slots so that one allgather still carries the
+// whole step. No LibTorch here: tested without processes (tests/torch/distributed_views_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/audit/channels.h"
+#include "gradscope/core/stats/element_histogram.h"
+
+namespace gradscope::torch::internal {
+
+/// Words of one histogram: num, nonfinite, min, max, sum, sum of squares, then one count per
+/// bucket of histogram_bucket_limits() (dense, so every rank's layout is the same).
+std::size_t histogram_words();
+
+/// Sorts `channels` by node and `histograms` by (node, site) with `node_index` (the order
+/// every rank packs and merges in) and returns their words: a hash of the layout (nodes,
+/// channel counts, histogram sites), then every channel record's Stats (activation, then
+/// output gradient, kSlotWords each), then every histogram.
+std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vector<ElementHistogram>& histograms,
+                                const std::function<int(const std::string&)>& node_index);
+
+/// The layout hash pack_views() wrote first.
+inline int64_t views_layout(const int64_t* views) { return views[0]; }
+
+/// Replaces `channels` and `histograms` (as sorted and packed by pack_views) by their merge
+/// over every rank's views (`ranks[r]` points at rank r's first view word; every layout the
+/// same): per-channel Stats merged in rank order, histogram counts, sums, min and max combined;
+/// a parameter-gradient histogram with the same bits on every rank (after a gradient
+/// all-reduce) is taken once. Effective ranks pass through: they are not mergeable from
+/// summaries (spectra.h merges them).
+void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
+                 std::vector<ElementHistogram>& histograms);
+
+}  // namespace gradscope::torch::internal

@@ -1,0 +1,49 @@
+// The wire format of RankMerge and the merge of what the ranks sent; no LibTorch here, so the
+// arithmetic is tested without processes (tests/torch/distributed_wire_test.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/audit/record.h"
+#include "gradscope/core/stats/stats.h"
+
+namespace gradscope::torch::internal {
+
+/// Buffer header: magic, step, slot count, then the views part's word count and layout hash
+/// (views.h; 0 and 0 at a step without views), so that the ranks agree on the
+/// views' size before they send them.
+inline constexpr std::size_t kHeaderWords = 5;
+inline constexpr int64_t kMagic = 0x6772616473636f70;  // "gradscop"
+/// Sites a slot can hold: kActivation .. kPreActivation (the tree sites are never merged).
+inline constexpr std::size_t kSlotSites = 8;
+/// A slot: present flag, the seven counts, the six doubles as their bits.
+inline constexpr std::size_t kSlotWords = 14;
+
+/// Writes `s` into `slot` (kSlotWords words) and marks it present.
+void pack(const Stats& s, int64_t* slot);
+/// Reads a slot written by pack().
+Stats unpack(const int64_t* slot);
+/// True when the slot is present and counts NaN or Inf.
+bool has_nonfinite(const int64_t* slot);
+/// Merges slot `slot` of every rank's buffer (`ranks[r]` points at rank r's first slot) into
+/// `out`, in rank order. Parameter sites (values, gradients, updates) whose bits are the same
+/// on every rank are taken once: after a gradient all-reduce each rank holds the same tensor.
+/// Returns false when no rank has the slot.
+bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out);
+
+/// FNV-1a over the nodes and their descriptions, in order.
+uint64_t hash_nodes(const std::vector<std::string>& nodes, const std::vector<std::string>& descriptions);
+/// "id: description" lines, in order.
+std::string join_nodes(const std::vector<std::string>& nodes, const std::vector<std::string>& descriptions);
+/// Names how the first rank whose text differs from rank 0's differs ("rank 1 lacks 'fc2'
+/// (float32[4, 8]) of rank 0"), from every rank's join_nodes() text.
+std::string describe_difference(const std::vector<std::string>& texts);
+
+/// A double's bits as one int64 word of a buffer, and back: exact, NaN payloads kept.
+int64_t double_bits(double x);
+double bits_double(int64_t w);
+
+}  // namespace gradscope::torch::internal
