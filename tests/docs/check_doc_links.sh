@@ -5,8 +5,13 @@
 #     into a Markdown file, names a heading there (GitHub's slug);
 #  2. no doc, header, source or script names the design notes (design.md) or the seed findings
 #     (FINDINGS.md) unless the repository holds a file of that name: their content lives in
-#     docs/architecture.md and docs/prior-art.md.
-# Links in fenced code blocks and `code spans` are code, not links, and are not checked.
+#     docs/architecture.md and docs/prior-art.md;
+#  3. every path of the repository a doc names, in prose, `code spans` or fenced code, exists:
+#     src/core/stats/stats.cpp, include/gradscope/io/store/run_writer.h, "gradscope/torch/audit/
+#     audit.h" in an #include, core/trees/rules.h (a layer's header or source), with globs
+#     (src/core/stats/kernels_*.cpp) and one {a,b} group (tests/io/tree_{store,render}_test.cpp)
+#     matching something. Placeholders (src/<layer>, tests/fuzz/NAME_fuzz.cpp) are not paths.
+# Links in fenced code blocks and `code spans` are code, not links, and are not checked as links.
 # Usage: check_doc_links.sh REPO_ROOT. Exit 0 when all is well, 1 with one line per problem
 # (FILE:LINE: what) on stderr.
 set -u
@@ -88,6 +93,73 @@ for name in design.md FINDINGS.md; do
   done < <(grep -rniE --binary-files=without-match "(^|[^A-Za-z0-9_-])${name//./\\.}" \
              README.md docs include src python bench tests scripts examples CMakeLists.txt Makefile \
              --exclude-dir=node_modules --exclude=check_doc_links.sh 2>/dev/null)
+done
+
+# LINE<TAB>PATH for each path of the repository a Markdown file names: one that starts with a
+# top-level folder, an include path (gradscope/...), or a layer's path (core/..., io/...).
+# A path starts after a space, a quote, a bracket or a backtick: not inside a URL or another path.
+paths_of() {
+  awk '
+    {
+      line = $0
+      while (match(line, /(^|[] \t`"(<[])(src|include|tests|docs|python|bench|examples|scripts|web|cmake|gradscope|core|io|torch|trees|tensorboard)\/[A-Za-z0-9_.\/*{},<>-]+/)) {
+        token = substr(line, RSTART, RLENGTH); sub(/^[] \t`"(<[]/, "", token)
+        line = substr(line, RSTART + RLENGTH)
+        sub(/[.,:;]+$/, "", token)
+        print NR "\t" token
+      }
+    }' "$1"
+}
+
+# The repository paths a token names: the token itself, under include/ or src/ for the shorter
+# forms. Prints the candidates; the token names something when one of them exists.
+path_exists() {
+  local token=$1 prefixes=("")
+  case "$token" in
+    gradscope/*) prefixes=("include/") ;;
+    core/* | io/* | torch/* | trees/* | tensorboard/*) prefixes=("include/gradscope/" "src/") ;;
+  esac
+  local expanded=("$token")
+  if [[ "$token" =~ ^([^{}]*)\{([^{}]*)\}([^{}]*)$ ]]; then
+    local head=${BASH_REMATCH[1]} tail=${BASH_REMATCH[3]} part
+    expanded=()
+    IFS=, read -ra parts <<<"${BASH_REMATCH[2]}"
+    for part in "${parts[@]}"; do expanded+=("$head$part$tail"); done
+  fi
+  local path prefix
+  for path in "${expanded[@]}"; do
+    local found=0
+    for prefix in "${prefixes[@]}"; do
+      if [[ "$path" == *"*"* ]]; then
+        compgen -G "$prefix$path" >/dev/null && found=1
+      elif [ -e "$prefix$path" ]; then
+        found=1
+      fi
+    done
+    [ "$found" -eq 1 ] || return 1
+  done
+  return 0
+}
+
+for doc in "${docs[@]}"; do
+  while IFS=$'\t' read -r line token; do
+    # placeholders, and folders the build or npm makes
+    [[ "$token" == *[\<\>]* || "$token" =~ [A-Z]{3,} || "$token" == *node_modules* ]] && continue
+    # An include path or a layer's path is one only when it names a header or source ("core/trees"
+    # in prose is a phrase, gradscope/report a TensorBoard tag), and one deeper than a file only
+    # below a folder of that layer (torch/csrc/... is PyTorch's).
+    case "$token" in
+      src/* | include/* | tests/* | docs/* | python/* | bench/* | examples/* | scripts/* | web/* | cmake/*) ;;
+      gradscope/*.h) ;;
+      gradscope/*) continue ;;
+      */*/*.h | */*/*.cpp)
+        layer_dir=${token%%/*}/$(cut -d/ -f2 <<<"$token")
+        [ -d "include/gradscope/$layer_dir" ] || [ -d "src/$layer_dir" ] || continue ;;
+      *.h | *.cpp) ;;
+      *) continue ;;
+    esac
+    path_exists "$token" || problem "$doc:$line: names a path the repository does not have: $token"
+  done < <(paths_of "$doc")
 done
 
 if [ "$problems" -gt 0 ]; then
