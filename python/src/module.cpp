@@ -441,7 +441,8 @@ void bind_embedding(py::module_& m) {
 
 void bind_compress(py::module_& m) {
   namespace cz = gradscope::compress;
-  py::class_<cz::NodeProfile>(m, "NodeProfile", "What the compression rule reads of one node (core/compress/recipe.h).")
+  py::class_<cz::NodeProfile>(
+      m, "NodeProfile", "What the compression rule reads of one node (core/compress/recipe.h).")
       .def_readonly("node", &cz::NodeProfile::node)
       .def_readonly("weight_shape", &cz::NodeProfile::weight_shape)
       .def_readonly("bias", &cz::NodeProfile::bias)

@@ -55,8 +55,8 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
     any = true;
     step_records.push_back(r);
   };
-  // The reader hands channel records over after every record of the range (io/store/run_reader.h), so
-  // their histograms are events of their own, at their steps; TensorBoard orders each tag's
+  // The reader hands channel records over after every record of the range (io/store/run_reader.h),
+  // so their histograms are events of their own, at their steps; TensorBoard orders each tag's
   // values by step, and a version-2 file is not purged for a step that goes back.
   visit.channel = [&](const ChannelRecord& c) {
     end_step();

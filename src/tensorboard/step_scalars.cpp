@@ -135,7 +135,8 @@ void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSumma
     const EmbeddingStats& s = t.stats;
     const int64_t rows = s.num_embeddings;
     out.scalar("embedding/coverage/" + t.layer, fraction(s.exposed_rows, rows));
-    // DEAD_ROWS' count (src/core/embedding/rules.cpp): never in a batch, or in one but never changed.
+    // DEAD_ROWS' count (src/core/embedding/rules.cpp): never in a batch, or in one but never
+    // changed.
     out.scalar("embedding/dead_fraction/" + t.layer,
                fraction(s.never_exposed_rows + s.never_updated_rows, rows));
     out.scalar("embedding/zombie_fraction/" + t.layer, fraction(s.zombie_rows, rows));

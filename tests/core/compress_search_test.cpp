@@ -1,6 +1,6 @@
-// The measured maximum-loss search (core/compress/search.h) against a measurement the test controls:
-// the returned recipe is within the bound and the next smaller probe is not, a bound of 0 keeps
-// every measured loss at 0, the smallest size is reported when it passes, and bad bounds or
+// The measured maximum-loss search (core/compress/search.h) against a measurement the test
+// controls: the returned recipe is within the bound and the next smaller probe is not, a bound of 0
+// keeps every measured loss at 0, the smallest size is reported when it passes, and bad bounds or
 // measurements are refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
-// Recipe storage sizes (core/compress/recipe.h): each figure computed by hand from the documented layout.
+// Recipe storage sizes (core/compress/recipe.h): each figure computed by hand from the documented
+// layout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// Findings (core/findings/findings.h): one per flag with the report's own numbers in its premise, the
-// documented confidence mapping, the flow, embedding and tree findings, and exact_number.
+// Findings (core/findings/findings.h): one per flag with the report's own numbers in its premise,
+// the documented confidence mapping, the flow, embedding and tree findings, and exact_number.
 #include "gradscope/core/findings/findings.h"
 
 #include <gmock/gmock.h>

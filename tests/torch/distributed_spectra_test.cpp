@@ -1,6 +1,6 @@
 // The math behind exact effective ranks and CKA across ranks, in one process
-// (src/torch/distributed/spectra.h): per-shard statistics combined equal the measure of the concatenated
-// shards, to 1e-9 relative.
+// (src/torch/distributed/spectra.h): per-shard statistics combined equal the measure of the
+// concatenated shards, to 1e-9 relative.
 #include "distributed/spectra.h"
 
 #include <ATen/ATen.h>

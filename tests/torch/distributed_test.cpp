@@ -450,9 +450,9 @@ TEST(Distributed, ChannelCountsThatDifferAcrossRanksFailNamingThemNotAbort) {
     const std::string& dir = scratch.path;
     EXPECT_THAT(run_job(mode, 2, dir), ::testing::Each(3)) << mode;
     for (int r = 0; r < 2; ++r)
-      // The effective ranks' check comes first at this step (src/torch/audit/spectra.cpp) and names the
-      // difference; the views' own check (src/torch/distributed/rank_merge.cpp) stays behind it for what no
-      // effective rank measures (a histogram site tapped on one rank only).
+      // The effective ranks' check comes first at this step (src/torch/audit/spectra.cpp) and names
+      // the difference; the views' own check (src/torch/distributed/rank_merge.cpp) stays behind it
+      // for what no effective rank measures (a histogram site tapped on one rank only).
       EXPECT_THAT(read_seen(dir + "/rank" + std::to_string(r) + ".err").error,
                   HasSubstr("audit: ranks disagree on the effective ranks and similarities of step 0: '0, effective "
                             "rank' is 6 channels on rank 0 but 5 channels on rank 1"))

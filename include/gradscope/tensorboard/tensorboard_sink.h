@@ -6,7 +6,7 @@
 //   o.thresholds = options.thresholds;               // the audit's, so the flags agree
 //   gradscope::tensorboard::TensorBoardSink tb("runs/exp1/tb", o);
 //   gradscope::RunWriter run("runs/exp1", {});
-//   gradscope::TeeSink both({&run, &tb});            // core/audit/tee_sink.h: the store and TensorBoard
+//   gradscope::TeeSink both({&run, &tb});            // both sinks (core/audit/tee_sink.h)
 //   options.sink = &both;
 //   ... train ...; audit.finish(); run.close(); tb.close();
 //

@@ -115,8 +115,8 @@ std::string node_table(const Report& report) {
   return out + "</tbody></table>\n";
 }
 
-// One finding as the JSON holds it (core/findings/findings.h): what it implies, what to do, confidence and
-// the premise with its measured numbers. Nothing here is recomputed.
+// One finding as the JSON holds it (core/findings/findings.h): what it implies, what to do,
+// confidence and the premise with its measured numbers. Nothing here is recomputed.
 std::string finding_item(const Finding& f) {
   return fmt::format("<li>{} What to do: {} <span class=\"evidence\">({} confidence)</span>"
                      "<div class=\"evidence\">{}</div></li>\n",
@@ -198,7 +198,8 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
     out += "</tr><tr>";
     for (const auto& [k, v] : cells) out += "<td class=\"mono\">" + esc(v) + "</td>";
     out += "</tr></table>\n";
-    // The table's findings as the JSON has them (core/findings/findings.h): the rule's score and the level.
+    // The table's findings as the JSON has them (core/findings/findings.h): the rule's score and
+    // the level.
     const std::vector<Finding> findings = embedding_findings(r);
     if (findings.empty()) out += "<p>No embedding findings.</p>\n";
     else out += "<ul class=\"advice\">\n";

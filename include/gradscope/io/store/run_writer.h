@@ -6,8 +6,8 @@
 //   for (...) { for (auto& r : probe.measure(step)) run.add(r); run.end_step(); }
 //   run.close();                                          // everything is on disk
 //
-// A RunWriter is a RunSink (core/audit/run_sink.h): AuditOptions::sink = &run hands it every audited
-// step with its channel and similarity records, and Audit::finish() the run's summary
+// A RunWriter is a RunSink (core/audit/run_sink.h): AuditOptions::sink = &run hands it every
+// audited step with its channel and similarity records, and Audit::finish() the run's summary
 // (architecture, warnings, gradient SNR), so the saved run holds all the report needs.
 //
 // The training thread only copies records into a batch; a background thread encodes them and

@@ -1,10 +1,10 @@
 // The binary layout of one step's element histograms inside the run database (schema 4, table
 // histograms; one row per step that has any, like channels).
 //
-// Little endian, per histogram: varint node id, u8 site id (as in a record), varint num,
-// varint nonfinite, f64 min, max, sum, sum_squares, varint bucket count, then per non-empty
-// bucket: varint (index - previous index - 1, the first from -1), varint count. Indices are
-// into histogram_bucket_limits() (core/stats/element_histogram.h), ascending; the counts add up to num.
+// Little endian, per histogram: varint node id, u8 site id (as in a record), varint num, varint
+// nonfinite, f64 min, max, sum, sum_squares, varint bucket count, then per non-empty bucket: varint
+// (index - previous index - 1, the first from -1), varint count. Indices are into
+// histogram_bucket_limits() (core/stats/element_histogram.h), ascending; the counts add up to num.
 #pragma once
 
 #include <cstdint>
