@@ -23,9 +23,8 @@ void write_run_seeds(const std::filesystem::path& out, const std::filesystem::pa
 void write_embedding_seeds(const std::filesystem::path& out, const std::filesystem::path& work);
 
 /// <out>/tree_*: the tree fixture models, XGBoost models trained on the real data sets, CSV.
-/// Without them: <out>/tree_*.skip saying what is missing (run_fuzzer.sh then skips those
-/// targets), or, under CI, Error. The fixtures are in $GRADSCOPE_TREE_FIXTURES, else
-/// ../shared/fixtures/trees; the data in $GRADSCOPE_DATA_DIR, else the checkout's data/.
+/// Error when any is missing. The fixtures are in the repository (tests/data/trees); the data
+/// in $GRADSCOPE_DATA_DIR, else the checkout's data/ (`make data`).
 void write_tree_seeds(const std::filesystem::path& out);
 
 }  // namespace gradscope::fuzz

@@ -1,8 +1,7 @@
-// The tree-reader seeds (tree_*): the fixture models of ../shared/fixtures/trees (the 992-tree
+// The tree-reader seeds (tree_*): the fixture models of tests/data/trees (the 992-tree
 // CatBoost model cut to 24 trees), XGBoost models trained here through its C API on the real
 // data sets (scripts/fetch-data.sh), and the first rows of those data sets as CSV. Without the
-// fixtures or the data the tree targets are skipped (fuzz.tree_* report SKIP), or, under CI,
-// fuzz_seeds fails: a skipped test there is a failed promise (tests/common/require_data.h).
+// data fuzz_seeds fails, saying what to run: no fuzz test skips (tests/common/require_data.h).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,14 +20,6 @@ namespace gradscope::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
-
-const char* const kTreeTargets[] = {"tree_xgboost_json",
-                                    "tree_xgboost_ubjson",
-                                    "tree_lightgbm_text",
-                                    "tree_lightgbm_json",
-                                    "tree_catboost_json",
-                                    "tree_model",
-                                    "tree_csv"};
 
 // The seed under its own target and under tree_model (every format, detected).
 void add(const fs::path& out, const std::string& target, const std::string& name,
@@ -136,30 +127,18 @@ fs::path folder(const char* env, const char* built_in) {
   return value && *value ? value : built_in;
 }
 
-// True when the CI environment variable is set to anything but "", "0" or "false".
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  const std::string v = ci ? ci : "";
-  return !v.empty() && v != "0" && v != "false";
-}
-
 }  // namespace
 
 void write_tree_seeds(const fs::path& out) {
-  const fs::path fixtures = folder("GRADSCOPE_TREE_FIXTURES", GRADSCOPE_TREE_FIXTURE_DIR);
+  const fs::path fixtures = GRADSCOPE_TREE_FIXTURE_DIR;
   const fs::path data = folder("GRADSCOPE_DATA_DIR", GRADSCOPE_DEFAULT_DATA_DIR);
   for (const fs::path& need :
        {fixtures / "lightgbm", fixtures / "catboost" / "creditgermany.json",
         data / "breast_cancer.csv", data / "digits.csv", data / "diabetes.csv"}) {
-    if (fs::exists(need)) continue;
-    if (in_ci())
+    if (!fs::exists(need))
       throw Error("'" + need.string() +
-                  "' is missing under CI (the tree fixtures are in "
-                  "../shared/fixtures/trees; scripts/fetch-data.sh writes the data)");
-    const std::string why = "'" + need.string() + "' is missing";
-    std::printf("fuzz_seeds: %s: the tree targets are skipped\n", why.c_str());
-    for (const char* target : kTreeTargets) write_seed(out, std::string(target) + ".skip", why);
-    return;
+                  "' is missing (the tree fixtures are in the repository, tests/data/trees; "
+                  "`make data` writes the data sets)");
   }
   fixture_seeds(fixtures, out);
   xgboost_seeds(data, out);

@@ -1,4 +1,4 @@
-// The dynamics of real LightGBM and CatBoost models (../shared/fixtures/trees): every round's
+// The dynamics of real LightGBM and CatBoost models (tests/data/trees): every round's
 // loss from the running sums equals the library-exact prediction of that prefix, whatever the
 // format's arithmetic (LightGBM's doubles, CatBoost's scale and bias, 992 oblivious trees).
 #include <gmock/gmock.h>
@@ -11,15 +11,14 @@
 
 #include "../common/require_data.h"
 #include "../core/tree_builders.h"
+#include "tree_test_util.h"
 #include "gradscope/core/trees/dynamics.h"
 #include "gradscope/trees/read_model.h"
 
 namespace gradscope {
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(GRADSCOPE_FIXTURES_DIR) + "/" + name;
-}
+using test::fixture;
 
 // Whitespace-separated rows; with `label_first`, the first column is the label.
 TreeData read_rows(const std::string& path, bool label_first) {

@@ -37,7 +37,7 @@ target_link_libraries(tree_dynamics_live_tests PRIVATE gradscope_xgboost xgboost
 target_compile_options(tree_dynamics_live_tests PRIVATE ${GRADSCOPE_WARNINGS})
 target_compile_definitions(tree_dynamics_live_tests PRIVATE
   GRADSCOPE_DEFAULT_DATA_DIR="${PROJECT_SOURCE_DIR}/data"
-  GRADSCOPE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/../shared/fixtures/trees")
+  GRADSCOPE_TREE_FIXTURE_DIR="${PROJECT_SOURCE_DIR}/tests/data/trees")
 gtest_discover_tests(tree_dynamics_live_tests TEST_PREFIX "trees." DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 600)
 

@@ -25,10 +25,9 @@ inline bool close(double a, double b) {
   return std::fabs(a - b) <= kRelative * std::max(std::fabs(a), std::fabs(b));
 }
 
-/// ../shared/fixtures/trees/<name> beside the checkout (GRADSCOPE_TREE_FIXTURES overrides).
+/// tests/data/trees/<name>: the LightGBM and CatBoost fixtures, in the repository.
 inline std::string fixture(const std::string& name) {
-  const char* env = std::getenv("GRADSCOPE_TREE_FIXTURES");
-  return std::string(env ? env : GRADSCOPE_TREE_FIXTURE_DIR) + "/" + name;
+  return std::string(GRADSCOPE_TREE_FIXTURE_DIR) + "/" + name;
 }
 
 /// <data dir>/<name>: GRADSCOPE_DATA_DIR, else the checkout's data/ (scripts/fetch-data.sh).
