@@ -6,6 +6,8 @@ CMAKE_FLAGS ?=
 # ccache hits across build folders and checkouts: paths under the checkout are hashed relative.
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
+# and caches the translation units that use the precompiled LibTorch headers (cmake/torch_pch.cmake).
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 
 .PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python validate validate-compression clean
 

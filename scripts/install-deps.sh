@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gradscope builds with, and the HTML report's chart libraries
-# (web/, npm ci). Idempotent: silent when all are present.
+# (web/, npm ci). Idempotent: silent when all are present. With --check it installs nothing and
+# exits 1, naming what is missing.
 set -euo pipefail
 
 packages=(
@@ -41,6 +42,12 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# --check: install nothing; exit 1, naming them, when packages are missing.
+if [ "${1:-}" = "--check" ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "install-deps: missing ${missing[*]}"
+  exit 1
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
   sudo=""
