@@ -6,7 +6,10 @@
 # packages this machine already has are not downloaded again, and the JSON says whether they
 # were all there before (`deps_preinstalled`). docs/benchmarks.md, "Build time", has the figures.
 #
-#   bash scripts/measure-first-run.sh [WORK_DIR]    # about 40 minutes on 2 cores
+#   bash scripts/measure-first-run.sh [WORK_DIR [COMMIT]]    # about 40 minutes on 2 cores
+#
+# COMMIT (default HEAD) measures an earlier state the same way, e.g. the commit before the
+# build was cut; FIRST_RUN_TARGETS="demo" measures `make demo` only (test_s is then null).
 #
 # Prints the progress of each command to stderr (a line a minute) and, last, one JSON line:
 #   {"bench":"first_run","demo_s":...,"test_s":...,"deps_preinstalled":...,"cores":...,
@@ -17,7 +20,8 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$(mktemp -d /tmp/gradscope-first-run.XXXXXX)}
 mkdir -p "$work"
-commit=$(git -C "$src" rev-parse --short HEAD)
+commit=$(git -C "$src" rev-parse --short "${2:-HEAD}")
+targets=${FIRST_RUN_TARGETS:-demo test}
 
 preinstalled=true
 bash "$src/scripts/install-deps.sh" --check >/dev/null 2>&1 || preinstalled=false
@@ -27,6 +31,7 @@ timed_make() {
   local target=$1 clone="$work/clone-$1" log="$work/make-$1.log"
   rm -rf "$clone"
   git clone -q "$src" "$clone"
+  git -C "$clone" checkout -q "$commit"
   local start end pid
   start=$(date +%s.%N)
   (cd "$clone" && CCACHE_DISABLE=1 make "$target" >"$log" 2>&1) &
@@ -45,8 +50,15 @@ timed_make() {
 }
 
 load_start=$(cut -d' ' -f1 /proc/loadavg)
-demo_s=$(timed_make demo)
-test_s=$(timed_make test)
+demo_s=null test_s=null
+for target in $targets; do
+  case $target in
+    demo) demo_s=$(timed_make demo) ;;
+    test) test_s=$(timed_make test) ;;
+    *) echo "measure-first-run: FIRST_RUN_TARGETS names demo and test only, not '$target'" >&2
+       exit 2 ;;
+  esac
+done
 load_end=$(cut -d' ' -f1 /proc/loadavg)
-printf '{"bench":"first_run","demo_s":%.0f,"test_s":%.0f,"deps_preinstalled":%s,"cores":%d,"load_start":%s,"load_end":%s,"commit":"%s"}\n' \
+printf '{"bench":"first_run","demo_s":%s,"test_s":%s,"deps_preinstalled":%s,"cores":%d,"load_start":%s,"load_end":%s,"commit":"%s"}\n' \
   "$demo_s" "$test_s" "$preinstalled" "$(nproc)" "$load_start" "$load_end" "$commit"
