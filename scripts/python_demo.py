@@ -1,5 +1,6 @@
-"""make demo's PyTorch model: a dying-ReLU MLP trained through `import gradscope`, its run saved
-beside the C++ demo's runs, with its report and HTML page (gradscope html).
+"""make demo's PyTorch models, trained through `import gradscope`, their runs saved beside the
+C++ demo's runs with their reports and HTML pages (gradscope html): a dying-ReLU MLP, and a
+healthy MLP trained with loss scaling as mixed precision does it, whose first steps overflow.
 
     PYTHONPATH=build/python /usr/bin/python3 scripts/python_demo.py DATA_DIR OUT_DIR GRADSCOPE_BIN
 """
@@ -17,11 +18,31 @@ import gradscope
 STEPS = 200
 
 
-def main(data_dir, out_dir, cli):
+def digits(data_dir):
     rows = list(csv.reader(open(os.path.join(data_dir, "digits.csv"))))
     x = torch.tensor([[float(v) for v in r[:64]] for r in rows]) / 16.0
     y = torch.tensor([int(float(r[64])) for r in rows])
-    x = (x - x.mean(0)) / x.std(0).clamp_min(1e-6)
+    return (x - x.mean(0)) / x.std(0).clamp_min(1e-6), y
+
+
+def save_reports(run, cli):
+    """report.{txt,json} and report.html from one source, the saved run (it holds the whole report)."""
+    report = gradscope.load_run(run).report
+    with open(os.path.join(run, "report.txt"), "w") as f:
+        f.write(str(report))
+    with open(os.path.join(run, "report.json"), "w") as f:
+        f.write(report.to_json())
+    subprocess.run([cli, "html", run, "-o", os.path.join(run, "report.html")], check=True)
+    return report
+
+
+def main(data_dir, out_dir, cli):
+    dying_relu(data_dir, out_dir, cli)
+    loss_scale(data_dir, out_dir, cli)
+
+
+def dying_relu(data_dir, out_dir, cli):
+    x, y = digits(data_dir)
     torch.manual_seed(7)
     fc2 = nn.Linear(64, 64)
     with torch.no_grad():
@@ -37,19 +58,69 @@ def main(data_dir, out_dir, cli):
             opt.zero_grad()
             nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
             audit.step(opt)
-    # report.{txt,json} and report.html from one source, the saved run (it holds the whole report).
-    report = gradscope.load_run(run).report
-    with open(os.path.join(run, "report.txt"), "w") as f:
-        f.write(str(report))
-    with open(os.path.join(run, "report.json"), "w") as f:
-        f.write(report.to_json())
-    subprocess.run([cli, "html", run, "-o", os.path.join(run, "report.html")], check=True)
+    report = save_reports(run, cli)
     with torch.no_grad():
         accuracy = (model(x).argmax(1) == y).float().mean().item()
     print("\n== python-dying-relu: PyTorch (import gradscope), fc2 with bias -10 before its ReLU\n")
     print(report)
     print("summary (PyTorch through the Python module)")
     print(f"  {'python-dying-relu':24s} accuracy {accuracy:.3f}  {report.verdict().strip()}")
+    print(f"HTML report: {os.path.join(run, 'report.html')}")
+
+
+def float16_gradient(t):
+    """t, whose gradient is rounded through float16 in backward, as under autocast: a scaled
+    gradient past 65504 becomes inf."""
+    if t.requires_grad:  # not in the accuracy pass under no_grad
+        t.register_hook(lambda g: g.half().float())
+    return t
+
+
+class Fp16Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.out = nn.Linear(64, 64), nn.Linear(64, 64), nn.Linear(64, 10)
+
+    def forward(self, x):
+        h = float16_gradient(torch.relu(self.fc1(x)))
+        h = float16_gradient(torch.relu(self.fc2(h)))
+        return float16_gradient(self.out(h))
+
+
+def loss_scale(data_dir, out_dir, cli):
+    """Loss scaling by hand, as GradScaler does it: multiply the loss by the scale; when a
+    gradient is not finite, skip the optimizer step and halve the scale. The scale starts too
+    high, so the first steps overflow; the audit (set_loss_scale) reports the gradients
+    unscaled and the skipped steps as LOSS_SCALE_OVERFLOW, not as NaN of the model."""
+    x, y = digits(data_dir)
+    torch.manual_seed(7)
+    model = Fp16Mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    run = os.path.join(out_dir, "demo-python-loss-scale")
+    scale, skipped = 2.0 ** 24, []
+    with gradscope.Audit(model, run=run, run_name="demo-python-loss-scale", overwrite=True) as audit:
+        for step in range(STEPS):
+            audit.set_loss_scale(scale)
+            idx = torch.randint(0, len(x), (64,))
+            opt.zero_grad()
+            (nn.functional.cross_entropy(model(x[idx]), y[idx]) * scale).backward()
+            finite = all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+            def update():
+                for p in model.parameters():
+                    p.grad.div_(scale)
+                opt.step()
+            audit.step(update if finite else (lambda: None))
+            if not finite:
+                skipped.append(step)
+                scale /= 2
+    report = save_reports(run, cli)
+    with torch.no_grad():
+        accuracy = (model(x).argmax(1) == y).float().mean().item()
+    print("\n== python-loss-scale: PyTorch, loss scaled from 2^24 with float16 gradients; "
+          f"the scaler skipped steps {skipped}\n")
+    print(report)
+    print(f"  {'python-loss-scale':24s} accuracy {accuracy:.3f}  {report.verdict().strip()}")
     print(f"HTML report: {os.path.join(run, 'report.html')}")
 
 

@@ -8,7 +8,16 @@ output as the pre-activation (for SATURATED). Elsewhere a node's activation is i
 output. A module called several times in one step is recorded at every call; the calls of a
 step merge into that step's statistics. A tuple or list output is measured by its first tensor
 (an LSTM's output, not its state); any other output is an Error naming the node.
+
+Only training passes are recorded: a forward with gradients enabled through modules in training
+mode (not one under torch.no_grad() or after model.eval(), nor inside `with audit.paused():`),
+and a forward that torch.utils.checkpoint recomputes in backward once. Mixed precision: pass the
+GradScaler (scaler=); every gradient statistic is then reported unscaled, and a step skipped on
+overflow counts in report().loss_scale (LOSS_SCALE_OVERFLOW), never as NAN.
 """
+import contextlib
+import math
+import numbers
 import os
 import sys
 
@@ -74,11 +83,28 @@ def _node_spec(node_id, module):
     return (node_id, type(module).__name__, subs, params)
 
 
+def _grads_unscaled(scaler, optimizer):
+    """Whether scaler.unscale_(optimizer) has run since the scaler's last update(). GradScaler
+    keeps this per optimizer (its _per_optimizer_states[id(optimizer)]["stage"], UNSCALED); the
+    function form of step() names no optimizer, so there any optimizer unscaled counts. A
+    scaler without that state is taken to leave the gradients scaled until its step()."""
+    states = getattr(scaler, "_per_optimizer_states", None)
+    if not states:
+        return False
+
+    def unscaled(state):
+        return getattr(state.get("stage"), "name", None) == "UNSCALED"
+    if optimizer is not None:
+        return id(optimizer) in states and unscaled(states[id(optimizer)])  # `in`: a defaultdict
+    return any(unscaled(state) for state in list(states.values()))
+
+
 def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs, leakage_every,
              free_nodes, gradient_snr, threads, keep_records, keep_steps, scopes, on_step, histogram_every=0,
-             process_group=None):
+             process_group=None, ranks_average_gradients=True):
     o = _engine.AuditOptions()
     o.process_group = resolve_process_group(process_group, "audit")
+    o.ranks_average_gradients = bool(ranks_average_gradients)
     if thresholds is not None:
         o.thresholds = thresholds
     o.sample_every = sample_every
@@ -116,13 +142,22 @@ class Audit:
     group) merges every audited step across the group's ranks, so that report(), records() and
     on_step describe the whole job on every rank; constructing the Audit is then a collective.
     Only rank 0 writes `run` and `tensorboard`: the other ranks ignore them and create nothing
-    (docs/distributed.md).
+    (docs/distributed.md). `ranks_average_gradients` (True, as DDP): each rank's output
+    gradients are divided by the world size, so the merged ones equal the one-process run DDP
+    stands for; False for a job that sums the ranks' gradients.
+    `scaler`: mixed precision (docs/python.md, "Your training loop"). A torch GradScaler (or an
+    object with its get_scale() and step()): its scale is read at each step's first forward,
+    gradient statistics are reported unscaled, step(optimizer) runs scaler.step(optimizer), and
+    a step whose gradients overflowed and whose update was skipped counts in
+    report().loss_scale instead of being judged NAN. A number: a fixed loss scale (as
+    set_loss_scale).
     """
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
                  gradient_snr=False, threads=1, keep_records=True, keep_steps=100, scopes=None, on_step=None,
-                 run_name=None, overwrite=False, tensorboard=None, histogram_every=0, process_group=None):
+                 run_name=None, overwrite=False, tensorboard=None, histogram_every=0, process_group=None,
+                 ranks_average_gradients=True, scaler=None):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
@@ -136,7 +171,8 @@ class Audit:
             run_spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), overwrite)
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
                            leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
-                           resolve_scopes(self._nodes, scopes), on_step, histogram_every, process_group)
+                           resolve_scopes(self._nodes, scopes), on_step, histogram_every, process_group,
+                           ranks_average_gradients)
         if tensorboard is not None:
             tensorboard = os.fspath(tensorboard)
         self._engine = _engine.AuditEngine(specs, options, run_spec, tensorboard)
@@ -156,6 +192,20 @@ class Audit:
                     seen.add(id(p))
                     self._params.append(p)
         self._handles = []
+        self._scaler = None
+        if scaler is not None:
+            if isinstance(scaler, numbers.Real) and not isinstance(scaler, bool):
+                try:
+                    self.set_loss_scale(scaler)
+                except BaseException:
+                    self.close()
+                    raise
+            elif callable(getattr(scaler, "get_scale", None)) and callable(getattr(scaler, "step", None)):
+                self._scaler = scaler
+            else:
+                self.close()
+                raise Error(f"audit: scaler must be a GradScaler (with get_scale() and step()) or a number, "
+                            f"got {type(scaler).__name__}")
         try:
             self._install_hooks(nodes is None and isinstance(model, nn.Sequential))
         except BaseException:
@@ -186,19 +236,25 @@ class Audit:
                 self._handles.append(child.register_forward_hook(self._tap_hook(current)))
                 current = None
 
+    # A module in eval mode runs an evaluation pass: not recorded (the engine checks grad
+    # mode, checkpoint recomputation and pauses; the shells it audits have no eval flag).
     def _tap_hook(self, node_id, submodule=False):
         def hook(module, inputs, output):
-            if self._audited:
+            if self._audited and module.training:
                 self._engine.tap(node_id, _first_tensor(output, node_id, module, submodule))
         return hook
 
     def _pre_activation_hook(self, node_id):
         def hook(module, inputs, output):
-            if self._audited:
+            if self._audited and module.training:
                 self._engine.pre_activation(node_id, _first_tensor(output, node_id, module))
         return hook
 
     def _before_forward(self, module, inputs):
+        # The scale this step's backward will carry: GradScaler changes it only in update(),
+        # after the step.
+        if self._scaler is not None and self._audited and module.training:
+            self._set_scaler_scale(parameter_grads_unscaled=False)
         # For after_step(): the values before the optimizer step, taken at the step's first
         # forward. Not needed (and not taken) once step() has been seen.
         if self._mode == "step" or not self._audited or self._snapshot_step == self._step:
@@ -216,12 +272,53 @@ class Audit:
 
     def step(self, optimizer):
         """Ends the step: measures the parameter gradients and values, runs optimizer.step()
-        (or calls `optimizer` when it is a function) and measures the real update."""
-        update = optimizer if callable(optimizer) and not hasattr(optimizer, "step") else optimizer.step
+        (scaler.step(optimizer) with a scaler; or calls `optimizer` when it is a function) and
+        measures the real update. An optimizer that holds none of the audited parameters is an
+        Error, before anything runs."""
+        function = callable(optimizer) and not hasattr(optimizer, "step")
+        if function:
+            update = optimizer
+        else:
+            self._check_optimizer(optimizer)
+            update = optimizer.step if self._scaler is None else (lambda: self._scaler.step(optimizer))
+        if self._scaler is not None and self._audited:
+            self._set_scaler_scale(_grads_unscaled(self._scaler, None if function else optimizer))
         self._mode = "step"
         self._snapshot = None
         self._engine.step(lambda: update())
         self._next_step()
+
+    def _check_optimizer(self, optimizer):
+        groups = getattr(optimizer, "param_groups", None)
+        if groups is None:
+            raise Error(f"audit: step() takes an optimizer or a function, got {type(optimizer).__name__}")
+        audited = {id(p) for p in self._params}
+        if not any(id(p) in audited for g in groups for p in g.get("params", ())):
+            raise Error(f"audit: step(): the optimizer holds none of the audited model's {len(self._params)} "
+                        "parameters; pass the optimizer of the audited model (or audit the model it trains)")
+
+    def _set_scaler_scale(self, parameter_grads_unscaled):
+        enabled = getattr(self._scaler, "is_enabled", lambda: True)()
+        scale = float(self._scaler.get_scale()) if enabled else 1.0
+        self._engine.set_loss_scale(scale, parameter_grads_unscaled)
+
+    def set_loss_scale(self, scale, parameter_grads_unscaled=False):
+        """Mixed precision by hand: the loss was multiplied by `scale` before backward (call it
+        before the step's forward; it holds until changed). `parameter_grads_unscaled`: the
+        parameter gradients were divided back before step(). As Audit::set_loss_scale in C++."""
+        if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale) or scale <= 0:
+            raise Error(f"audit: set_loss_scale: the scale must be a finite number > 0, got {scale!r}")
+        self._engine.set_loss_scale(float(scale), bool(parameter_grads_unscaled))
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Nothing inside the block is recorded (an evaluation pass that keeps gradients on,
+        forwards for logging); the training step around it is measured as usual."""
+        self._engine.pause()
+        try:
+            yield self
+        finally:
+            self._engine.resume()
 
     def after_step(self):
         """Ends a step whose optimizer.step() the caller has run: the same measurements as
@@ -229,6 +326,9 @@ class Audit:
         if self._mode == "step":
             raise Error("audit: after_step() after step(): use one of them for the whole run")
         self._mode = "after_step"
+        if self._scaler is not None and self._audited:
+            # scaler.step(opt) has run: it unscaled the gradients in place, skipped or not.
+            self._set_scaler_scale(parameter_grads_unscaled=True)
         if not self._audited:
             self._engine.step(lambda: None)
             self._next_step()

@@ -31,6 +31,14 @@ class Report:
         origin = self._native.nonfinite_origin
         return origin if origin.found() else None
 
+    @property
+    def loss_scale(self):
+        """Mixed precision: the steps a loss scaler skipped on overflow and how the scale moved
+        (steps, skipped, first_skipped, first_fit, first_scale, last_scale, min_scale, verdict
+        "none", "info" or "warning"), or None when no loss scale was set."""
+        ls = self._native.loss_scale
+        return ls if ls.steps > 0 else None
+
     def node(self, name):
         """The NodeReport of `name`; KeyError naming the known nodes when there is none."""
         for n in self._native.nodes:

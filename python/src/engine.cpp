@@ -155,6 +155,11 @@ void AuditEngine::pre_activation(const std::string& id, const at::Tensor& x) {
   audit().record_pre_activation(id, x);
 }
 void AuditEngine::step(const std::function<void()>& apply_update) { audit().step(apply_update); }
+void AuditEngine::pause() { audit().pause(); }
+void AuditEngine::resume() { audit().resume(); }
+void AuditEngine::set_loss_scale(double scale, bool parameter_grads_unscaled) {
+  audit().set_loss_scale(scale, parameter_grads_unscaled);
+}
 bool AuditEngine::audited() const { return audit_ && audit_->current_step() % sample_every_ == 0; }
 int64_t AuditEngine::current_step() const { return audit_ ? audit_->current_step() : report_.steps; }
 

@@ -73,6 +73,10 @@ class AuditEngine {
   void pre_activation(const std::string& id, const at::Tensor& x);
   /// Audit::step; each audited step also goes to the run.
   void step(const std::function<void()>& apply_update);
+  /// Audit::pause / resume / set_loss_scale.
+  void pause();
+  void resume();
+  void set_loss_scale(double scale, bool parameter_grads_unscaled);
   /// Whether the current step is audited (sample_every).
   bool audited() const;
   int64_t current_step() const;

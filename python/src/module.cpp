@@ -160,10 +160,31 @@ void bind_report(py::module_& m) {
       .def_property_readonly("site", [](const NonFiniteOrigin& o) { return std::string(site_name(o.site)); })
       .def_readonly("rank", &NonFiniteOrigin::rank)
       .def("found", &NonFiniteOrigin::found);
+  py::class_<LossScaleReport>(m, "LossScaleReport",
+                              "Steps skipped by a loss scaler, and the scale (gradscope::LossScaleReport).")
+      .def_readonly("steps", &LossScaleReport::steps)
+      .def_readonly("skipped", &LossScaleReport::skipped)
+      .def_readonly("first_skipped", &LossScaleReport::first_skipped)
+      .def_readonly("last_skipped", &LossScaleReport::last_skipped)
+      .def_readonly("first_fit", &LossScaleReport::first_fit)
+      .def_readonly("steps_after_fit", &LossScaleReport::steps_after_fit)
+      .def_readonly("skipped_after_fit", &LossScaleReport::skipped_after_fit)
+      .def_readonly("trailing_skipped", &LossScaleReport::trailing_skipped)
+      .def_readonly("first_scale", &LossScaleReport::first_scale)
+      .def_readonly("last_scale", &LossScaleReport::last_scale)
+      .def_readonly("min_scale", &LossScaleReport::min_scale)
+      .def_property_readonly("verdict",
+                             [](const LossScaleReport& r) {
+                               return r.verdict == LossScaleReport::Verdict::kWarning ? "warning"
+                                      : r.verdict == LossScaleReport::Verdict::kInfo  ? "info"
+                                                                                      : "none";
+                             })
+      .def("found", &LossScaleReport::found);
   py::class_<Report>(m, "Report")
       .def_readonly("steps", &Report::steps)
       .def_readonly("nodes", &Report::nodes)
       .def_readonly("nonfinite_origin", &Report::nonfinite_origin)
+      .def_readonly("loss_scale", &Report::loss_scale)
       .def_readonly("thresholds", &Report::thresholds)
       .def("healthy", &Report::healthy)
       .def("flagged_worst_first",
@@ -279,6 +300,7 @@ void bind_audit(py::module_& m) {
       .def_readwrite("keep_steps", &gt::AuditOptions::keep_steps)
       .def_readwrite("scopes", &gt::AuditOptions::scopes)
       .def_readwrite("on_step", &gt::AuditOptions::on_step)
+      .def_readwrite("ranks_average_gradients", &gt::AuditOptions::ranks_average_gradients)
       .def_property(
           "process_group", [](const gt::AuditOptions& o) { return process_group_object(o.process_group); },
           [](gt::AuditOptions& o, const py::object& g) { o.process_group = process_group_of(g, "audit"); });
@@ -309,6 +331,9 @@ void bind_audit(py::module_& m) {
       .def("tap", &AuditEngine::tap)
       .def("pre_activation", &AuditEngine::pre_activation)
       .def("step", &AuditEngine::step, release_gil())
+      .def("pause", &AuditEngine::pause)
+      .def("resume", &AuditEngine::resume)
+      .def("set_loss_scale", &AuditEngine::set_loss_scale, py::arg("scale"), py::arg("parameter_grads_unscaled"))
       .def("audited", &AuditEngine::audited)
       .def("current_step", &AuditEngine::current_step)
       .def("report", &AuditEngine::report, release_gil())

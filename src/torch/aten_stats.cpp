@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "gradscope/core/error.h"
+#include "gradscope/core/stats/scaled.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch::internal {
@@ -180,19 +181,22 @@ void AtenStatsBatch::queue(const at::Tensor& fields) {
   groups_.push_back(Group{fields.device(), {fields}, {first}});
 }
 
-std::size_t AtenStatsBatch::add(const at::Tensor& tensor, const std::string& name) {
+std::size_t AtenStatsBatch::add(const at::Tensor& tensor, const std::string& name, double threshold_scale) {
   check_dense_float(tensor, name);
-  check_options(options_, name);
+  const StatsOptions options = threshold_scale == 1 ? options_ : scaled_thresholds(options_, threshold_scale);
+  check_options(options, name);
   const std::size_t index = counts_.size();
   counts_.push_back(tensor.numel());
   // Nothing to reduce: min/max of no element would throw, and Stats{} with count 0 is the answer.
-  if (tensor.numel() > 0) queue(whole_fields(tensor.detach(), aten_stats_chunk_elements(tensor), options_));
+  if (tensor.numel() > 0) queue(whole_fields(tensor.detach(), aten_stats_chunk_elements(tensor), options));
   return index;
 }
 
-std::size_t AtenStatsBatch::add_slices(const at::Tensor& tensor, int64_t dim, const std::string& name) {
+std::size_t AtenStatsBatch::add_slices(const at::Tensor& tensor, int64_t dim, const std::string& name,
+                                       double threshold_scale) {
   check_dense_float(tensor, name);
-  check_options(options_, name);
+  const StatsOptions options = threshold_scale == 1 ? options_ : scaled_thresholds(options_, threshold_scale);
+  check_options(options, name);
   const int64_t d = dim < 0 ? dim + tensor.dim() : dim;
   if (d < 0 || d >= tensor.dim())
     throw Error("tensor '" + name + "': channel dim " + std::to_string(dim) + " out of range for a tensor with " +
@@ -203,7 +207,7 @@ std::size_t AtenStatsBatch::add_slices(const at::Tensor& tensor, int64_t dim, co
   counts_.insert(counts_.end(), static_cast<std::size_t>(channels), per_row);
   // movedim is a view: each run of channels is copied (to double) only when it is reduced.
   if (channels > 0 && per_row > 0)
-    queue(row_fields(tensor.detach().movedim(d, 0), aten_stats_chunk_elements(tensor), options_));
+    queue(row_fields(tensor.detach().movedim(d, 0), aten_stats_chunk_elements(tensor), options));
   return index;
 }
 

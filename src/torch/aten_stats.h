@@ -56,11 +56,14 @@ class AtenStatsBatch {
 
   /// Queues one summary of the whole tensor; returns its index in resolve()'s result. Throws
   /// Error naming `name` for an undefined, sparse, non-float or data-less (meta) tensor.
-  std::size_t add(const at::Tensor& tensor, const std::string& name);
+  /// `threshold_scale`: the factor the tensor carries (a loss-scaled gradient); its zero and
+  /// saturation thresholds are scaled with it (core/stats/scaled.h), the sums left to unscale.
+  std::size_t add(const at::Tensor& tensor, const std::string& name, double threshold_scale = 1);
 
   /// Queues one summary per slice of `tensor` along `dim` (its channels); returns the index of
   /// the first. A tensor with size(dim) == 0 queues nothing.
-  std::size_t add_slices(const at::Tensor& tensor, int64_t dim, const std::string& name);
+  std::size_t add_slices(const at::Tensor& tensor, int64_t dim, const std::string& name,
+                         double threshold_scale = 1);
 
   /// Everything queued, in order: one device-to-host copy per device; empties the batch.
   std::vector<Stats> resolve();

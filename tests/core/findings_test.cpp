@@ -94,8 +94,11 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
       SCOPED_TRACE(f->premise);
       EXPECT_EQ(f->kind, "module");
       EXPECT_EQ(f->since_step, e.first_step);
-      EXPECT_EQ(f->action, std::string(flag_advice(e.flag)));
-      EXPECT_EQ(f->implies, std::string(flag_guidance(e.flag).implies));
+      // NAN and INF are advised by where the values were born (the report's origin).
+      const FlagGuidance& g = nonfinite_guidance(e.flag, report.nonfinite_origin.phase);
+      EXPECT_EQ(f->action, std::string(g.action));
+      EXPECT_EQ(f->implies, std::string(g.implies));
+      if (e.flag != Flag::kNaN && e.flag != Flag::kInf) EXPECT_EQ(f->action, std::string(flag_advice(e.flag)));
       EXPECT_FALSE(f->expected_effect.empty());
       // Each number of the premise is one the report holds, exactly.
       const std::set<double> held = {e.value,
@@ -125,6 +128,39 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
   EXPECT_EQ(rolled->premise, "1 submodules flagged VANISHING (in: fc)");
   EXPECT_EQ(rolled->since_step, 0);
   EXPECT_EQ(rolled->confidence, Confidence::kHigh);
+}
+
+// A NaN's advice follows where it was born: the same node, flagged NAN, told what reaches it.
+TEST(Findings, NanAdviceFollowsWhereTheValuesWereBorn) {
+  auto nan_at = [](Site site) {
+    ReportBuilder b;
+    for (int s = 0; s < 4; ++s) {
+      Stats bad = grad(1);
+      bad.nan = s >= 2 ? 3 : 0;
+      bad.count += bad.nan;
+      b.add(Record{s, "fc", Site::kActivation, site == Site::kActivation ? bad : grad(1)});
+      b.add(Record{s, "fc", Site::kParamGrad, site == Site::kParamGrad ? bad : grad(1)});
+      b.add(Record{s, "fc", Site::kUpdate, site == Site::kUpdate ? bad : grad(0.01)});
+    }
+    const Report r = b.build();
+    const std::vector<Finding> all = module_findings(r);
+    const Finding* f = find(all, "NAN", "fc");
+    EXPECT_NE(f, nullptr);
+    return std::make_pair(r.nonfinite_origin.phase, f ? f->action : std::string());
+  };
+  const auto forward = nan_at(Site::kActivation);
+  const auto backward = nan_at(Site::kParamGrad);
+  const auto optimizer = nan_at(Site::kUpdate);
+  EXPECT_EQ(forward.first, "forward");
+  EXPECT_EQ(backward.first, "backward");
+  EXPECT_EQ(optimizer.first, "optimizer");
+  EXPECT_THAT(forward.second, HasSubstr("clipping gradients or a lower learning rate does not reach"));
+  EXPECT_THAT(backward.second, HasSubstr("unbounded derivatives"));
+  EXPECT_THAT(optimizer.second, HasSubstr("Lower the learning rate"));
+  EXPECT_EQ(forward.second, nonfinite_guidance(Flag::kNaN, "forward").action);
+  // Other flags, and an unknown phase, keep the flag's own guidance.
+  EXPECT_STREQ(nonfinite_guidance(Flag::kDead, "forward").action, flag_guidance(Flag::kDead).action);
+  EXPECT_STREQ(nonfinite_guidance(Flag::kNaN, "").action, flag_guidance(Flag::kNaN).action);
 }
 
 TEST(Findings, HealthyReportHasNoFindings) {

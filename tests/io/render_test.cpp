@@ -2,6 +2,7 @@
 // Regenerate after an intended change: GRADSCOPE_UPDATE_GOLDEN=1 ./io_tests
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -134,6 +135,45 @@ TEST(Render, MeasuresFormat) {
 TEST(Render, VerdictNamesTheWorstNode) {
   EXPECT_EQ(render_verdict(sample_report()),
             "verdict: unhealthy: 6 of 7 nodes flagged over 3 steps; worst out [NAN] since step 2");
+}
+
+// A healthy model whose loss scaler skipped its first steps: healthy, the skips said; the same
+// skips persisting at the end: unhealthy for that alone.
+Report loss_scaled_report(std::initializer_list<int> skipped, int steps) {
+  ReportBuilder b;
+  for (int step = 0; step < steps; ++step) b.add({step, "fc", Site::kParamGrad, summary(0.5, 64)});
+  Report r = b.build();
+  double scale = 65536;
+  for (int step = 0; step < steps; ++step) {
+    const bool skip = std::find(skipped.begin(), skipped.end(), step) != skipped.end();
+    add_loss_scale_step(r.loss_scale, step, scale, skip);
+    if (skip) scale /= 2;
+  }
+  judge_loss_scale(r.loss_scale);
+  return r;
+}
+
+TEST(Render, LossScaleSkipsAreSaidInTheTableTheVerdictAndTheJson) {
+  const Report calibrating = loss_scaled_report({0, 1, 2}, 10);
+  EXPECT_EQ(render_verdict(calibrating), "verdict: healthy (1 node, 10 steps; 3 steps skipped on loss-scale overflow)");
+  const std::string table = render_table(calibrating);
+  EXPECT_NE(table.find("\nLOSS_SCALE_OVERFLOW informational: 3 steps of 10 skipped on overflow (steps 0 to 2)"),
+            std::string::npos)
+      << table;
+  const auto json = nlohmann::json::parse(render_json(calibrating));
+  const auto& ls = json["gradscope_report"]["loss_scale"];
+  EXPECT_EQ(ls["verdict"], "info");
+  EXPECT_EQ(ls["skipped"], 3);
+  EXPECT_EQ(ls["first_fit"], 3);
+  EXPECT_EQ(ls["last_scale"], 8192.0);
+  EXPECT_TRUE(json["gradscope_report"]["healthy"].get<bool>());
+
+  const Report persisting = loss_scaled_report({5, 6, 7, 8, 9}, 10);
+  EXPECT_EQ(render_verdict(persisting),
+            "verdict: unhealthy: LOSS_SCALE_OVERFLOW: 5 steps of 10 skipped on overflow, loss scale 4096");
+  EXPECT_FALSE(nlohmann::json::parse(render_json(persisting))["gradscope_report"]["healthy"].get<bool>());
+  // Without a loss scale the key is null.
+  EXPECT_TRUE(nlohmann::json::parse(render_json(sample_report()))["gradscope_report"]["loss_scale"].is_null());
 }
 
 }  // namespace

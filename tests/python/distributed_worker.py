@@ -68,7 +68,7 @@ def audit_job(mode, rank, world, job, group, out):
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
     # Every rank names a run and a TensorBoard directory of its own: only rank 0's may appear.
     audit = gradscope.Audit(net, run=os.path.join(out, f"run{rank}"), tensorboard=os.path.join(out, f"tb{rank}"),
-                            process_group=group)
+                            process_group=group, ranks_average_gradients=False)  # summed, below
     acts = []  # torch's own view of node '0' (the Tanh after the first Linear): count, min, max
     net[1].register_forward_hook(lambda m, i, o: acts.append([o.numel(), o.min().item(), o.max().item()]))
     error, seconds = None, None

@@ -16,10 +16,10 @@ def examples():
 
 
 def test_there_are_runnable_examples():
-    assert len(examples()) >= 6
+    assert len(examples()) >= 7
 
 
-@pytest.mark.parametrize("index", range(6))
+@pytest.mark.parametrize("index", range(7))
 def test_runnable_example_runs(index, tmp_path, monkeypatch):
     code = examples()[index]
     monkeypatch.chdir(tmp_path)

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "../common/error_of.h"
+#include "audit_test_util.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/audit/audit.h"
 
@@ -24,10 +25,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-nn::Sequential mlp() {
-  ::torch::manual_seed(0);
-  return nn::Sequential({{"fc1", nn::Linear(6, 8)}, {"act1", nn::ReLU()}, {"fc2", nn::Linear(8, 3)}});
-}
+using audit_test::mlp;
 
 TEST(AuditInput, UndefinedTensorsNameTheNode) {
   auto net = mlp();

@@ -88,6 +88,7 @@ int run_worker(const std::string& mode, int rank, int world, const std::string& 
   options.channels_all_nodes = ChannelView{mode == "channels" ? 0 : 1, 1, {{0, 2}, {2, 4}}};
   options.leakage_pairs = {{"0", "2"}};
   options.leakage_every = 1;
+  options.ranks_average_gradients = false;  // the ranks sum their gradients of a summed loss
   if (mode == "nobytes") options.merge_spectra_max_bytes = 0;
   std::ofstream err(dir + "/rank" + std::to_string(rank) + ".err");
   try {

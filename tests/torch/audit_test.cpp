@@ -11,6 +11,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
+#include "audit_test_util.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope::torch {
@@ -19,17 +20,8 @@ namespace {
 namespace nn = ::torch::nn;
 using ::testing::HasSubstr;
 
-nn::Sequential mlp() {
-  ::torch::manual_seed(0);
-  return nn::Sequential({{"fc1", nn::Linear(6, 8)}, {"act1", nn::ReLU()}, {"fc2", nn::Linear(8, 3)}});
-}
-
-std::vector<Record> of(const std::vector<Record>& rs, const std::string& node, Site site) {
-  std::vector<Record> out;
-  for (const Record& r : rs)
-    if (r.node == node && r.site == site) out.push_back(r);
-  return out;
-}
+using audit_test::mlp;
+using audit_test::of;
 
 const NodeReport& node_of(const Report& r, const std::string& id) {
   for (const NodeReport& n : r.nodes)

@@ -201,6 +201,9 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
   options.process_group = group;
   options.sink = run.get();
   options.merge_async = !sync;
+  // The ranks sum their gradients (all_reduce_grads with scale 1) of a summed loss: every
+  // rank's output gradients are the one process's as measured.
+  options.ranks_average_gradients = false;
   std::optional<Audit>* self = nullptr;
   options.on_step = [&](const std::vector<Record>& r) {
     handed.push_back(r.empty() ? -1 : r.front().step);
@@ -651,11 +654,16 @@ TEST(Distributed, DataParallelDigitsGiveTheOneProcessReport) {
     EXPECT_THAT(run_job("digits", world, dir, {data_dir() + "/digits.csv"}), ::testing::Each(0));
     const Seen got = read_seen(dir + "/rank0.txt");
     EXPECT_EQ(got.flags, ref.flags) << world << " ranks";
-    // The averaged gradients are the whole batch's up to float32 rounding.
+    // The averaged gradients are the whole batch's up to float32 rounding, and so are the
+    // output gradients: each rank's mean loss gives world times the whole batch's, divided
+    // back (AuditOptions::ranks_average_gradients).
     for (int step : {0, 39}) {
-      const std::string k = key(step, "4", Site::kParamGrad);
-      EXPECT_EQ(got.records.at(k).count, ref.records.at(k).count);
-      expect_close(got.records.at(k).l2(), ref.records.at(k).l2(), 1e-3, k);
+      for (const auto& [node, site] : {std::pair{"4", Site::kParamGrad}, std::pair{"0", Site::kOutputGrad},
+                                       std::pair{"4", Site::kOutputGrad}}) {
+        const std::string k = key(step, node, site);
+        EXPECT_EQ(got.records.at(k).count, ref.records.at(k).count);
+        expect_close(got.records.at(k).l2(), ref.records.at(k).l2(), 1e-3, k);
+      }
     }
   }
 }

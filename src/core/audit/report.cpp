@@ -24,6 +24,7 @@ std::string NodeReport::flags_label(const char* sep) const {
 }
 
 bool Report::healthy() const {
+  if (loss_scale.verdict == LossScaleReport::Verdict::kWarning) return false;
   return std::all_of(nodes.begin(), nodes.end(),
                      [](const NodeReport& n) { return n.flags.contains(Flag::kHealthy); });
 }
@@ -50,10 +51,17 @@ std::vector<const NodeReport*> Report::flagged_worst_first() const {
 
 void assert_healthy(const Report& report) {
   const auto flagged = report.flagged_worst_first();
-  if (flagged.empty()) return;
-  std::string msg = std::to_string(flagged.size()) + " unhealthy node" +
-                    (flagged.size() == 1 ? "" : "s") + ":";
-  for (const NodeReport* n : flagged) msg += " " + n->node + " [" + n->flags.join() + "]";
+  const LossScaleReport& ls = report.loss_scale;
+  const bool scale_warning = ls.verdict == LossScaleReport::Verdict::kWarning;
+  if (flagged.empty() && !scale_warning) return;
+  std::string msg;
+  if (!flagged.empty()) {
+    msg = std::to_string(flagged.size()) + " unhealthy node" + (flagged.size() == 1 ? "" : "s") + ":";
+    for (const NodeReport* n : flagged) msg += " " + n->node + " [" + n->flags.join() + "]";
+  }
+  if (scale_warning)
+    msg += std::string(msg.empty() ? "" : "; ") + "LOSS_SCALE_OVERFLOW: " + std::to_string(ls.skipped) + " of " +
+           std::to_string(ls.steps) + " steps skipped on overflow";
   throw HealthError(msg);
 }
 

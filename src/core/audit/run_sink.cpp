@@ -2,9 +2,30 @@
 #include "gradscope/core/audit/run_sink.h"
 
 #include <cmath>
+#include <string>
+#include <type_traits>
 #include <unordered_map>
 
 namespace gradscope {
+namespace {
+
+// Report::loss_scale's counts, each a run-level value named kLossScalePrefix + name.
+template <class F>
+void each_loss_scale_field(LossScaleReport& r, F&& f) {
+  f("steps", r.steps);
+  f("skipped", r.skipped);
+  f("first_skipped", r.first_skipped);
+  f("last_skipped", r.last_skipped);
+  f("first_fit", r.first_fit);
+  f("steps_after_fit", r.steps_after_fit);
+  f("skipped_after_fit", r.skipped_after_fit);
+  f("trailing_skipped", r.trailing_skipped);
+  f("first_scale", r.first_scale);
+  f("last_scale", r.last_scale);
+  f("min_scale", r.min_scale);
+}
+
+}  // namespace
 
 std::vector<NodeValue> node_values(const Report& report) {
   std::vector<NodeValue> values;
@@ -13,19 +34,42 @@ std::vector<NodeValue> node_values(const Report& report) {
   // A value row rather than a new column, so runs of older builds and older readers still work.
   const NonFiniteOrigin& o = report.nonfinite_origin;
   if (o.found() && o.rank >= 0) values.push_back({o.node, kNonFiniteRank, static_cast<double>(o.rank)});
+  if (report.loss_scale.steps > 0) {
+    LossScaleReport ls = report.loss_scale;
+    each_loss_scale_field(ls, [&](const char* name, auto value) {
+      values.push_back({"", std::string(kLossScalePrefix) + name, static_cast<double>(value)});
+    });
+  }
   return values;
 }
 
 void apply_node_values(Report& report, const std::vector<NodeValue>& values) {
   std::unordered_map<std::string, NodeReport*> by_id;
   for (NodeReport& n : report.nodes) by_id.emplace(n.node, &n);
+  bool loss_scale = false;
   for (const NodeValue& v : values) {
+    if (v.node.empty() && v.name.rfind(kLossScalePrefix, 0) == 0) {
+      const std::string field = v.name.substr(std::char_traits<char>::length(kLossScalePrefix));
+      each_loss_scale_field(report.loss_scale, [&](const char* name, auto& value) {
+        if (field != name) return;
+        using T = std::decay_t<decltype(value)>;
+        // A damaged value leaves its field as it was rather than a count from a NaN.
+        if constexpr (std::is_integral_v<T>) {
+          if (std::isfinite(v.value) && std::fabs(v.value) < 9e15) value = static_cast<T>(v.value);
+        } else {
+          value = v.value;
+        }
+        loss_scale = true;
+      });
+      continue;
+    }
     const auto it = by_id.find(v.node);
     if (it == by_id.end()) continue;
     if (v.name == kGradSnr) it->second->grad_snr = v.value;
     if (v.name == kNonFiniteRank && report.nonfinite_origin.node == v.node && v.value >= 0)
       report.nonfinite_origin.rank = static_cast<int64_t>(v.value);
   }
+  if (loss_scale) judge_loss_scale(report.loss_scale);
 }
 
 }  // namespace gradscope

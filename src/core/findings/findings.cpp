@@ -228,7 +228,8 @@ std::vector<Finding> module_findings(const Report& report) {
   std::vector<Finding> out;
   for (const NodeReport* n : report.flagged_worst_first()) {
     for (const Evidence& e : n->evidence) {
-      const FlagGuidance& g = flag_guidance(e.flag);
+      const NonFiniteOrigin& origin = report.nonfinite_origin;
+      const FlagGuidance& g = origin.found() ? nonfinite_guidance(e.flag, origin.phase) : flag_guidance(e.flag);
       Finding f;
       f.kind = "module";
       f.type = flag_name(e.flag);

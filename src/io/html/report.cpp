@@ -363,6 +363,9 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
   if (o.found())
     page += fmt::format("<p>Non-finite values first appeared at step {} in <b class=\"mono\">{}</b> ({}, {}).</p>\n",
                         o.step, esc(o.node), esc(o.phase), site_name(o.site));
+  if (const auto scale = loss_scale_finding(report.loss_scale))
+    page += "<p><b>LOSS_SCALE_OVERFLOW</b> " + esc(scale->premise) + ". " + esc(scale->implies) + " " +
+            esc(scale->action) + "</p>\n";
   page += "</section>\n";
 
   constexpr const char* kNoGradients = "No finite, non-zero gradient recorded for this chart.";

@@ -28,7 +28,7 @@ Json finding_to_json(const Finding& f) {
   }
   return {{"kind", f.kind},
           {"type", f.type},
-          {"node", f.node.empty() && f.kind == "flow" ? Json() : Json(f.node)},
+          {"node", f.node.empty() ? Json() : Json(f.node)},  // the whole run (flow, loss scale)
           {"since_step", f.since_step >= 0 ? Json(f.since_step) : Json()},
           {"premise", f.premise},
           {"implies", f.implies},
@@ -54,6 +54,7 @@ std::vector<Finding> run_findings(const Report& report, const FlowSummary& flow,
   // A tree run records rounds, not gradients: its flow summary judges nothing (as in the HTML).
   if (!trees)
     if (auto f = flow_finding(flow, report.thresholds)) out.push_back(std::move(*f));
+  if (auto f = loss_scale_finding(report.loss_scale)) out.push_back(std::move(*f));
   if (embedding)
     for (const EmbeddingTableSummary& t : embedding->tables)
       for (Finding& f : embedding_findings(t.report)) out.push_back(std::move(f));

@@ -71,9 +71,29 @@ std::string render_json(const Report& report, int indent) {
                                  {"site", site_name(o.site)}}
                 : nlohmann::json();
   if (o.found() && o.rank >= 0) origin["rank"] = o.rank;  // merged across ranks only
+  const LossScaleReport& ls = report.loss_scale;
+  nlohmann::json loss_scale;  // null: no loss scale was set
+  if (ls.steps > 0) {
+    const char* verdict = ls.verdict == LossScaleReport::Verdict::kWarning ? "warning"
+                          : ls.verdict == LossScaleReport::Verdict::kInfo  ? "info"
+                                                                           : "none";
+    loss_scale = {{"verdict", verdict},
+                  {"steps", ls.steps},
+                  {"skipped", ls.skipped},
+                  {"first_skipped", ls.first_skipped >= 0 ? nlohmann::json(ls.first_skipped) : nlohmann::json()},
+                  {"last_skipped", ls.last_skipped >= 0 ? nlohmann::json(ls.last_skipped) : nlohmann::json()},
+                  {"first_fit", ls.first_fit >= 0 ? nlohmann::json(ls.first_fit) : nlohmann::json()},
+                  {"skipped_after_fit", ls.skipped_after_fit},
+                  {"steps_after_fit", ls.steps_after_fit},
+                  {"trailing_skipped", ls.trailing_skipped},
+                  {"first_scale", number(ls.first_scale)},
+                  {"last_scale", number(ls.last_scale)},
+                  {"min_scale", number(ls.min_scale)}};
+  }
   nlohmann::json doc = {{"gradscope_report",
                          {{"healthy", report.healthy()},
                           {"nonfinite_origin", origin},
+                          {"loss_scale", loss_scale},
                           {"steps", report.steps},
                           {"flagged_worst_first", worst},
                           {"thresholds", thresholds_json(report.thresholds)},

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "gradscope/core/findings/findings.h"
 #include "gradscope/io/render/safe_text.h"
 
 namespace gradscope {
@@ -90,6 +91,8 @@ std::string render_table(const Report& report, bool with_verdict) {
     out += fmt::format("\nnon-finite values first appeared at step {} in {} ({}, {}{})\n", o.step,
                        terminal_text(o.node), o.phase, site_name(o.site),
                        o.rank >= 0 ? fmt::format(", rank {}", o.rank) : std::string());
+  if (const auto scale = loss_scale_finding(report.loss_scale))
+    out += "\nLOSS_SCALE_OVERFLOW " + scale->premise + "\n";
   if (with_verdict) out += "\n" + render_verdict(report) + "\n";
   return out;
 }
@@ -99,9 +102,16 @@ std::string render_verdict(const Report& report) {
   const auto plural = [](std::size_t n, const char* word) {
     return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
   };
-  if (flagged.empty())
-    return fmt::format("verdict: healthy ({}, {})", plural(report.nodes.size(), "node"),
-                       plural(static_cast<std::size_t>(report.steps), "step"));
+  const LossScaleReport& ls = report.loss_scale;
+  const std::string skips = ls.found() ? fmt::format("; {} skipped on loss-scale overflow",
+                                                     plural(static_cast<std::size_t>(ls.skipped), "step"))
+                                       : std::string();
+  if (flagged.empty() && report.healthy())
+    return fmt::format("verdict: healthy ({}, {}{})", plural(report.nodes.size(), "node"),
+                       plural(static_cast<std::size_t>(report.steps), "step"), skips);
+  if (flagged.empty())  // every node healthy, but the loss scaler keeps skipping steps
+    return fmt::format("verdict: unhealthy: LOSS_SCALE_OVERFLOW: {} of {} skipped on overflow, loss scale {}",
+                       plural(static_cast<std::size_t>(ls.skipped), "step"), ls.steps, ls.last_scale);
   const NodeReport& worst = *flagged.front();
   std::string line = fmt::format("verdict: unhealthy: {} of {} flagged over {}; worst {} [{}]",
                                  flagged.size(), plural(report.nodes.size(), "node"),
@@ -111,7 +121,7 @@ std::string render_verdict(const Report& report) {
     if (flag_severity(e.flag) == worst.severity() && e.first_step >= 0)
       line += fmt::format(" since step {}", e.first_step);
   }
-  return line;
+  return line + skips;
 }
 
 }  // namespace gradscope

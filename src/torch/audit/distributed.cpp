@@ -32,6 +32,7 @@ void Audit::State::init_ranks() {
     descriptions.push_back(d);
   }
   ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions));
+  if (options.ranks_average_gradients) output_grad_factor = static_cast<double>(ranks->job().world_size);
   spectra = std::make_unique<internal::SpectraMerge>(options.process_group, "audit", options.merge_spectra_max_bytes);
 }
 

@@ -95,6 +95,8 @@ Report Audit::report() const {
   Report report = builder.build(order);
   const NonFiniteOrigin& o = report.nonfinite_origin;
   if (s.ranks && o.found()) report.nonfinite_origin.rank = s.ranks->nonfinite_rank(o.step, o.node, o.site);
+  report.loss_scale = s.loss_scale_report;
+  judge_loss_scale(report.loss_scale);
   for (NodeReport& n : report.nodes) {
     const auto it = s.by_id.find(n.node);
     if (it == s.by_id.end()) continue;

@@ -74,6 +74,31 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   std::vector<std::string> warnings;
   std::map<int, ElementHistogram> pending_param_histograms;  // this step's, by entry
 
+  // Which forwards are training passes (phase.cpp). Guarded by `mutex`.
+  int pause_depth = 0;
+  /// This step's forwards of each entry with gradients disabled in training mode: reentrant
+  /// activation checkpointing runs its first forward so and records in the recomputation.
+  std::map<int, int> no_grad_forwards;
+  /// Whether a forward of entry `index` now is one to record: not paused, module in training
+  /// mode, gradients enabled, and not a checkpoint's recomputation of a forward recorded
+  /// already. `consume`: the tap (not the pre-activation before it) uses up a pending
+  /// no-grad forward. Takes `mutex`.
+  bool training_pass(int index, bool consume);
+
+  // Mixed precision (loss_scale.cpp). Guarded by `mutex`.
+  double loss_scale = 1;      // the factor this step's gradients carry
+  double output_grad_factor = 1;  // many processes averaging gradients: the world size
+  bool has_loss_scale = false;
+  bool param_grads_unscaled = false;
+  LossScaleReport loss_scale_report;
+  /// stats_options for a tensor that carries `scale` (its thresholds scaled with it).
+  StatsOptions options_for(double scale) const;
+  /// At an audited step's end, after resolve_stats (mutex held): whether the step overflowed
+  /// at its loss scale and changed no parameter; if so its gradient and update records (and
+  /// gradient channel views and histograms) are dropped. Counts the step in
+  /// loss_scale_report when a loss scale is set.
+  void settle_loss_scale(int64_t at_step);
+
   // forward(): a Sequential's children resolved to entries once (forward.cpp).
   struct ForwardPlan {
     const ::torch::nn::SequentialImpl* sequential = nullptr;
@@ -107,14 +132,17 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
     std::size_t first;      // index in the batch (of the first channel, for channels)
     std::size_t target;     // into current.records (kRecord), entries (channels) or params
     std::size_t count = 1;  // channels
+    double scale = 1;       // the loss scale the tensor carries (gradients), divided out
   };
   internal::AtenStatsBatch batch{StatsOptions{}};  // made with stats_options by init_nodes
   std::vector<Deferred> deferred;
   /// Appends `r` to the step's records; `x` is measured into it later, through `batch`. Call
   /// with `mutex` held. Throws, recording nothing, for a tensor the ATen path refuses.
-  void defer_record(Record r, const at::Tensor& x, const std::string& name);
+  /// `scale`: the loss scale `x` carries (gradients).
+  void defer_record(Record r, const at::Tensor& x, const std::string& name, double scale = 1);
   /// Queues `x` for the step's sums of params[param] (`to`: kFrozen .. kUpdate). Takes `mutex`.
-  void defer_param(Deferred::To to, std::size_t param, const at::Tensor& x, const std::string& name);
+  void defer_param(Deferred::To to, std::size_t param, const at::Tensor& x, const std::string& name,
+                   double scale = 1);
   /// Copies the batch to the host (one copy per device) and places every deferred summary.
   /// Call with `mutex` held: before a step's records are built, and before they are read.
   void resolve_stats();

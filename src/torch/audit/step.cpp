@@ -5,11 +5,13 @@
 
 #include <iterator>
 #include <optional>
+#include <unordered_set>
 
 #include "aten_stats.h"
 #include "audit/state.h"
 #include "audit/channel_math.h"
 #include "gradscope/core/error.h"
+#include "gradscope/core/stats/scaled.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {
@@ -30,6 +32,15 @@ void check_snr_shapes(const Audit::State& s) {
 }  // namespace
 
 void Audit::step(::torch::optim::Optimizer& optimizer) {
+  // An optimizer of another model would leave this one unchanged, judged STAGNANT: say so.
+  std::unordered_set<const c10::TensorImpl*> audited;
+  for (const State::Param& p : state_->params) audited.insert(p.tensor.unsafeGetTensorImpl());
+  bool holds_one = false;
+  for (const auto& group : optimizer.param_groups())
+    for (const at::Tensor& t : group.params()) holds_one = holds_one || audited.count(t.unsafeGetTensorImpl()) > 0;
+  if (!holds_one)
+    throw Error("audit: step: the optimizer holds none of the audited model's " + std::to_string(state_->params.size()) +
+                " parameters; pass the optimizer of the audited model (or audit the model this optimizer trains)");
   step([&] { optimizer.step(); });
 }
 
@@ -38,10 +49,18 @@ void Audit::step(const std::function<void()>& apply_update) {
   if (!s.audited()) {
     apply_update();
     std::lock_guard<std::mutex> lock(s.mutex);
+    s.no_grad_forwards.clear();
     ++s.step;
     return;
   }
   const int64_t step = s.step;
+  // Mixed precision: the factor the parameter gradients carry now (1 once unscaled).
+  double grad_scale = 1;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.param_grads_unscaled) grad_scale = s.loss_scale;
+  }
+  const StatsOptions grad_options = s.options_for(grad_scale);
   const bool histogram = s.histogram_step();
   if (s.options.gradient_snr) check_snr_shapes(s);
   {
@@ -103,16 +122,17 @@ void Audit::step(const std::function<void()>& apply_update) {
       Stats g;
       if (aten) {
         s.defer_param(snr ? To::kGradSnr : To::kGrad, i, grad.is_sparse() ? grad.coalesce().values() : grad,
-                      p.grad_name);
+                      p.grad_name, grad_scale);
       } else {
-        g = grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, s.stats_options)
-                             : stats_of(grad, p.grad_name, s.stats_options);
+        g = unscaled(grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, grad_options)
+                                      : stats_of(grad, p.grad_name, grad_options),
+                     grad_scale);
         into(p, [&](Sums& x) { x.grad = merge(x.grad, g), x.any_grad = true; });
       }
-      if (histogram) s.param_grad_histogram(p, grad);
+      if (histogram) s.param_grad_histogram(p, grad_scale == 1 ? grad : grad / grad_scale);
       if (snr) {
         if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
-        p.snr_sum.add_(grad.to(at::kDouble));
+        p.snr_sum.add_(grad.to(at::kDouble) / grad_scale);
         if (!aten) s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
         s.had_grad[static_cast<std::size_t>(p.node)] = 1;
       }
@@ -155,6 +175,8 @@ void Audit::step(const std::function<void()>& apply_update) {
     if (x.any_update) records.push_back({step, id, Site::kUpdate, x.update});
   }
   s.end_param_histograms();
+  s.settle_loss_scale(step);  // a step skipped on overflow keeps no gradient records
+  s.no_grad_forwards.clear();
   for (auto& [index, record] : s.pending_channels) s.current.channels.push_back(std::move(record));
   s.pending_channels.clear();
   for (const auto& [a, b] : s.options.leakage_pairs) {

@@ -7,6 +7,7 @@
 #include "audit/state.h"
 #include "audit/channel_math.h"
 #include "gradscope/core/error.h"
+#include "gradscope/core/stats/scaled.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {
@@ -98,7 +99,7 @@ void Audit::State::note_tap(int index) {
 at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
   Entry& entry = entries[static_cast<std::size_t>(index)];
   if (!x.defined()) throw Error("audit: tap: node '" + entry.id + "': undefined tensor");
-  if (!entry_audited(entry)) return x;
+  if (!entry_audited(entry) || !training_pass(index, /*consume=*/true)) return x;
 
   const int64_t at_step = step;
   const ChannelView* view = entry.channel_view;
@@ -116,8 +117,12 @@ at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
   const bool histogram = histogram_step();
   ElementHistogram elements;
   if (histogram) elements = element_histogram(x, at_step, entry.id, Site::kActivation);
+  // The factor its output gradient will carry: the loss scale, and with ranks that average
+  // their gradients the world size (AuditOptions::ranks_average_gradients).
+  double scale = 1;
   {
     std::lock_guard<std::mutex> lock(mutex);
+    scale = loss_scale * output_grad_factor;
     // Queued first: a tensor the ATen path refuses leaves no trace.
     if (aten) defer_record({at_step, entry.id, Site::kActivation, stats}, x, entry.id);
     if (histogram) add_histogram(std::move(elements));
@@ -131,24 +136,29 @@ at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
   if (x.requires_grad()) {
     std::weak_ptr<State> weak = weak_from_this();
     const int64_t dim = channel_step ? view->dim : 0;
-    x.register_hook([weak, index, at_step, channel_step, dim, histogram](const at::Tensor& grad) {
+    x.register_hook([weak, index, at_step, channel_step, dim, histogram, scale](const at::Tensor& grad) {
       auto state = weak.lock();
       if (!state || !grad.defined()) return;
       const Entry& e = state->entries[static_cast<std::size_t>(index)];
       // The ATen path: queued on the step's batch, placed as the step ends (one copy a step).
+      // A loss-scaled gradient: measured against thresholds scaled alike, then divided back.
       const bool aten = internal::use_aten_stats(grad);
-      const Stats g = aten ? Stats{} : stats_of(grad, e.grad_name, state->stats_options);
+      const StatsOptions options = state->options_for(scale);
+      const Stats g = aten ? Stats{} : unscaled(stats_of(grad, e.grad_name, options), scale);
       std::vector<Stats> per_channel;
-      if (channel_step && !aten) per_channel = internal::per_channel_stats(grad, dim, state->stats_options);
-      ElementHistogram elements;
-      if (histogram) elements = element_histogram(grad, at_step, e.id, Site::kOutputGrad);
+      if (channel_step && !aten) {
+        per_channel = internal::per_channel_stats(grad, dim, options);
+        for (Stats& c : per_channel) c = unscaled(c, scale);
+      }
+      ElementHistogram elements;  // buckets are fixed edges: counted on the unscaled values
+      if (histogram) elements = element_histogram(scale == 1 ? grad : grad / scale, at_step, e.id, Site::kOutputGrad);
       std::lock_guard<std::mutex> lock(state->mutex);
-      if (aten) state->defer_record({at_step, e.id, Site::kOutputGrad, g}, grad, e.grad_name);  // may throw
+      if (aten) state->defer_record({at_step, e.id, Site::kOutputGrad, g}, grad, e.grad_name, scale);  // may throw
       if (histogram) state->add_histogram(std::move(elements));
       if (aten) {
         if (channel_step)
-          state->deferred.push_back({Deferred::To::kChannelGrad, state->batch.add_slices(grad, dim, "channels"),
-                                     static_cast<std::size_t>(index), static_cast<std::size_t>(grad.size(dim))});
+          state->deferred.push_back({Deferred::To::kChannelGrad, state->batch.add_slices(grad, dim, "channels", scale),
+                                     static_cast<std::size_t>(index), static_cast<std::size_t>(grad.size(dim)), scale});
         return;
       }
       state->current.records.push_back({at_step, e.id, Site::kOutputGrad, g});
@@ -167,7 +177,7 @@ at::Tensor Audit::State::tap(int index, const at::Tensor& x) {
 void Audit::State::pre_activation(int index, const at::Tensor& x) {
   const Entry& entry = entries[static_cast<std::size_t>(index)];
   if (!x.defined()) throw Error("audit: pre-activation: node '" + entry.id + "': undefined tensor");
-  if (!entry_audited(entry)) return;
+  if (!entry_audited(entry) || !training_pass(index, /*consume=*/false)) return;
   if (internal::use_aten_stats(x)) {  // queued on the step's batch: one copy per step
     std::lock_guard<std::mutex> lock(mutex);
     return defer_record({step, entry.id, Site::kPreActivation, Stats{}}, x, entry.id);

@@ -13,6 +13,7 @@
 
 #include "gradscope/core/error.h"
 #include "gradscope/core/audit/flags.h"
+#include "gradscope/core/audit/loss_scale.h"
 #include "gradscope/core/audit/thresholds.h"
 
 namespace gradscope {
@@ -67,8 +68,11 @@ struct Report {
   int64_t steps = 0;  ///< distinct steps over all nodes
   std::vector<NodeReport> nodes;  ///< in declaration order, then first-seen order
   NonFiniteOrigin nonfinite_origin;
+  /// Mixed precision: steps skipped on overflow and how the loss scale moved (set by the
+  /// adapter that knew the scale, and read back from a saved run's summary).
+  LossScaleReport loss_scale;
 
-  /// True when every node is HEALTHY.
+  /// True when every node is HEALTHY and the loss scale's verdict is not a warning.
   bool healthy() const;
   /// Flagged nodes, worst first (severity, then earliest first step, then the node where
   /// NaN/Inf started, then report order).

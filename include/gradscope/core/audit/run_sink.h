@@ -46,6 +46,8 @@ struct NodeValue {
 inline constexpr const char* kGradSnr = "grad_snr";
 /// NodeValue name of NonFiniteOrigin::rank, on the origin's node (runs merged across ranks).
 inline constexpr const char* kNonFiniteRank = "nonfinite_rank";
+/// NodeValue names of Report::loss_scale, on node "" (the run): "loss_scale.steps", ...
+inline constexpr const char* kLossScalePrefix = "loss_scale.";
 
 /// What an adapter knows of the whole run once it has finished.
 struct RunSummary {

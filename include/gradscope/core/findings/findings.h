@@ -66,6 +66,18 @@ struct FlagGuidance {
 /// The guidance for `flag` (empty strings for HEALTHY). flag_advice(flag) is its action.
 const FlagGuidance& flag_guidance(Flag flag);
 
+/// The guidance of NAN and INF by where the values were born (NonFiniteOrigin::phase:
+/// "forward", "backward" or "optimizer"); flag_guidance(flag) for other flags and phases.
+const FlagGuidance& nonfinite_guidance(Flag flag, const std::string& phase);
+
+/// The guidance of LOSS_SCALE_OVERFLOW, informational (skips while the scale calibrates) or a
+/// warning (LossScaleReport::Verdict).
+const FlagGuidance& loss_scale_guidance(bool warning);
+
+/// LOSS_SCALE_OVERFLOW (kind "loss_scale", node "") when a loss scaler skipped any step; its
+/// premise says whether it is informational or a warning, with the counts and the scales.
+std::optional<Finding> loss_scale_finding(const LossScaleReport& loss_scale);
+
 /// A double in the shortest text that parses back to the same value ("1e-09", "0.25", "nan").
 std::string exact_number(double value);
 

@@ -9,6 +9,11 @@
 //   }
 //   std::cout << gradscope::render_table(audit.report());
 //
+// What is recorded: training passes only (docs/guide.md, "Your training loop"): a forward with
+// gradients enabled through modules in training mode. Evaluation forwards (torch::NoGradGuard,
+// model->eval()) and everything inside a Pause are not; a forward that activation
+// checkpointing recomputes inside backward is recorded once. Mixed precision: set_loss_scale.
+//
 // Nodes: by default each direct child of the model that owns parameters ("encoder"); scoped
 // submodules inside a node get ids like "encoder/backbone.0". What is measured per audited
 // step: activations and output gradients of tapped nodes; parameter gradients after backward
@@ -115,6 +120,12 @@ struct AuditOptions {
   /// dead-rank error one step later, where a job's own next collective may fail first
   /// (docs/distributed.md).
   bool merge_async = false;
+  /// Many processes: the ranks average their parameter gradients, as DDP's all-reduce does.
+  /// Each rank's output gradients are then world_size times those of the one-process run DDP
+  /// stands for (whose loss is the mean of the ranks' losses), so they are divided by
+  /// world_size, and the merged output-gradient statistics equal that run's. false for a job
+  /// that sums the ranks' gradients (and the output gradients are left as measured).
+  bool ranks_average_gradients = true;
 
   /// Many processes: the most bytes one rank sends per audited step to make the effective
   /// ranks of channel views and the CKA of channel groups and leakage pairs the job's exactly
@@ -165,10 +176,43 @@ class Audit {
   }
 
   /// Ends the step: reads the accumulated parameter gradients, runs `optimizer.step()`,
-  /// measures the real update. Call once per step after backward.
+  /// measures the real update. Call once per step after backward. Throws Error, before
+  /// anything runs, for an optimizer that holds none of the audited parameters (it would
+  /// update another model while this one is judged STAGNANT).
   void step(::torch::optim::Optimizer& optimizer);
   /// Same for any update rule: `apply_update` changes the parameters.
   void step(const std::function<void()>& apply_update);
+
+  /// Passes the audit should not see (a validation pass that keeps gradients enabled, extra
+  /// forwards for logging): from pause() to the matching resume() taps record nothing. step()
+  /// is not affected: the training step around the pause is measured as usual. Pauses nest;
+  /// resume() without a pause() throws Error. Audit::Pause does both for a scope.
+  void pause();
+  void resume();
+  bool paused() const;
+  class Pause {
+   public:
+    explicit Pause(Audit& audit) : audit_(audit) { audit_.pause(); }
+    ~Pause() { audit_.resume(); }
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+
+   private:
+    Audit& audit_;
+  };
+
+  /// Mixed precision (docs/guide.md, "Your training loop"): the loss was multiplied by `scale`
+  /// (> 0, finite) before backward, so the step's gradients carry that factor. Every gradient
+  /// statistic (output and parameter gradients, their channel views and histograms) is then
+  /// reported divided by it: bit for bit the unscaled gradient's when `scale` is a power of
+  /// two. `parameter_grads_unscaled`: the parameter gradients were already divided before
+  /// step() (as GradScaler::unscale_ does); output gradients always carry the scale, taken at
+  /// their tap. Holds from the next tap on until changed; call it before the step's forward.
+  /// A step whose parameter gradients are not finite and whose update changed no parameter
+  /// is a skipped step: its gradient and update records are left out (never NAN or INF of a
+  /// node) and it is counted in report().loss_scale (LOSS_SCALE_OVERFLOW). Throws Error for a
+  /// scale that is not finite and positive.
+  void set_loss_scale(double scale, bool parameter_grads_unscaled = false);
 
   /// The step being recorded (number of step() calls so far).
   int64_t current_step() const;

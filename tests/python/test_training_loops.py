@@ -1,0 +1,277 @@
+"""The audit in the training loops people write: evaluation passes, pauses, activation
+checkpointing in both modes, mixed-precision loss scaling (GradScaler's own step logic on the
+CPU, with float16 overflow), an optimizer of another model. Ground truth is computed here with
+plain PyTorch: forward hooks, parameter snapshots, the scaler's own record of skipped steps."""
+import collections
+import math
+import subprocess
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+import gradscope
+from cpu_grad_scaler import CpuGradScaler, float16_gradients
+from models import batches, mlp
+
+
+def element_counts(records, site="activation"):
+    counts = collections.Counter()
+    for r in records:
+        if r.site == site:
+            counts[r.node] += r.stats.count
+    return dict(counts)
+
+
+def ground_truth_activation_counts(model, data, validate_every):
+    """Elements each node's group outputs in the training forwards alone (plain hooks)."""
+    counts = collections.Counter()
+    groups = {"relu1": "fc1", "tanh": "fc2", "out": "out"}
+    handles = [getattr(model, child).register_forward_hook(
+        lambda m, i, o, node=node: counts.update({node: o.numel()}) if torch.is_grad_enabled() and m.training else None)
+        for child, node in groups.items()]
+    try:
+        run_with_validation(model, data, None, validate_every)
+    finally:
+        for h in handles:
+            h.remove()
+    return dict(counts)
+
+
+def run_with_validation(model, data, audit, validate_every, mode="no_grad"):
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    val_x = torch.randn(100, 8)
+    for i, (x, y) in enumerate(data):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        if audit is None:
+            opt.step()
+        else:
+            audit.step(opt)
+        if i % validate_every == 0:
+            validate(model, val_x, mode, audit)
+    validate(model, val_x, mode, audit)  # a last validation, still inside the with-block
+
+
+def validate(model, x, mode, audit):
+    if mode == "no_grad":
+        with torch.no_grad():
+            model(x)
+    elif mode == "eval":
+        model.eval()
+        model(x)  # gradients on: only the mode says this is evaluation
+        model.train()
+    elif mode == "paused":
+        with audit.paused() if audit is not None else torch.enable_grad():
+            model(x)
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "eval", "paused"])
+def test_evaluation_passes_are_not_recorded_nor_a_step(mode):
+    data = batches(6)
+    want = ground_truth_activation_counts(mlp(), data, validate_every=2)
+    assert want == {"fc1": 6 * 32 * 16, "fc2": 6 * 32 * 16, "out": 6 * 32 * 3}
+    model = mlp()
+    with gradscope.Audit(model) as audit:
+        run_with_validation(model, data, audit, validate_every=2, mode=mode)
+    assert element_counts(audit.records()) == want
+    assert audit.report().steps == 6
+    assert audit.report().healthy()
+
+
+def test_pauses_nest_and_a_resume_without_pause_is_an_error():
+    model = mlp()
+    with gradscope.Audit(model) as audit:
+        with audit.paused():
+            with audit.paused():
+                model(torch.randn(4, 8))
+            model(torch.randn(4, 8))
+        assert audit.records() == []
+        with pytest.raises(gradscope.Error, match="resume\\(\\) without a pause\\(\\)"):
+            audit._engine.resume()
+
+
+class CheckpointedNet(nn.Module):
+    def __init__(self, use_reentrant):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1 = nn.Linear(8, 16)
+        self.block = nn.Sequential(nn.Linear(16, 16), nn.Tanh())
+        self.out = nn.Linear(16, 3)
+        self.use_reentrant = use_reentrant
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        if self.use_reentrant is None:
+            h = self.block(h)
+        else:
+            h = checkpoint(self.block, h, use_reentrant=self.use_reentrant)
+        return self.out(h)
+
+
+def audited_records(model, data):
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with gradscope.Audit(model) as audit:
+        for x, y in data:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            audit.step(opt)
+    return audit.records()
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_a_checkpointed_block_is_recorded_once_with_its_gradients(use_reentrant):
+    data = batches(3)
+    plain = audited_records(CheckpointedNet(None), data)
+    checkpointed = audited_records(CheckpointedNet(use_reentrant), data)
+    # block/0: the Linear inside the block, a submodule the audit records by default (scopes).
+    assert element_counts(checkpointed) == element_counts(plain) == {
+        "fc1": 3 * 32 * 16, "block": 3 * 32 * 16, "block/0": 3 * 32 * 16, "out": 3 * 32 * 3}
+    assert element_counts(checkpointed, "output_grad") == element_counts(plain, "output_grad")
+    want = {(r.step, r.node, r.site): r.stats for r in plain}
+    got = {(r.step, r.node, r.site): r.stats for r in checkpointed}
+    assert got.keys() == want.keys()
+    for key, s in want.items():
+        assert math.isclose(got[key].sum_sq, s.sum_sq, rel_tol=1e-9, abs_tol=1e-30), key
+
+
+class Fp16Mlp(nn.Module):
+    """The models.mlp network with float16 gradients between its layers, as under autocast."""
+
+    def __init__(self):
+        super().__init__()
+        base = mlp()
+        self.fc1, self.fc2, self.out = base.fc1, base.fc2, base.out
+
+    def forward(self, x):
+        h = float16_gradients(torch.relu(self.fc1(x)))
+        h = float16_gradients(torch.tanh(self.fc2(h)))
+        return float16_gradients(self.out(h))
+
+
+def scaled_training(data, step_form, init_scale=2.0 ** 16, scaler_given=True):
+    """Trains Fp16Mlp with a CpuGradScaler; returns (audit, scaler, unscaled grads per step,
+    steps whose parameters did not change)."""
+    model = Fp16Mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = CpuGradScaler(init_scale=init_scale, growth_interval=1000)
+    grads, unchanged = [], []
+    with gradscope.Audit(model, scaler=scaler if scaler_given else None) as audit:
+        for i, (x, y) in enumerate(data):
+            opt.zero_grad()
+            scaler.scale(nn.functional.cross_entropy(model(x), y)).backward()
+            before = [p.detach().clone() for p in model.parameters()]
+            scale = scaler.get_scale()
+            grads.append({n: p.grad.detach().double() / scale for n, p in model.named_parameters()})
+            if step_form == "optimizer":
+                audit.step(opt)
+            elif step_form == "function":
+                audit.step(lambda: scaler.step(opt))
+            elif step_form == "unscale_first":
+                scaler.unscale_(opt)
+                audit.step(lambda: scaler.step(opt))
+            elif step_form == "after_step":
+                scaler.step(opt)
+                audit.after_step()
+            scaler.update()
+            if all(torch.equal(b, p) for b, p in zip(before, model.parameters())):
+                unchanged.append(i)
+    return audit, scaler, grads, unchanged
+
+
+@pytest.mark.parametrize("step_form", ["optimizer", "function", "unscale_first", "after_step"])
+def test_loss_scaled_gradients_are_reported_unscaled(step_form):
+    audit, scaler, grads, unchanged = scaled_training(batches(4), step_form)
+    assert scaler.skipped_steps == [] and unchanged == []
+    for r in audit.records():
+        if r.site != "param_grad":
+            continue
+        g = torch.cat([t.flatten() for n, t in grads[r.step].items() if n.startswith(r.node + ".")])
+        assert math.isclose(r.stats.sum_sq, g.pow(2).sum().item(), rel_tol=1e-12), (r.step, r.node)
+    report = audit.report()
+    assert report.healthy(), report.table()
+    assert report.loss_scale.steps == 4 and report.loss_scale.skipped == 0
+
+
+def test_without_the_scaler_the_same_run_is_judged_on_scaled_gradients():
+    # The control of the test above: the audit cannot know the scale, so it measures 65536x.
+    audit, _, grads, _ = scaled_training(batches(2), "function", scaler_given=False)
+    r = next(r for r in audit.records() if r.site == "param_grad" and r.node == "out")
+    g = torch.cat([t.flatten() for n, t in grads[r.step].items() if n.startswith("out.")])
+    assert math.isclose(math.sqrt(r.stats.sum_sq), 65536 * g.norm().item(), rel_tol=1e-9)
+    assert "EXPLODING" in audit.report().node("out").flags
+
+
+@pytest.mark.parametrize("step_form", ["optimizer", "function", "after_step"])
+def test_steps_skipped_on_overflow_are_counted_and_not_judged_nan(step_form):
+    data = batches(30)
+    audit, scaler, _, unchanged = scaled_training(data, step_form, init_scale=2.0 ** 30)
+    assert scaler.skipped_steps, "the planted overflow did not happen"
+    assert unchanged == scaler.skipped_steps  # skipped steps changed no parameter
+    report = audit.report()
+    ls = report.loss_scale
+    assert ls.skipped == len(scaler.skipped_steps)
+    assert ls.first_skipped == scaler.skipped_steps[0] and ls.last_skipped == scaler.skipped_steps[-1]
+    assert ls.first_scale == 2.0 ** 30 and ls.last_scale == scaler.get_scale()
+    assert ls.verdict == "info"
+    assert report.healthy(), report.table()
+    assert all(n.nan == 0 and n.inf == 0 for n in report.nodes)
+    assert "LOSS_SCALE_OVERFLOW informational" in report.table()
+    assert f"{ls.skipped} steps skipped on loss-scale overflow" in report.verdict()
+
+
+def test_a_saved_run_keeps_the_skipped_steps(tmp_path, gradscope_cli):
+    model = Fp16Mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = CpuGradScaler(init_scale=2.0 ** 30)
+    with gradscope.Audit(model, run=tmp_path / "amp", scaler=scaler) as audit:
+        for x, y in batches(20):
+            opt.zero_grad()
+            scaler.scale(nn.functional.cross_entropy(model(x), y)).backward()
+            audit.step(opt)
+            scaler.update()
+    out = subprocess.run([gradscope_cli, "report", str(tmp_path / "amp")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"informational: {len(scaler.skipped_steps)} steps of 20 skipped on overflow" in out.stdout
+    assert "verdict: healthy" in out.stdout
+
+
+def test_an_optimizer_of_another_model_is_an_error_before_anything_runs():
+    model, other = mlp(), mlp(seed=1)
+    opt_other = torch.optim.SGD(other.parameters(), lr=0.1)
+    x, y = batches(1)[0]
+    with gradscope.Audit(model) as audit:
+        nn.functional.cross_entropy(model(x), y).backward()
+        nn.functional.cross_entropy(other(x), y).backward()
+        before = [p.detach().clone() for p in other.parameters()]
+        with pytest.raises(gradscope.Error, match="holds none of the audited model's 6 parameters"):
+            audit.step(opt_other)
+        assert all(torch.equal(b, p) for b, p in zip(before, other.parameters()))
+        assert audit.current_step == 0
+
+
+def test_a_bad_scaler_is_an_error():
+    with pytest.raises(gradscope.Error, match="scaler must be a GradScaler"):
+        gradscope.Audit(mlp(), scaler="65536")
+    with pytest.raises(gradscope.Error, match="finite number > 0"):
+        gradscope.Audit(mlp(), scaler=0)
+
+
+@pytest.mark.parametrize("registered", ["before", "after"])
+def test_a_user_hook_that_replaces_an_output_is_seen_only_when_registered_before(registered):
+    model = mlp()
+    x, y = batches(1)[0]
+    with torch.no_grad():
+        group = model.relu1(model.fc1(x))  # fc1's group output, as the audit measures it
+    double = lambda m, i, o: o * 2  # noqa: E731
+    if registered == "before":
+        model.relu1.register_forward_hook(double)
+    with gradscope.Audit(model) as audit:
+        if registered == "after":
+            model.relu1.register_forward_hook(double)
+        nn.functional.cross_entropy(model(x), y).backward()
+        audit.step(torch.optim.SGD(model.parameters(), lr=0.0))
+    act = next(r.stats for r in audit.records() if r.node == "fc1" and r.site == "activation")
+    want = group * 2 if registered == "before" else group
+    assert math.isclose(act.sum, want.double().sum().item(), rel_tol=1e-12)
