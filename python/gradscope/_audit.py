@@ -1,8 +1,8 @@
 """Audit: forward hooks on a PyTorch model, every measurement made by the C++ engine.
 
 Nodes are the model's direct children that own parameters (the model itself, as "model", when
-none does), as in C++. In an nn.Sequential model the parameter-free children (activations,
-dropout) belong to the audited child before them: the node's activation is the output of the
+none does), as in C++. In an nn.Sequential (the model, or one holding scoped submodules at any
+depth) the parameter-free children (activations, dropout) belong to the audited child before them: the node's activation is the output of the
 last one, and a child followed by tanh, sigmoid, hardtanh or softsign also records its own
 output as the pre-activation (for SATURATED). Elsewhere a node's activation is its module's
 output. A module called several times in one step is recorded at every call; the calls of a
@@ -37,6 +37,22 @@ _SQUASHING = (nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Softsign)
 
 def _has_params(module):
     return next(module.parameters(), None) is not None
+
+
+def _sequential_group(sequential, child):
+    """(the module whose output is `child`'s activation, whether `child`'s own output is its
+    pre-activation): in an nn.Sequential the parameter-free children after `child` belong to
+    it, up to the next child with parameters; when the first of them squashes (tanh, sigmoid,
+    ...), `child`'s own output is recorded as the pre-activation (for SATURATED)."""
+    children = list(sequential.children())
+    at = next((i for i, c in enumerate(children) if c is child), None)
+    if at is None:
+        return child, None
+    end = at
+    while end + 1 < len(children) and not _has_params(children[end + 1]):
+        end += 1
+    squashes = end > at and type(children[at + 1]) in _SQUASHING
+    return children[end], (children[at + 1] if squashes else None)
 
 
 def _first_tensor(output, node, module, submodule=False):
@@ -215,8 +231,19 @@ class Audit:
     # --- hooks -------------------------------------------------------------------------------
     def _install_hooks(self, sequential_groups):
         self._handles.append(self._model.register_forward_pre_hook(self._before_forward))
+        parents = {}
+        for _, node in self._nodes:
+            for parent in node.modules():
+                for child in parent.children():
+                    parents.setdefault(id(child), parent)
         for sub_id, module in self._submodules:
-            self._handles.append(module.register_forward_hook(self._tap_hook(sub_id, submodule=True)))
+            # Inside an nn.Sequential, at any depth, the parameter-free children after a scoped
+            # submodule belong to it, as at the top level: a ReLU's zeros are its layer's.
+            parent = parents.get(id(module))
+            end, squashing = _sequential_group(parent, module) if isinstance(parent, nn.Sequential) else (module, None)
+            self._handles.append(end.register_forward_hook(self._tap_hook(sub_id, submodule=True)))
+            if squashing is not None:
+                self._handles.append(module.register_forward_hook(self._pre_activation_hook(sub_id)))
         if not sequential_groups:
             for node_id, module in self._nodes:
                 self._handles.append(module.register_forward_hook(self._tap_hook(node_id)))

@@ -91,8 +91,12 @@ int parity_scoped(uint64_t seed, int steps) {
     const at::Tensor x = at::randn({8, 16}) * 3;
     const at::Tensor y = at::randn({8, 4});
     opt.zero_grad();
-    const at::Tensor a = audit.tap("enc/a", enc[0]->as<nn::Linear>()->forward(x));
-    const at::Tensor e = audit.tap("enc", audit.tap("enc/b", enc[2]->as<nn::Linear>()->forward(a.tanh())));
+    // In enc's Sequential the Tanh after a belongs to a: a's activation is the tanh's output,
+    // and a's own output its pre-activation (what the Python hooks record).
+    const at::Tensor a_out = enc[0]->as<nn::Linear>()->forward(x);
+    audit.record_pre_activation("enc/a", a_out);
+    const at::Tensor a = audit.tap("enc/a", a_out.tanh());
+    const at::Tensor e = audit.tap("enc", audit.tap("enc/b", enc[2]->as<nn::Linear>()->forward(a)));
     audit.tap("out", out->forward(e.relu())).sub(y).pow(2).mean().backward();
     audit.step(opt);
   }

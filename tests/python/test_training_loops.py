@@ -275,3 +275,71 @@ def test_a_user_hook_that_replaces_an_output_is_seen_only_when_registered_before
     act = next(r.stats for r in audit.records() if r.node == "fc1" and r.site == "activation")
     want = group * 2 if registered == "before" else group
     assert math.isclose(act.sum, want.double().sum().item(), rel_tol=1e-12)
+
+
+def _layers(kind):
+    """fc1 -> act1 -> fc2 -> act2 -> out, with one planted fault: "dead" (fc2's bias -10
+    before a ReLU), "saturated" (fc1 scaled 300x before a tanh) or "healthy"."""
+    torch.manual_seed(7)
+    fc1, fc2, out = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, 3)
+    act1, act2 = (nn.Tanh(), nn.ReLU()) if kind == "saturated" else (nn.ReLU(), nn.ReLU())
+    with torch.no_grad():
+        if kind == "dead":
+            fc2.bias.fill_(-10.0)
+        if kind == "saturated":
+            fc1.weight.mul_(300.0)
+    return collections.OrderedDict([("fc1", fc1), ("act1", act1), ("fc2", fc2), ("act2", act2), ("out", out)])
+
+
+class _Wrapped(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.net = nn.Sequential(layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class _Nested(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.block1 = nn.Sequential(collections.OrderedDict((k, layers[k]) for k in ("fc1", "act1")))
+        self.block2 = nn.Sequential(collections.OrderedDict((k, layers[k]) for k in ("fc2", "act2")))
+        self.out = layers["out"]
+
+    def forward(self, x):
+        return self.out(self.block2(self.block1(x)))
+
+
+_LAYER_IDS = {"flat": {"fc1": "fc1", "fc2": "fc2", "out": "out"},
+              "wrapped": {"fc1": "net/fc1", "fc2": "net/fc2", "out": "net/out"},
+              "nested": {"fc1": "block1/fc1", "fc2": "block2/fc2", "out": "out"}}
+
+
+def _layer_flags(kind, nesting):
+    layers = _layers(kind)
+    model = {"flat": lambda: nn.Sequential(layers), "wrapped": lambda: _Wrapped(layers),
+             "nested": lambda: _Nested(layers)}[nesting]()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(256, 16, generator=g), torch.randint(0, 3, (256,), generator=g)
+    with gradscope.Audit(model) as audit:
+        for step in range(30):
+            rows = torch.randint(0, 256, (64,), generator=g)
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x[rows]), y[rows]).backward()
+            audit.step(opt)
+    flags = audit.report().flags()
+    return {layer: sorted(flags[node]) for layer, node in _LAYER_IDS[nesting].items()}
+
+
+@pytest.mark.parametrize("kind,layer,flag", [("dead", "fc2", "DEAD"), ("saturated", "fc1", "SATURATED"),
+                                             ("healthy", None, None)])
+def test_no_flag_of_a_layer_changes_when_the_same_layers_are_nested_differently(kind, layer, flag):
+    flat = _layer_flags(kind, "flat")
+    if flag is None:
+        assert all(f == ["HEALTHY"] for f in flat.values()), flat
+    else:
+        assert flag in flat[layer], flat
+    assert _layer_flags(kind, "wrapped") == flat
+    assert _layer_flags(kind, "nested") == flat
