@@ -290,3 +290,25 @@ TEST(Report, BuildInOrderPutsNamedNodesFirstAndDeclaresUnseenOnes) {
 
 }  // namespace
 }  // namespace gradscope
+
+namespace gradscope {
+namespace {
+
+TEST(Report, VerdictNodesLeaveOutSubmodulesOfNodesInTheReport) {
+  Report r;
+  for (const char* id : {"enc", "enc/fc1", "enc/fc1.inner/x", "head", "orphan/sub", "a/b"}) {
+    NodeReport n;
+    n.node = id;
+    r.nodes.push_back(n);
+  }
+  NodeReport a;
+  a.node = "a";
+  r.nodes.push_back(a);
+  std::vector<std::string> ids;
+  for (const NodeReport* n : r.verdict_nodes()) ids.push_back(n->node);
+  // "orphan/sub" has no node "orphan" in the report: it is counted itself.
+  EXPECT_EQ(ids, (std::vector<std::string>{"enc", "head", "orphan/sub", "a"}));
+}
+
+}  // namespace
+}  // namespace gradscope

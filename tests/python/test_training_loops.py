@@ -330,6 +330,7 @@ def _layer_flags(kind, nesting):
             nn.functional.cross_entropy(model(x[rows]), y[rows]).backward()
             audit.step(opt)
     flags = audit.report().flags()
+    _layer_flags.verdict = audit.report().verdict()
     return {layer: sorted(flags[node]) for layer, node in _LAYER_IDS[nesting].items()}
 
 
@@ -343,3 +344,14 @@ def test_no_flag_of_a_layer_changes_when_the_same_layers_are_nested_differently(
         assert flag in flat[layer], flat
     assert _layer_flags(kind, "wrapped") == flat
     assert _layer_flags(kind, "nested") == flat
+
+
+def test_the_verdict_counts_nodes_not_the_submodules_recorded_inside_them():
+    # Nested: nodes block1, block2, out; block1/fc1 and block2/fc2 are recorded inside them
+    # (auto scope) and their flags roll up, so the verdict counts 3 nodes, as flat.
+    _layer_flags("dead", "flat")
+    flat = _layer_flags.verdict
+    _layer_flags("dead", "nested")
+    nested = _layer_flags.verdict
+    assert "2 of 3 nodes flagged" in flat
+    assert "2 of 3 nodes flagged" in nested, nested

@@ -1,6 +1,7 @@
 #include "gradscope/core/audit/report.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "gradscope/core/error.h"
 
@@ -46,6 +47,22 @@ std::vector<const NodeReport*> Report::flagged_worst_first() const {
     if (first_seen(a) != first_seen(b)) return first_seen(a) < first_seen(b);
     return is_origin(a) && !is_origin(b);
   });
+  return out;
+}
+
+std::vector<const NodeReport*> Report::verdict_nodes() const {
+  std::unordered_set<std::string> ids;
+  for (const NodeReport& n : nodes) ids.insert(n.node);
+  std::vector<const NodeReport*> out;
+  for (const NodeReport& n : nodes) {
+    // A submodule's id is its node's, a '/', then its path: some part before a '/' names
+    // another node in the report.
+    bool submodule = false;
+    for (std::size_t slash = n.node.find('/'); slash != std::string::npos && !submodule;
+         slash = n.node.find('/', slash + 1))
+      submodule = ids.count(n.node.substr(0, slash)) > 0;
+    if (!submodule) out.push_back(&n);
+  }
   return out;
 }
 

@@ -98,7 +98,11 @@ std::string render_table(const Report& report, bool with_verdict) {
 }
 
 std::string render_verdict(const Report& report) {
-  const auto flagged = report.flagged_worst_first();
+  // The nodes a verdict counts: a submodule's flags are its node's already (roll-up).
+  const std::vector<const NodeReport*> counted = report.verdict_nodes();
+  std::vector<const NodeReport*> flagged;
+  for (const NodeReport* n : report.flagged_worst_first())
+    if (std::find(counted.begin(), counted.end(), n) != counted.end()) flagged.push_back(n);
   const auto plural = [](std::size_t n, const char* word) {
     return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
   };
@@ -107,14 +111,14 @@ std::string render_verdict(const Report& report) {
                                                      plural(static_cast<std::size_t>(ls.skipped), "step"))
                                        : std::string();
   if (flagged.empty() && report.healthy())
-    return fmt::format("verdict: healthy ({}, {}{})", plural(report.nodes.size(), "node"),
+    return fmt::format("verdict: healthy ({}, {}{})", plural(counted.size(), "node"),
                        plural(static_cast<std::size_t>(report.steps), "step"), skips);
   if (flagged.empty())  // every node healthy, but the loss scaler keeps skipping steps
     return fmt::format("verdict: unhealthy: LOSS_SCALE_OVERFLOW: {} of {} skipped on overflow, loss scale {}",
                        plural(static_cast<std::size_t>(ls.skipped), "step"), ls.steps, ls.last_scale);
   const NodeReport& worst = *flagged.front();
   std::string line = fmt::format("verdict: unhealthy: {} of {} flagged over {}; worst {} [{}]",
-                                 flagged.size(), plural(report.nodes.size(), "node"),
+                                 flagged.size(), plural(counted.size(), "node"),
                                  plural(static_cast<std::size_t>(report.steps), "step"),
                                  terminal_text(worst.node), worst.flags_label());
   for (const Evidence& e : worst.evidence) {

@@ -77,6 +77,10 @@ struct Report {
   /// Flagged nodes, worst first (severity, then earliest first step, then the node where
   /// NaN/Inf started, then report order).
   std::vector<const NodeReport*> flagged_worst_first() const;
+  /// The nodes a verdict counts, in report order: every node that is not a submodule of
+  /// another node in the report ("encoder", not "encoder/fc1"), since a submodule's flags roll
+  /// up into its node. So a model reads "2 of 9 nodes" whichever submodules a scope recorded.
+  std::vector<const NodeReport*> verdict_nodes() const;
 };
 
 /// Throws HealthError naming every flagged node, worst first, with its flags.
