@@ -325,5 +325,58 @@ TEST(AuditTrainingLoop, LossScaleMustBeFiniteAndPositive) {
     EXPECT_THROW(audit.set_loss_scale(bad), Error) << bad;
 }
 
+// The dying-ReLU layers (fc2's bias -10 before its ReLU), flat or as one Sequential child.
+nn::Sequential dying_relu_layers() {
+  ::torch::manual_seed(7);
+  nn::Linear fc2(16, 16);
+  {
+    ::torch::NoGradGuard no_grad;
+    fc2->bias.fill_(-10.0);
+  }
+  return nn::Sequential({{"fc1", nn::Linear(8, 16)}, {"relu1", nn::ReLU()}, {"fc2", fc2}, {"relu2", nn::ReLU()},
+                         {"out", nn::Linear(16, 3)}});
+}
+
+// LibTorch nests a Sequential in another only through a subclass with a plain forward.
+struct WrappedImpl : nn::SequentialImpl {
+  explicit WrappedImpl(const nn::Sequential& inner) {
+    const auto names = inner->named_children();
+    std::size_t i = 0;
+    for (auto it = inner->begin(); it != inner->end(); ++it, ++i) push_back(names[i].key(), *it);
+  }
+  at::Tensor forward(at::Tensor x) { return nn::SequentialImpl::forward(x); }
+};
+TORCH_MODULE(Wrapped);
+
+Report trained(nn::Sequential model) {
+  ::torch::optim::SGD opt(model->parameters(), 0.01);
+  Audit audit(model);
+  ::torch::manual_seed(3);
+  for (int step = 0; step < 20; ++step) {
+    opt.zero_grad();
+    audit.forward(model, at::randn({32, 8})).pow(2).mean().backward();
+    audit.step(opt);
+  }
+  return audit.report();
+}
+
+const NodeReport& report_node(const Report& r, const std::string& id) {
+  for (const NodeReport& n : r.nodes)
+    if (n.node == id) return n;
+  throw std::runtime_error("no node " + id);
+}
+
+TEST(AuditTrainingLoop, ALayerInANestedSequentialKeepsItsFlags) {
+  const Report flat = trained(dying_relu_layers());
+  const Report wrapped = trained(nn::Sequential({{"net", Wrapped(dying_relu_layers())}}));
+  for (const char* layer : {"fc1", "fc2", "out"})
+    EXPECT_EQ(report_node(wrapped, std::string("net/") + layer).flags_label(), report_node(flat, layer).flags_label())
+        << layer;
+  EXPECT_TRUE(report_node(flat, "fc2").flags.contains(Flag::kDead));
+  // Its submodules' flags are net's: the verdict counts one node.
+  EXPECT_TRUE(report_node(wrapped, "net").flags.contains(Flag::kDead));
+  EXPECT_EQ(wrapped.verdict_nodes().size(), 1u);
+}
+
 }  // namespace
 }  // namespace gradscope::torch

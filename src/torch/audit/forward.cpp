@@ -1,6 +1,7 @@
-// Audit::forward: runs a Sequential child by child and taps each audited child's group. The
-// children are resolved to entries once per Sequential (a plan), not looked up on every call;
-// on a step that is not audited the children just run.
+// Audit::forward: runs a Sequential child by child and taps each audited child's group, and
+// does the same inside a Sequential child that holds scoped submodules. The children are
+// resolved to entries once per Sequential (a plan), not looked up on every call; on a step
+// that is not audited the children just run.
 #include <c10/util/Exception.h>
 #include <torch/nn/modules/activation.h>
 
@@ -40,6 +41,12 @@ Audit::State::ForwardPlan make_plan(const Audit::State& s, const ::torch::nn::Se
     // Tap at the end of a group: before the next audited child, or at the end.
     plan.tap_after.push_back(current >= 0 && (next_audited || last) ? current : -1);
     if (plan.tap_after.back() >= 0) current = -1;
+    // A Sequential child holding scoped submodules runs child by child too, so that they are
+    // tapped, grouped with the parameter-free children after them, as at the top level.
+    plan.nested.push_back(nullptr);
+    if (auto* inner = dynamic_cast<::torch::nn::SequentialImpl*>(children[i].get()))
+      for (const auto& m : inner->modules(/*include_self=*/false))
+        if (s.by_module.count(m.get())) plan.nested.back() = inner;
   }
   return plan;
 }
@@ -68,7 +75,7 @@ at::Tensor Audit::forward(::torch::nn::SequentialImpl& sequential, at::Tensor x)
   std::size_t i = 0;
   for (auto it = sequential.begin(); it != sequential.end(); ++it, ++i) {
     try {
-      x = it->forward(x);
+      x = plan && plan->nested[i] ? forward(*plan->nested[i], x) : it->forward(x);
     } catch (const c10::Error& e) {  // the user's model failed: say which child, no backtrace
       const auto children = sequential.named_children();
       throw Error("audit: forward: child '" + children[i].key() + "' (" + children[i].value()->name() + "): " + e.msg());

@@ -3,6 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -105,8 +106,9 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
     std::vector<const ::torch::nn::Module*> children;
     std::vector<int> pre_activation;  // entry whose pre-activation is child i's output, or -1
     std::vector<int> tap_after;       // entry tapped with child i's output, or -1
+    std::vector<::torch::nn::SequentialImpl*> nested;  // child i, a Sequential with entries inside
   };
-  std::vector<ForwardPlan> plans;
+  std::deque<ForwardPlan> plans;  // a deque: forward() keeps a pointer while a nested call adds one
 
   // step()'s per-entry sums of one step, kept to reuse their memory (step.cpp).
   struct EntrySums {

@@ -168,8 +168,9 @@ class Audit {
   /// Runs a Sequential child by child and taps each audited child's output; parameter-free
   /// children (activations, dropout) belong to the audited child before them; when the next
   /// one is Tanh, Sigmoid, Hardtanh or Softsign, the child's own output is also recorded as
-  /// its pre-activation (for SATURATED). A child that throws LibTorch's error is named in
-  /// the Error thrown instead.
+  /// its pre-activation (for SATURATED). A Sequential child that holds scoped submodules is
+  /// run the same way, so they are tapped and grouped as at the top level. A child that throws
+  /// LibTorch's error is named in the Error thrown instead.
   at::Tensor forward(::torch::nn::SequentialImpl& sequential, at::Tensor x);
   at::Tensor forward(const ::torch::nn::Sequential& sequential, at::Tensor x) {
     return forward(*sequential.ptr(), std::move(x));
