@@ -112,7 +112,7 @@ TEST(LossScale, TheFindingSaysWhichStepsAndHowTheScaleMoved) {
   EXPECT_EQ(f->type, "LOSS_SCALE_OVERFLOW");
   EXPECT_EQ(f->kind, "loss_scale");
   EXPECT_EQ(f->since_step, 0);
-  EXPECT_THAT(f->premise, HasSubstr("informational: 3 steps of 20 skipped on overflow (steps 0 to 2)"));
+  EXPECT_THAT(f->premise, HasSubstr("informational: 3 steps of 20 skipped on overflow (steps 0-2)"));
   EXPECT_THAT(f->premise, HasSubstr("loss scale 65536 at the first step, 8192 at the last"));
   EXPECT_THAT(f->premise, HasSubstr("first fit at step 3, then 0 of 17 skipped"));
   EXPECT_EQ(f->action, loss_scale_guidance(false).action);
@@ -120,6 +120,26 @@ TEST(LossScale, TheFindingSaysWhichStepsAndHowTheScaleMoved) {
   ASSERT_TRUE(w.has_value());
   EXPECT_THAT(w->premise, HasSubstr("warning: 5 steps of 10"));
   EXPECT_EQ(w->action, loss_scale_guidance(true).action);
+}
+
+TEST(LossScale, TheSkippedStepsAndTheScaleChangesAreListed) {
+  const LossScaleReport r = run(steps(30, {0, 1, 2, 10, 20, 21}));
+  EXPECT_EQ(r.skipped_steps, (std::vector<int64_t>{0, 1, 2, 10, 20, 21}));
+  // 65536 at 0, halved after each skip: from step 1, 2, 3, 11, 21, 22 on.
+  const std::vector<std::pair<int64_t, double>> want{{0, 65536}, {1, 32768}, {2, 16384}, {3, 8192},
+                                                     {11, 4096}, {21, 2048}, {22, 1024}};
+  EXPECT_EQ(r.scale_changes, want);
+  const auto f = loss_scale_finding(r);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_THAT(f->premise, HasSubstr("(steps 0-2, 10, 20-21)"));
+  // A long run keeps the first kListed of each list; the premise says how many more.
+  LossScaleReport big;
+  for (int64_t s = 0; s < 1500; ++s) add_loss_scale_step(big, s, 1024.0 / static_cast<double>(1 + s % 2), s % 2 == 1);
+  judge_loss_scale(big);
+  EXPECT_EQ(big.skipped, 750);
+  EXPECT_EQ(big.skipped_steps.size(), 750u);
+  EXPECT_EQ(big.scale_changes.size(), LossScaleReport::kListed);
+  EXPECT_THAT(loss_scale_finding(big)->premise, HasSubstr("and 738 more"));
 }
 
 TEST(LossScale, ASavedRunKeepsTheCountsAndJudgesThemAgain) {
@@ -140,6 +160,8 @@ TEST(LossScale, ASavedRunKeepsTheCountsAndJudgesThemAgain) {
   EXPECT_EQ(b.first_scale, a.first_scale);
   EXPECT_EQ(b.last_scale, a.last_scale);
   EXPECT_EQ(b.min_scale, a.min_scale);
+  EXPECT_EQ(b.skipped_steps, a.skipped_steps);
+  EXPECT_EQ(b.scale_changes, a.scale_changes);
   EXPECT_EQ(b.verdict, a.verdict);
   EXPECT_FALSE(restored.healthy());  // 3 skips in the 28 steps after the scale fit: a warning
   // A run without a loss scale keeps no such values.
@@ -150,9 +172,15 @@ TEST(LossScale, DamagedSavedCountsAreIgnored) {
   Report r;
   apply_node_values(r, {{"", std::string(kLossScalePrefix) + "steps", NAN},
                         {"", std::string(kLossScalePrefix) + "skipped", 1e300},
-                        {"", std::string(kLossScalePrefix) + "unknown", 3}});
+                        {"", std::string(kLossScalePrefix) + "unknown", 3},
+                        {"", std::string(kLossScalePrefix) + "skipped_step", -4},
+                        {"", std::string(kLossScalePrefix) + "skipped_step", 2.5},
+                        {"", std::string(kLossScalePrefix) + "scale_at.x1", 8},
+                        {"", std::string(kLossScalePrefix) + "scale_at.", 8}});
   EXPECT_EQ(r.loss_scale.steps, 0);
   EXPECT_EQ(r.loss_scale.skipped, 0);
+  EXPECT_TRUE(r.loss_scale.skipped_steps.empty());
+  EXPECT_TRUE(r.loss_scale.scale_changes.empty());
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ TEST(Render, LossScaleSkipsAreSaidInTheTableTheVerdictAndTheJson) {
   const Report calibrating = loss_scaled_report({0, 1, 2}, 10);
   EXPECT_EQ(render_verdict(calibrating), "verdict: healthy (1 node, 10 steps; 3 steps skipped on loss-scale overflow)");
   const std::string table = render_table(calibrating);
-  EXPECT_NE(table.find("\nLOSS_SCALE_OVERFLOW informational: 3 steps of 10 skipped on overflow (steps 0 to 2)"),
+  EXPECT_NE(table.find("\nLOSS_SCALE_OVERFLOW informational: 3 steps of 10 skipped on overflow (steps 0-2)"),
             std::string::npos)
       << table;
   const auto json = nlohmann::json::parse(render_json(calibrating));

@@ -22,6 +22,9 @@ constexpr int64_t kFrequentMinimum = 3;
 }  // namespace
 
 void add_loss_scale_step(LossScaleReport& r, int64_t step, double scale, bool skipped) {
+  if ((r.steps == 0 || scale != r.last_scale) && r.scale_changes.size() < LossScaleReport::kListed)
+    r.scale_changes.emplace_back(step, scale);
+  if (skipped && r.skipped_steps.size() < LossScaleReport::kListed) r.skipped_steps.push_back(step);
   if (r.steps == 0) r.first_scale = scale;
   ++r.steps;
   r.last_scale = scale;

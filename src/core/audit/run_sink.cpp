@@ -25,6 +25,13 @@ void each_loss_scale_field(LossScaleReport& r, F&& f) {
   f("min_scale", r.min_scale);
 }
 
+// Run-level value names of the lists, after kLossScalePrefix: one value per skipped step,
+// and "scale_at.<step>" per scale change.
+constexpr const char* kSkippedStep = "skipped_step";
+constexpr const char* kScaleAt = "scale_at.";
+
+bool whole_step(double v) { return std::isfinite(v) && v >= 0 && v < 9e15 && v == std::floor(v); }
+
 }  // namespace
 
 std::vector<NodeValue> node_values(const Report& report) {
@@ -39,6 +46,10 @@ std::vector<NodeValue> node_values(const Report& report) {
     each_loss_scale_field(ls, [&](const char* name, auto value) {
       values.push_back({"", std::string(kLossScalePrefix) + name, static_cast<double>(value)});
     });
+    for (int64_t step : ls.skipped_steps)
+      values.push_back({"", std::string(kLossScalePrefix) + kSkippedStep, static_cast<double>(step)});
+    for (const auto& [step, scale] : ls.scale_changes)
+      values.push_back({"", std::string(kLossScalePrefix) + kScaleAt + std::to_string(step), scale});
   }
   return values;
 }
@@ -50,6 +61,20 @@ void apply_node_values(Report& report, const std::vector<NodeValue>& values) {
   for (const NodeValue& v : values) {
     if (v.node.empty() && v.name.rfind(kLossScalePrefix, 0) == 0) {
       const std::string field = v.name.substr(std::char_traits<char>::length(kLossScalePrefix));
+      loss_scale = true;
+      if (field == kSkippedStep) {
+        if (whole_step(v.value) && report.loss_scale.skipped_steps.size() < LossScaleReport::kListed)
+          report.loss_scale.skipped_steps.push_back(static_cast<int64_t>(v.value));
+        continue;
+      }
+      if (field.rfind(kScaleAt, 0) == 0) {
+        const std::string digits = field.substr(std::char_traits<char>::length(kScaleAt));
+        const bool number = !digits.empty() && digits.size() < 19 &&
+                            digits.find_first_not_of("0123456789") == std::string::npos;
+        if (number && report.loss_scale.scale_changes.size() < LossScaleReport::kListed)
+          report.loss_scale.scale_changes.emplace_back(std::stoll(digits), v.value);
+        continue;
+      }
       each_loss_scale_field(report.loss_scale, [&](const char* name, auto& value) {
         if (field != name) return;
         using T = std::decay_t<decltype(value)>;
@@ -59,7 +84,6 @@ void apply_node_values(Report& report, const std::vector<NodeValue>& values) {
         } else {
           value = v.value;
         }
-        loss_scale = true;
       });
       continue;
     }

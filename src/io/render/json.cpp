@@ -88,7 +88,11 @@ std::string render_json(const Report& report, int indent) {
                   {"trailing_skipped", ls.trailing_skipped},
                   {"first_scale", number(ls.first_scale)},
                   {"last_scale", number(ls.last_scale)},
-                  {"min_scale", number(ls.min_scale)}};
+                  {"min_scale", number(ls.min_scale)},
+                  {"skipped_steps", ls.skipped_steps},
+                  {"scale_changes", nlohmann::json::array()}};
+    for (const auto& [step, scale] : ls.scale_changes)
+      loss_scale["scale_changes"].push_back({{"step", step}, {"scale", number(scale)}});
   }
   nlohmann::json doc = {{"gradscope_report",
                          {{"healthy", report.healthy()},

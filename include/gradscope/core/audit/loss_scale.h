@@ -8,8 +8,11 @@
 //   gradscope::judge_loss_scale(ls);          // ls.verdict: kNone, kInfo or kWarning
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace gradscope {
 
@@ -31,6 +34,12 @@ struct LossScaleReport {
   double first_scale = kNone;     ///< the scale of the first audited step
   double last_scale = kNone;
   double min_scale = kNone;
+  /// The skipped steps, and (step, scale) where the scale differed from the audited step
+  /// before (the first step included): the first kListed of each are kept, the counts above
+  /// are exact however many there are.
+  static constexpr std::size_t kListed = 1000;
+  std::vector<int64_t> skipped_steps;
+  std::vector<std::pair<int64_t, double>> scale_changes;
   Verdict verdict = Verdict::kNone;
 
   bool found() const { return skipped > 0; }
