@@ -34,8 +34,9 @@ class Report:
     @property
     def loss_scale(self):
         """Mixed precision: the steps a loss scaler skipped on overflow and how the scale moved
-        (steps, skipped, first_skipped, first_fit, first_scale, last_scale, min_scale, verdict
-        "none", "info" or "warning"), or None when no loss scale was set."""
+        (steps, skipped, first_skipped, first_fit, first_scale, last_scale, min_scale,
+        skipped_steps, scale_changes as (step, scale) pairs, verdict "none", "info" or
+        "warning"), or None when no loss scale was set."""
         ls = self._native.loss_scale
         return ls if ls.steps > 0 else None
 

@@ -173,6 +173,8 @@ void bind_report(py::module_& m) {
       .def_readonly("first_scale", &LossScaleReport::first_scale)
       .def_readonly("last_scale", &LossScaleReport::last_scale)
       .def_readonly("min_scale", &LossScaleReport::min_scale)
+      .def_readonly("skipped_steps", &LossScaleReport::skipped_steps)
+      .def_readonly("scale_changes", &LossScaleReport::scale_changes)
       .def_property_readonly("verdict",
                              [](const LossScaleReport& r) {
                                return r.verdict == LossScaleReport::Verdict::kWarning ? "warning"

@@ -355,3 +355,23 @@ def test_the_verdict_counts_nodes_not_the_submodules_recorded_inside_them():
     nested = _layer_flags.verdict
     assert "2 of 3 nodes flagged" in flat
     assert "2 of 3 nodes flagged" in nested, nested
+
+
+def test_a_nan_born_in_the_forward_pass_is_still_nan_under_a_scaler():
+    model = Fp16Mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = CpuGradScaler(init_scale=2.0 ** 16)
+    with gradscope.Audit(model, scaler=scaler) as audit:
+        for step, (x, y) in enumerate(batches(10)):
+            if step == 5:
+                x[0, 0] = float("nan")  # the scaler skips this step too, but the NaN is the model's
+            opt.zero_grad()
+            scaler.scale(nn.functional.cross_entropy(model(x), y)).backward()
+            audit.step(opt)
+            scaler.update()
+    report = audit.report()
+    assert 5 in scaler.skipped_steps
+    assert 5 in list(report.loss_scale.skipped_steps)
+    assert "NAN" in report.node("fc1").flags
+    origin = report.nonfinite_origin
+    assert (origin.step, origin.node, origin.phase) == (5, "fc1", "forward")
