@@ -21,13 +21,8 @@ namespace nn = ::torch::nn;
 using ::testing::HasSubstr;
 
 using audit_test::mlp;
+using audit_test::node_of;
 using audit_test::of;
-
-const NodeReport& node_of(const Report& r, const std::string& id) {
-  for (const NodeReport& n : r.nodes)
-    if (n.node == id) return n;
-  throw std::runtime_error("no node " + id);
-}
 
 // Live (not removed) C++ hooks on a tensor; LibTorch nulls removed hooks in place.
 std::size_t hook_count(const at::Tensor& t) {

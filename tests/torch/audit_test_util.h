@@ -1,4 +1,5 @@
-// What the audit tests share: the small seeded MLP they audit and a filter over records.
+// What the audit tests share: the small seeded MLP they audit, a filter over records and a
+// node's report.
 #pragma once
 
 #include <torch/nn/modules/activation.h>
@@ -8,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <stdexcept>
+
 #include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/report.h"
 
 namespace gradscope::torch::audit_test {
 
@@ -25,6 +29,13 @@ inline std::vector<Record> of(const std::vector<Record>& rs, const std::string& 
   for (const Record& r : rs)
     if (r.node == node && r.site == site) out.push_back(r);
   return out;
+}
+
+/// The report of node `id`; throws std::runtime_error when the report has none.
+inline const NodeReport& node_of(const Report& r, const std::string& id) {
+  for (const NodeReport& n : r.nodes)
+    if (n.node == id) return n;
+  throw std::runtime_error("no node " + id);
 }
 
 }  // namespace gradscope::torch::audit_test

@@ -23,6 +23,7 @@ namespace nn = ::torch::nn;
 using ::testing::HasSubstr;
 
 using audit_test::mlp;
+using audit_test::node_of;
 using audit_test::of;
 
 int64_t total_count(const std::vector<Record>& rs, Site site) {
@@ -360,21 +361,15 @@ Report trained(nn::Sequential model) {
   return audit.report();
 }
 
-const NodeReport& report_node(const Report& r, const std::string& id) {
-  for (const NodeReport& n : r.nodes)
-    if (n.node == id) return n;
-  throw std::runtime_error("no node " + id);
-}
-
 TEST(AuditTrainingLoop, ALayerInANestedSequentialKeepsItsFlags) {
   const Report flat = trained(dying_relu_layers());
   const Report wrapped = trained(nn::Sequential({{"net", Wrapped(dying_relu_layers())}}));
   for (const char* layer : {"fc1", "fc2", "out"})
-    EXPECT_EQ(report_node(wrapped, std::string("net/") + layer).flags_label(), report_node(flat, layer).flags_label())
+    EXPECT_EQ(node_of(wrapped, std::string("net/") + layer).flags_label(), node_of(flat, layer).flags_label())
         << layer;
-  EXPECT_TRUE(report_node(flat, "fc2").flags.contains(Flag::kDead));
+  EXPECT_TRUE(node_of(flat, "fc2").flags.contains(Flag::kDead));
   // Its submodules' flags are net's: the verdict counts one node.
-  EXPECT_TRUE(report_node(wrapped, "net").flags.contains(Flag::kDead));
+  EXPECT_TRUE(node_of(wrapped, "net").flags.contains(Flag::kDead));
   EXPECT_EQ(wrapped.verdict_nodes().size(), 1u);
 }
 
