@@ -176,11 +176,7 @@ void bind_report(py::module_& m) {
       .def_readonly("skipped_steps", &LossScaleReport::skipped_steps)
       .def_readonly("scale_changes", &LossScaleReport::scale_changes)
       .def_property_readonly("verdict",
-                             [](const LossScaleReport& r) {
-                               return r.verdict == LossScaleReport::Verdict::kWarning ? "warning"
-                                      : r.verdict == LossScaleReport::Verdict::kInfo  ? "info"
-                                                                                      : "none";
-                             })
+                             [](const LossScaleReport& r) { return loss_scale_verdict_name(r.verdict); })
       .def("found", &LossScaleReport::found);
   py::class_<Report>(m, "Report")
       .def_readonly("steps", &Report::steps)

@@ -21,6 +21,14 @@ constexpr int64_t kFrequentMinimum = 3;
 
 }  // namespace
 
+const char* loss_scale_verdict_name(LossScaleReport::Verdict verdict) {
+  switch (verdict) {
+    case LossScaleReport::Verdict::kInfo: return "info";
+    case LossScaleReport::Verdict::kWarning: return "warning";
+    default: return "none";
+  }
+}
+
 void add_loss_scale_step(LossScaleReport& r, int64_t step, double scale, bool skipped) {
   if ((r.steps == 0 || scale != r.last_scale) && r.scale_changes.size() < LossScaleReport::kListed)
     r.scale_changes.emplace_back(step, scale);

@@ -74,10 +74,7 @@ std::string render_json(const Report& report, int indent) {
   const LossScaleReport& ls = report.loss_scale;
   nlohmann::json loss_scale;  // null: no loss scale was set
   if (ls.steps > 0) {
-    const char* verdict = ls.verdict == LossScaleReport::Verdict::kWarning ? "warning"
-                          : ls.verdict == LossScaleReport::Verdict::kInfo  ? "info"
-                                                                           : "none";
-    loss_scale = {{"verdict", verdict},
+    loss_scale = {{"verdict", loss_scale_verdict_name(ls.verdict)},
                   {"steps", ls.steps},
                   {"skipped", ls.skipped},
                   {"first_skipped", ls.first_skipped >= 0 ? nlohmann::json(ls.first_skipped) : nlohmann::json()},

@@ -45,6 +45,9 @@ struct LossScaleReport {
   bool found() const { return skipped > 0; }
 };
 
+/// "none", "info" or "warning": the verdict as the JSON and the Python module name it.
+const char* loss_scale_verdict_name(LossScaleReport::Verdict verdict);
+
 /// Counts audited step `step` (later than any added before), trained at `scale`.
 void add_loss_scale_step(LossScaleReport& report, int64_t step, double scale, bool skipped);
 
