@@ -18,9 +18,16 @@ in a callback propagates out of step() (docs/python.md says what state the track
 
 Every forward of the table is observed by a forward hook (its indices); the hook goes on
 close() or at the end of a with-block.
+
+Findings reach the saved-run tools (gradscope report, ls, diff, html, lsp) through a run:
+tracker.save(run) writes the table's summary and findings into a run (the one an Audit writes,
+after audit.finish()); EmbeddingTracker(..., run="runs/emb") makes the tracker write its own run
+(every tracked step's records, then at close() its findings).
 """
 import contextlib
 import json
+import os
+import sys
 
 from torch import nn
 
@@ -82,15 +89,23 @@ def _role(role):
 
 class EmbeddingTracker:
     def __init__(self, module, auto_fix=False, track_every=1, *, name="embedding", thresholds=None,
-                 zombie_rule="windowed", **options):
-        """`options`: gradient_ema, fix_min_scale, fix_max_scale, boost_undertrained,
+                 zombie_rule="windowed", run=None, run_name=None, overwrite=False, **options):
+        """`run`: a directory for the tracker's own run (records each tracked step, findings at
+        close(); `run_name` defaults to the directory's name, `overwrite` replaces a run there).
+        `options`: gradient_ema, fix_min_scale, fix_max_scale, boost_undertrained,
         undertrained_exposure, boost_max, rank_sample_rows (docs/embedding.md), negative_sampler,
         on_intervention, on_step (docs/python.md), process_group (a torch.distributed ProcessGroup,
         or True / "default" for the default group: per-row state merged across the group's ranks;
         constructing the tracker is then a collective; docs/distributed.md)."""
         bag, padding_idx = _table(module, name, track_every, zombie_rule)
         o = _options(name, auto_fix, track_every, thresholds, zombie_rule, options)
-        self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, o))
+        spec = None
+        if run is not None:
+            run = _run_path(run, f"embedding '{name}'")
+            if run_name is not None and not isinstance(run_name, str):
+                raise Error(f"embedding '{name}': run_name must be a string, got {type(run_name).__name__}")
+            spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), bool(overwrite))
+        self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, o, spec))
 
     @classmethod
     def _of_hub(cls, module, name, table):
@@ -159,10 +174,19 @@ class EmbeddingTracker:
         "lookups", "negatives", "last_seen" (-1: never)}; across processes, the job's."""
         return self._engine.row_counts()
 
+    def save(self, run):
+        """Writes the table's summary and findings into the run `run` (a directory holding a
+        run.db, e.g. the Audit's after audit.finish()), where gradscope report, ls, diff, html
+        and lsp find them; replaces what an earlier save wrote there."""
+        self._engine.save(_run_path(run, f"embedding '{self.name}'"))
+
     def close(self):
+        """Removes the forward hook; with run=, commits the tracker's run and saves its findings."""
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+        if hasattr(self._engine, "close"):
+            self._engine.close()
 
     def __enter__(self):
         return self
@@ -170,6 +194,12 @@ class EmbeddingTracker:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def _run_path(run, who):
+    if not isinstance(run, (str, os.PathLike)):
+        raise Error(f"{who}: run must be a path (str or os.PathLike), got {type(run).__name__}")
+    return os.fspath(run)
 
 
 class _HubTable:
@@ -205,6 +235,10 @@ class _HubTable:
 
     def gradient_norms(self):
         return self._hub.gradient_norms(self._layer)
+
+    def save(self, run):
+        # The hub's summary holds every table and their correlations: one document per run.
+        raise Error(f"embedding hub: table '{self._layer}' is saved with its hub: call hub.save(run)")
 
 
 class EmbeddingHub:
@@ -249,6 +283,11 @@ class EmbeddingHub:
 
     def to_json(self):
         return self._engine.report_json()
+
+    def save(self, run):
+        """Writes every table's summary and findings, and the correlations of their gradient
+        norms, into the run `run` (as EmbeddingTracker.save)."""
+        self._engine.save(_run_path(run, "embedding hub"))
 
     def close(self):
         """Removes every table's forward hook."""

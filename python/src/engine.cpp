@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <map>
 
+#include "gradscope/core/embedding/profile.h"
 #include "gradscope/core/error.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/torch/distributed/rank_merge.h"
 
 namespace gradscope::python {
@@ -19,6 +22,17 @@ using ModulePtr = std::shared_ptr<::torch::nn::Module>;
 struct Shell : ::torch::nn::Module {
   explicit Shell(std::string type) : Module(std::move(type)) {}
 };
+
+// How the run Python named is created: its name, command line and overwrite, judged with the
+// adapter's thresholds.
+RunWriterOptions writer_options(const RunSpec& run, const Thresholds& thresholds) {
+  RunWriterOptions store;
+  store.name = run.name;
+  store.command_line = run.command_line;
+  store.thresholds = thresholds;
+  store.overwrite = run.overwrite;
+  return store;
+}
 
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
@@ -102,11 +116,7 @@ AuditEngine::AuditEngine(std::vector<NodeSpec> nodes, torch::AuditOptions option
     tensorboard_ = std::make_unique<tensorboard::TensorBoardSink>(*tensorboard, tb);
   }
   if (run) {
-    RunWriterOptions store;
-    store.name = run->name;
-    store.command_line = run->command_line;
-    store.thresholds = options.thresholds;
-    store.overwrite = run->overwrite;
+    RunWriterOptions store = writer_options(*run, options.thresholds);
     store.world_size = job.world_size;
     store.backend = job.backend;
     try {
@@ -224,9 +234,37 @@ std::shared_ptr<::torch::nn::Module> embedding_shell(const at::Tensor& weight, b
 }
 
 EmbeddingEngine::EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
-                                 std::string layer, torch::EmbeddingTrackerOptions options)
+                                 std::string layer, torch::EmbeddingTrackerOptions options, std::optional<RunSpec> run)
     : module_(embedding_shell(weight, bag, padding_idx, layer)) {
+  if (run) {
+    writer_ = std::make_unique<RunWriter>(run->dir, writer_options(*run, options.thresholds));
+    run_dir_ = run->dir;
+    // The records go to the run before the user's callback sees them: one that raises loses
+    // nothing. The tracker hands a step over in two calls (the gradient, then the update), so
+    // the writer ends a step when the next one begins, or at close().
+    RunWriter* writer = writer_.get();
+    options.on_step = [writer, user = std::move(options.on_step)](const std::vector<Record>& records) {
+      for (const Record& r : records) writer->add(r);
+      if (user) user(records);
+    };
+  }
   tracker_ = std::make_unique<torch::EmbeddingTracker>(module_, std::move(layer), std::move(options));
+}
+
+void EmbeddingEngine::save(const std::string& run) const {
+  upgrade_run(run);  // the findings go into a run (an Error naming run.db when there is none)
+  const EmbeddingReport report = tracker_->report();
+  EmbeddingRunSummary summary;
+  summary.tables.push_back({report, profile_embedding(report.layer, tracker_->rows())});
+  save_embedding_summary(run, summary);
+}
+
+void EmbeddingEngine::close() {
+  if (!writer_) return;
+  std::unique_ptr<RunWriter> writer = std::move(writer_);
+  writer->commit();
+  save(run_dir_);  // before the end time: a run that reads as finished has its findings
+  writer->close();
 }
 
 void EmbeddingHubEngine::track(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx,
@@ -234,6 +272,16 @@ void EmbeddingHubEngine::track(const at::Tensor& weight, bool bag, std::optional
   auto module = embedding_shell(weight, bag, padding_idx, layer);
   hub_.track(module, layer, std::move(options));
   modules_.push_back(std::move(module));  // only once the hub has accepted the table
+}
+
+void EmbeddingHubEngine::save(const std::string& run) {
+  upgrade_run(run);  // as EmbeddingEngine::save
+  const EmbeddingHubReport report = hub_.report();
+  EmbeddingRunSummary summary;
+  for (const EmbeddingReport& table : report.tables)
+    summary.tables.push_back({table, profile_embedding(table.layer, hub_[table.layer].rows())});
+  summary.correlations = report.correlations;
+  save_embedding_summary(run, summary);
 }
 
 }  // namespace gradscope::python

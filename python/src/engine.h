@@ -125,9 +125,17 @@ std::shared_ptr<::torch::nn::Module> embedding_shell(const at::Tensor& weight, b
 class EmbeddingEngine {
  public:
   /// `bag`: the weight belongs to an EmbeddingBag. Throws Error for a weight the tracker
-  /// cannot read (not 2-D, not on the CPU, not floating point; docs/devices.md).
+  /// cannot read (not 2-D, not on the CPU, not floating point; docs/devices.md). With `run`,
+  /// the tracker writes its own run there: each tracked step's records (before the options'
+  /// on_step sees them, so a callback that raises loses no step), and at close() the table's
+  /// summary and findings (save_embedding_summary).
   EmbeddingEngine(const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
-                  torch::EmbeddingTrackerOptions options);
+                  torch::EmbeddingTrackerOptions options, std::optional<RunSpec> run = std::nullopt);
+  /// Writes the table's summary and findings into the run `run` (an Audit's, or any run
+  /// directory holding a run.db): what `gradscope report`, ls, diff, html and lsp show.
+  void save(const std::string& run) const;
+  /// Closes the tracker's own run (everything committed, then its summary saved). Idempotent.
+  void close();
   void observe(const at::Tensor& indices, torch::Role role) { tracker_->observe(indices, role); }
   void before_step() { tracker_->before_step(); }
   void after_step() { tracker_->after_step(); }
@@ -137,6 +145,8 @@ class EmbeddingEngine {
 
  private:
   std::shared_ptr<::torch::nn::Module> module_;
+  std::unique_ptr<RunWriter> writer_;  // the tracker's own run, until close()
+  std::string run_dir_;
   std::unique_ptr<torch::EmbeddingTracker> tracker_;
 };
 
@@ -151,6 +161,9 @@ class EmbeddingHubEngine {
   torch::EmbeddingTracker& operator[](const std::string& layer) { return hub_[layer]; }
   void step(const std::function<void()>& apply_update) { hub_.step(apply_update); }
   EmbeddingHubReport report() const { return hub_.report(); }
+  /// Writes every table's summary and findings, and their gradient-norm correlations, into
+  /// the run `run` (EmbeddingEngine::save).
+  void save(const std::string& run);
 
  private:
   std::vector<std::shared_ptr<::torch::nn::Module>> modules_;  // the shells the trackers read

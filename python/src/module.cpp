@@ -221,6 +221,14 @@ void bind_report(py::module_& m) {
         py::arg("with_records") = false);
 }
 
+// The run Python names as (dir, name, command line, overwrite), or none.
+std::optional<python::RunSpec> run_spec_of(const py::object& run) {
+  if (run.is_none()) return std::nullopt;
+  const py::tuple r = run.cast<py::tuple>();
+  return python::RunSpec{r[0].cast<std::string>(), r[1].cast<std::string>(), r[2].cast<std::string>(),
+                         r[3].cast<bool>()};
+}
+
 void bind_audit(py::module_& m) {
   py::class_<gt::ChannelView>(m, "ChannelView")
       .def(py::init([](int64_t dim, int every, std::vector<std::pair<int64_t, int64_t>> groups) {
@@ -313,12 +321,7 @@ void bind_audit(py::module_& m) {
                        std::optional<std::string> tensorboard) {
              std::vector<python::NodeSpec> specs;
              for (const py::tuple& n : nodes) specs.push_back(node_spec(n));
-             std::optional<python::RunSpec> spec;
-             if (!run.is_none()) {
-               const py::tuple r = run.cast<py::tuple>();
-               spec = python::RunSpec{r[0].cast<std::string>(), r[1].cast<std::string>(),
-                                      r[2].cast<std::string>(), r[3].cast<bool>()};
-             }
+             std::optional<python::RunSpec> spec = run_spec_of(run);
              // With a process group the constructor checks the nodes across ranks (a collective).
              py::gil_scoped_release release;
              return std::make_unique<AuditEngine>(std::move(specs), std::move(options), std::move(spec),
@@ -426,9 +429,17 @@ void bind_embedding(py::module_& m) {
             o.process_group = process_group_of(g, "embedding");
           });
   py::class_<EmbeddingEngine>(m, "EmbeddingEngine")
-      .def(py::init<const at::Tensor&, bool, std::optional<int64_t>, std::string, gt::EmbeddingTrackerOptions>(),
+      .def(py::init([](const at::Tensor& weight, bool bag, std::optional<int64_t> padding_idx, std::string layer,
+                       gt::EmbeddingTrackerOptions options, py::object run) {
+             std::optional<python::RunSpec> spec = run_spec_of(run);
+             py::gil_scoped_release release;
+             return std::make_unique<EmbeddingEngine>(weight, bag, padding_idx, std::move(layer),
+                                                      std::move(options), std::move(spec));
+           }),
            py::arg("weight"), py::arg("bag"), py::arg("padding_idx"), py::arg("layer"), py::arg("options"),
-           release_gil())
+           py::arg("run") = py::none())
+      .def("save", &EmbeddingEngine::save, py::arg("run"), release_gil())
+      .def("close", &EmbeddingEngine::close, release_gil())
       .def("observe", &EmbeddingEngine::observe, py::arg("indices"), py::arg("role") = gt::Role::kLookup)
       .def("before_step", &EmbeddingEngine::before_step)
       .def("after_step", &EmbeddingEngine::after_step, release_gil())
@@ -451,6 +462,7 @@ void bind_embedding(py::module_& m) {
           },
           py::arg("layer"), py::arg("indices"), py::arg("role") = gt::Role::kLookup)
       .def("step", &EmbeddingHubEngine::step, release_gil())
+      .def("save", &EmbeddingHubEngine::save, py::arg("run"), release_gil())
       .def("current_step", [](EmbeddingHubEngine& h, const std::string& layer) { return h[layer].current_step(); })
       .def("report_json", [](const EmbeddingHubEngine& h) { return render_embedding_hub_json(h.report()); })
       .def("table_report_json",

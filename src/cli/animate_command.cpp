@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "gradscope/io/render/flow_export.h"
 #include "gradscope/io/render/heatmap.h"
 #include "gradscope/io/render/terminal.h"
 #include "run_loading.h"
@@ -19,7 +20,7 @@ namespace {
 struct AnimateOptions {
   std::string run, metric = "flow";
   int64_t from = 0, to = std::numeric_limits<int64_t>::max();
-  bool log = false, follow = false, partial = false;
+  bool log = false, follow = false, partial = false, json = false;
   int width = 0;
   double max_per_second = 4;
 };
@@ -93,6 +94,10 @@ int run_animate(const AnimateOptions& opt) {
   const HeatmapOptions h = heatmap_options(opt);
   if (opt.follow) return follow(opt, h);
   const LoadedRun run = load_run(opt.run, opt.partial, {opt.from, opt.to});
+  if (opt.json) {
+    std::cout << render_frames_json(run.timeline);  // what the heatmap draws, as numbers
+    return kExitOk;
+  }
   std::cout << render_heatmap(run.timeline, h);
   return kExitOk;
 }
@@ -111,7 +116,11 @@ void add_animate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--to", opt->to, "last step")->transform(step_number());
   cmd->add_flag("--log", opt->log, "log scale");
   cmd->add_option("--width", opt->width, "columns (default: the terminal's)")->check(CLI::Range(30, 10000));
-  cmd->add_flag("--follow", opt->follow, "redraw in place while the run is written, until it is closed");
+  CLI::Option* follow =
+      cmd->add_flag("--follow", opt->follow, "redraw in place while the run is written, until it is closed");
+  cmd->add_flag("--json", opt->json,
+                "the selected steps' frames as JSON (as export --format json), instead of the heatmap")
+      ->excludes(follow);
   cmd->add_option("--fps", opt->max_per_second, "with --follow: most redraws per second")
       ->check(number_in(0.1, 30.0))
       ->capture_default_str();

@@ -32,6 +32,8 @@ void add_html_command(CLI::App& app, int& exit_code);
 /// `gradscope trees MODEL`: a boosted model's rounds, judged and saved as a run.
 void add_trees_command(CLI::App& app, int& exit_code);
 void add_compress_command(CLI::App& app, int& exit_code);
+/// `gradscope upgrade RUN`: a run before schema 5 moved to it, side files into run.db.
+void add_upgrade_command(CLI::App& app, int& exit_code);
 /// `gradscope lsp`: a language server showing a run's findings in the editor (lsp_*.cpp).
 void add_lsp_command(CLI::App& app, int& exit_code);
 

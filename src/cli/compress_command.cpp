@@ -25,6 +25,7 @@ struct CompressOptions {
   int64_t budget_bytes = 0;
   double max_loss = 0;
   std::vector<std::string> tables;  ///< NAME=BYTES
+  bool json = false;                ///< recipe JSON on stdout also with -o
 };
 
 // NAME=BYTES, BYTES a positive integer; the name may itself hold '='.
@@ -57,11 +58,10 @@ int run_compress_tables(const CompressOptions& opt) {
     recipes.push_back(compress::make_row_recipe(*found, bytes));
   }
   const std::string json = render_row_recipes_json(recipes);
-  if (opt.out.empty()) {
-    std::cout << json;
-    return kExitOk;
-  }
+  if (opt.out.empty() || opt.json) std::cout << json;
+  if (opt.out.empty()) return kExitOk;
   write_text_file(opt.out, json);
+  if (opt.json) return kExitOk;
   for (const compress::RowRecipe& r : recipes)
     std::printf("table %s: %lld of %lld bytes (%.1f%% of FP32): %s\n      because: %s\n", terminal_text(r.table).c_str(),
                 static_cast<long long>(r.bytes), static_cast<long long>(r.fp32_bytes), 100.0 * r.bytes / r.fp32_bytes,
@@ -75,11 +75,10 @@ int run_compress(const CompressOptions& opt, bool by_bytes) {
   const compress::Recipe recipe =
       compress::make_recipe(nodes, by_bytes ? compress::Budget::bytes(opt.budget_bytes) : compress::Budget::loss(opt.max_loss));
   const std::string json = render_recipe_json(recipe);
-  if (opt.out.empty()) {
-    std::cout << json;
-    return kExitOk;
-  }
+  if (opt.out.empty() || opt.json) std::cout << json;
+  if (opt.out.empty()) return kExitOk;
   write_text_file(opt.out, json);
+  if (opt.json) return kExitOk;
   std::printf("recipe for %s: %lld of %lld bytes (%.1f%% of FP32), predicted loss increase %.3g nats\n",
               terminal_text(opt.run).c_str(), static_cast<long long>(recipe.bytes),
               static_cast<long long>(recipe.fp32_bytes), 100.0 * recipe.bytes / recipe.fp32_bytes, recipe.predicted_loss);
@@ -112,6 +111,8 @@ void add_compress_command(CLI::App& app, int& exit_code) {
   table->excludes(bytes);
   table->excludes(loss);
   cmd->add_option("-o,--out", opt->out, "recipe JSON file (default: stdout)");
+  cmd->add_flag("--json", opt->json,
+                "the recipe as JSON on stdout (the default without -o; with -o, instead of the summary lines)");
   cmd->callback([opt, bytes, loss, table, &exit_code] {
     if (table->count() > 0) {
       exit_code = run_compress_tables(*opt);

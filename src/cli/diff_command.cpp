@@ -1,11 +1,15 @@
 // gradscope diff RUN_A RUN_B: which nodes changed health between two runs, and how far their
 // gradient norms moved; for two tree runs, which tree findings each has and how their losses
-// compare. Exit 1 when some node is worse in RUN_B, or RUN_B has a tree finding RUN_A has not.
-// --json says the same as one document, with the findings new in B and gone from B in the
-// agent schema (docs/agent-json.md).
+// compare; for every run, the findings of any kind (module, flow, embedding, trees,
+// loss_scale) new in RUN_B and gone from it. Exit 1 when RUN_B is worse: a node's flags more
+// severe, or a finding RUN_A lacks; --fail-on and --min-confidence choose which count (a CI
+// gate). --json says the same as one document, the findings in the agent schema
+// (docs/agent-json.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -27,7 +31,26 @@ namespace {
 struct DiffOptions {
   std::string run_a, run_b;
   bool partial = false, json = false;
+  std::vector<std::string> fail_on;  ///< kinds or types; empty: every finding
+  std::string min_confidence = "low";
 };
+
+// The finding kinds gradscope writes (Finding::kind).
+const std::vector<std::string> kKinds = {"module", "flow", "embedding", "trees", "loss_scale"};
+
+// Whether a finding new in B fails the diff.
+bool fails(const DiffOptions& opt, const Finding& f) {
+  const int least = opt.min_confidence == "high" ? 2 : opt.min_confidence == "medium" ? 1 : 0;
+  if (static_cast<int>(f.confidence) < least) return false;
+  if (opt.fail_on.empty()) return true;
+  return std::find(opt.fail_on.begin(), opt.fail_on.end(), f.kind) != opt.fail_on.end() ||
+         std::find(opt.fail_on.begin(), opt.fail_on.end(), f.type) != opt.fail_on.end();
+}
+
+// Whether nodes whose flags got more severe fail the diff (they are module findings).
+bool nodes_fail(const DiffOptions& opt) {
+  return opt.fail_on.empty() || std::find(opt.fail_on.begin(), opt.fail_on.end(), "module") != opt.fail_on.end();
+}
 
 using Json = nlohmann::ordered_json;
 
@@ -68,21 +91,53 @@ Json run_json(const LoadedRun& run, const RunFindings& f, bool tree_run) {
           {"findings", f.findings.size()}};
 }
 
+// Both runs' findings of every kind and what changed between them.
+struct FindingsChange {
+  RunFindings a, b;
+  std::vector<Finding> new_in_b, gone_in_b;
+  int failing = 0;  ///< findings new in B that fail the diff (--fail-on, --min-confidence)
+};
+
+FindingsChange compare_findings(const DiffOptions& opt, const LoadedRun& a, const LoadedRun& b,
+                                const std::optional<TreeRunSummary>& ta, const std::optional<TreeRunSummary>& tb) {
+  FindingsChange c{findings_of(a, ta), findings_of(b, tb), {}, {}, 0};
+  c.new_in_b = missing_in(c.b.findings, c.a.findings);
+  c.gone_in_b = missing_in(c.a.findings, c.b.findings);
+  for (const Finding& f : c.new_in_b) c.failing += fails(opt, f);
+  return c;
+}
+
+// The findings new in and gone from B, one line each, under the tables.
+void print_findings_change(const FindingsChange& c) {
+  const auto line = [](const Finding& f) {
+    return fmt::format("  {:<10} {:<22} {}{}  (confidence {})\n", f.kind, f.type,
+                       f.node.empty() ? "(whole model)" : terminal_text(f.node),
+                       f.since_step >= 0 ? " since step " + std::to_string(f.since_step) : "",
+                       confidence_name(f.confidence));
+  };
+  std::cout << "\nfindings new in B: " << c.new_in_b.size();
+  if (c.failing != static_cast<int>(c.new_in_b.size()))
+    std::cout << " (" << c.failing << " fail the diff under --fail-on / --min-confidence)";
+  std::cout << "\n";
+  for (const Finding& f : c.new_in_b) std::cout << line(f);
+  std::cout << "findings gone in B: " << c.gone_in_b.size() << "\n";
+  for (const Finding& f : c.gone_in_b) std::cout << line(f);
+}
+
 // The document of --json: both runs, per node (or per tree flag) what changed, and the
 // findings that appeared or went away.
-void print_json(const LoadedRun& a, const LoadedRun& b, const std::optional<TreeRunSummary>& ta,
-                const std::optional<TreeRunSummary>& tb, Json changes, int changed, int worse) {
-  const bool trees = ta && tb;
-  const RunFindings fa = findings_of(a, ta), fb = findings_of(b, tb);
+void print_json(const LoadedRun& a, const LoadedRun& b, bool trees, const FindingsChange& c, Json changes,
+                int changed, int worse) {
   Json doc;
-  doc["gradscope_diff"] = {{"a", run_json(a, fa, trees)},
-                           {"b", run_json(b, fb, trees)},
+  doc["gradscope_diff"] = {{"a", run_json(a, c.a, trees)},
+                           {"b", run_json(b, c.b, trees)},
                            {trees ? "trees" : "nodes", std::move(changes)},
                            {"changed", changed},
-                           {"worse", worse}};
+                           {"worse", worse},
+                           {"failing_findings", c.failing}};
   doc["findings_version"] = kFindingsVersion;
-  doc["findings_new_in_b"] = Json::parse(render_findings_json(missing_in(fb.findings, fa.findings), -1));
-  doc["findings_gone_in_b"] = Json::parse(render_findings_json(missing_in(fa.findings, fb.findings), -1));
+  doc["findings_new_in_b"] = Json::parse(render_findings_json(c.new_in_b, -1));
+  doc["findings_gone_in_b"] = Json::parse(render_findings_json(c.gone_in_b, -1));
   std::cout << json_text(doc.dump(2, ' ', false, Json::error_handler_t::replace)) << "\n";
 }
 
@@ -142,18 +197,22 @@ int run_diff(const DiffOptions& opt) {
                   b = load_run(opt.run_b, opt.partial, {}, false, /*frames=*/false);
   const std::optional<TreeRunSummary> trees_a = load_tree_summary(a.path),
                                       trees_b = load_tree_summary(b.path);
+  const FindingsChange findings = compare_findings(opt, a, b, trees_a, trees_b);
+  const int exit_code = findings.failing > 0 ? kExitUnhealthy : kExitOk;
   if (trees_a && trees_b) {  // their nodes are rounds and features: compare the findings
     if (opt.json) {
       Json rows = Json::array();
       const int worse = diff_trees(*trees_a, *trees_b, &rows);
       const int changed = static_cast<int>(rows.size());
-      print_json(a, b, trees_a, trees_b, std::move(rows), changed, worse);
-      return worse > 0 ? kExitUnhealthy : kExitOk;
+      print_json(a, b, true, findings, std::move(rows), changed, worse);
+      return exit_code;
     }
     for (const LoadedRun* run : {&a, &b})
       std::cout << (run == &a ? "A: " : "B: ") << terminal_text(run->path) << "  (" << run->steps
                 << " rounds)\n";
-    return diff_trees(*trees_a, *trees_b) > 0 ? kExitUnhealthy : kExitOk;
+    diff_trees(*trees_a, *trees_b);
+    print_findings_change(findings);
+    return exit_code;
   }
   std::unordered_map<std::string, const NodeReport*> in_a, in_b;
   for (const NodeReport& n : a.report.nodes) in_a[n.node] = &n;
@@ -190,9 +249,11 @@ int run_diff(const DiffOptions& opt) {
   for (const NodeReport& n : a.report.nodes) row(n.node, &n, in_b.count(n.node) ? in_b[n.node] : nullptr);
   for (const NodeReport& n : b.report.nodes)
     if (!in_a.count(n.node)) row(n.node, nullptr, &n);
+  // A node whose flags got more severe fails the diff like a finding new in B.
+  const int nodes_exit = worse > 0 && nodes_fail(opt) ? kExitUnhealthy : exit_code;
   if (opt.json) {
-    print_json(a, b, trees_a, trees_b, std::move(json_rows), changed, worse);
-    return worse > 0 ? kExitUnhealthy : kExitOk;
+    print_json(a, b, false, findings, std::move(json_rows), changed, worse);
+    return nodes_exit;
   }
 
   const std::array<std::string, 6> header = {"node", "flags A", "flags B", "|grad| A", "|grad| B", "B/A  health"};
@@ -213,7 +274,8 @@ int run_diff(const DiffOptions& opt) {
   print(header);
   for (const auto& r : rows) print(r);
   std::cout << fmt::format("\n{} node{} changed health, {} worse in B\n", changed, changed == 1 ? "" : "s", worse);
-  return worse > 0 ? kExitUnhealthy : kExitOk;
+  print_findings_change(findings);
+  return nodes_exit;
 }
 
 }  // namespace
@@ -221,12 +283,28 @@ int run_diff(const DiffOptions& opt) {
 void add_diff_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<DiffOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "diff", "Compare two saved runs: nodes whose health changed and how far their gradient norms moved "
-              "(exit 1 when a node is worse in RUN_B)");
+      "diff", "Compare two saved runs: nodes whose health changed, how far their gradient norms moved, and the "
+              "findings of every kind new in and gone from RUN_B (exit 1 when RUN_B is worse)");
   cmd->add_option("RUN_A", opt->run_a, "baseline run")->required();
   cmd->add_option("RUN_B", opt->run_b, "run to compare")->required();
   cmd->add_flag("--json", opt->json,
                 "one JSON document: per node what changed, and the findings new in and gone from RUN_B");
+  cmd->add_option("--fail-on", opt->fail_on,
+                  "finding kinds (module, flow, embedding, trees, loss_scale) or types (ZOMBIE_ROWS, NAN, ...) "
+                  "that fail the diff when new in RUN_B (comma-separated or repeated; default: every finding)")
+      ->delimiter(',')
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty()) return "an empty kind or type";
+        if (std::find(kKinds.begin(), kKinds.end(), v) != kKinds.end()) return "";
+        for (char ch : v)
+          if (!(std::isupper(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_'))
+            return "'" + v + "' is neither a finding kind (module, flow, embedding, trees, loss_scale) nor a type "
+                   "(upper case, as ZOMBIE_ROWS)";
+        return "";
+      });
+  cmd->add_option("--min-confidence", opt->min_confidence,
+                  "the least confidence of a new finding that fails the diff (default low: all)")
+      ->check(CLI::IsMember({"low", "medium", "high"}));
   add_partial_flag(cmd, opt->partial);
   cmd->callback([opt, &exit_code] { exit_code = run_diff(*opt); });
 }

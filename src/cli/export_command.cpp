@@ -1,11 +1,15 @@
-// gradscope export RUN --format json|csv|jsonl|tensorboard: the frames (json, csv), every
-// record (jsonl), or a TensorBoard event file in a folder (tensorboard, docs/tensorboard.md).
+// gradscope export RUN --format json|csv|jsonl|tensorboard|documents: the frames (json, csv),
+// every record (jsonl), a TensorBoard event file in a folder (tensorboard, docs/tensorboard.md),
+// or the run's documents as files in a folder (documents: embedding.json, trees.json, ...,
+// io/store/run_documents.h; what runs before schema 5 kept beside run.db).
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "commands.h"
 #include "gradscope/io/render/flow_export.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/render/safe_text.h"
 #include "gradscope/io/render/terminal.h"
 #include "gradscope/tensorboard/export_run.h"
@@ -31,6 +35,7 @@ int export_tensorboard(const ExportOptions& opt) {
   tensorboard::ExportInput in;
   in.report_text = render_report_text(run, embedding ? &*embedding : nullptr, trees ? &*trees : nullptr);
   in.embedding = embedding ? &*embedding : nullptr;
+  in.trees = trees ? &*trees : nullptr;
   RunReader reader(opt.run, ReadOptions{opt.partial});
   ProgressBar bar("exporting " + opt.run);
   in.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
@@ -42,8 +47,21 @@ int export_tensorboard(const ExportOptions& opt) {
   return kExitOk;
 }
 
+// Each document the run has, written as a file of its name into -o DIR.
+int export_documents(const ExportOptions& opt) {
+  if (opt.output.empty()) throw UsageError("--format documents needs -o DIR (the folder for the files)");
+  RunReader(opt.run, ReadOptions{opt.partial});  // a clear error for what is not a run
+  const std::vector<std::string> written = export_run_documents(opt.run, opt.output);
+  for (const std::string& name : written)
+    std::cout << "wrote " << terminal_text((std::filesystem::path(opt.output) / name).string()) << "\n";
+  if (written.empty()) std::cout << "run '" << terminal_text(opt.run) << "' has no documents (a run of records only)\n";
+  check_stdout();
+  return kExitOk;
+}
+
 int run_export(const ExportOptions& opt) {
   if (opt.format == "tensorboard") return export_tensorboard(opt);
+  if (opt.format == "documents") return export_documents(opt);
   std::ofstream file;
   if (!opt.output.empty()) {
     file.open(opt.output, std::ios::binary);
@@ -78,10 +96,12 @@ void add_export_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<ExportOptions>();
   CLI::App* cmd = app.add_subcommand("export", "Write a saved run's frames (json, csv), records (jsonl) or TensorBoard events");
   cmd->add_option("RUN", opt->run, "run directory (or its run.db)")->required();
-  cmd->add_option("--format", opt->format, "json (frames), csv (one row per node per step), jsonl (records), tensorboard (event file in -o DIR)")
+  cmd->add_option("--format", opt->format,
+                  "json (frames), csv (one row per node per step), jsonl (records), tensorboard (event file in -o DIR), "
+                  "documents (the run's embedding.json, trees.json, units.json, rows.json, compression.json in -o DIR)")
       ->required()
-      ->check(CLI::IsMember({"json", "csv", "jsonl", "tensorboard"}));
-  cmd->add_option("-o,--output", opt->output, "file to write (default: stdout); the folder for tensorboard");
+      ->check(CLI::IsMember({"json", "csv", "jsonl", "tensorboard", "documents"}));
+  cmd->add_option("-o,--output", opt->output, "file to write (default: stdout); the folder for tensorboard and documents");
   add_partial_flag(cmd, opt->partial);
   cmd->callback([opt, &exit_code] { exit_code = run_export(*opt); });
 }

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     add_html_command(app, exit_code);
     add_trees_command(app, exit_code);
     add_compress_command(app, exit_code);
+    add_upgrade_command(app, exit_code);
     add_lsp_command(app, exit_code);
   });
 }

@@ -1,6 +1,6 @@
 // gradscope trees MODEL [--data CSV --label COL] [--valid CSV]: reads a boosted model
 // (XGBoost JSON, LightGBM text or JSON, CatBoost JSON), measures every round over the rows,
-// prints the round timeline and the findings, and writes the run (run.db + trees.json) so
+// prints the round timeline and the findings, and writes the run (run.db, the analysis inside) so
 // `gradscope html`, `report`, `ls` and `diff` work on it. Exit 1 when a finding fires.
 #include <filesystem>
 #include <iostream>
@@ -66,7 +66,10 @@ int run_trees(const TreesOptions& opt) {
                 "' exists: pass --overwrite to replace it, or --out another folder");
   write_tree_run(dir, summary, writer);
   if (opt.json) {
-    std::cout << render_tree_json(summary);
+    // The document `gradscope report RUN --json` prints of the run just written: the agent
+    // schema every command shares (docs/agent-json.md), the analysis under "trees".
+    const LoadedRun run = load_run(dir, false, {}, false, /*frames=*/false);
+    std::cout << render_run_json(run.meta, run.report, run.flow, nullptr, &summary, &run.summary);
   } else {
     std::cout << render_tree_timeline(summary) << render_tree_findings(summary);
     std::cout << "\nrun written to " << terminal_text(dir) << " (gradscope html "
@@ -95,7 +98,9 @@ void add_trees_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", opt->out,
                   "run folder to write (default: gradscope-runs/trees-<model name>)");
   cmd->add_flag("--overwrite", opt->overwrite, "replace the run in --out if there is one");
-  cmd->add_flag("--json", opt->json, "print the analysis as JSON (trees.json) instead of text");
+  cmd->add_flag("--json", opt->json,
+                "print the run as `gradscope report RUN --json` does (the analysis under \"trees\", every "
+                "finding in the agent schema) instead of text");
   cmd->callback([opt, &exit_code] { exit_code = run_trees(*opt); });
 }
 

@@ -237,10 +237,10 @@ int run_demo(DemoOptions opt) {
   std::cout << "\nsummary\n";
   for (const std::string& s : summary) std::cout << s << "\n";
   std::cout << "reports: " << opt.out_dir
-            << "/demo-*/report.{txt,json,csv} (tree runs: report.{txt,json}, trees.json); "
-            << "embedding tables: "
-            << opt.out_dir << "/demo-mf-*/embedding.json and embedding_report.json; their rows for "
-            << "`gradscope compress RUN --table item=BYTES`: " << opt.out_dir << "/demo-mf-*/rows.json\n";
+            << "/demo-*/report.{txt,json,csv} (tree runs: report.{txt,json}); embedding tables: "
+            << opt.out_dir << "/demo-mf-*/embedding_report.json. Each run.db holds the whole run (tree, embedding "
+            << "and compression analyses included): `gradscope export RUN --format documents -o DIR` writes them "
+            << "out as files\n";
   std::cout << "HTML reports (open in a browser; they work offline):\n";
   for (const fs::path& page : pages) std::cout << "  " << page.string() << "\n";
   const std::string sick = (fs::path(opt.out_dir) / "demo-vanishing-trunk").string();

@@ -5,6 +5,8 @@
 #include "compression_eval.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/io/compress/json.h"
+#include "gradscope/io/render/json.h"
+#include "gradscope/io/render/table.h"
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/torch/compress/apply_recipe.h"
 #include "html_report.h"
@@ -65,6 +67,9 @@ std::string run_compression_demo(const Digits& data, const std::string& out_dir,
               static_cast<long long>(data.x_test.size(0)), dir.string().c_str(), static_cast<long long>(fp32 / 4));
   save_measured_comparison(dir.string(), c);
   const LoadedRun loaded = load_run(dir.string(), false, {}, /*series=*/true);
+  // The reports every demo run has (README), of the healthy model the recipe compresses.
+  write_text_file((dir / "report.txt").string(), render_table(loaded.report));
+  write_text_file((dir / "report.json").string(), render_json(loaded.report));
   pages.push_back(dir / "report.html");
   write_html_report(loaded, pages.back().string());
   char head[64];

@@ -10,10 +10,10 @@
 
 namespace gradscope::cli {
 
-/// Trains the healthy MLP into <out_dir>/demo-compress-mlp (run.db, units.json), writes the
-/// recipe from the saved run (recipe.json), applies it and the uniform baselines, saves the
-/// measured points (compression.json) and the HTML report; prints the comparison. Returns the
-/// demo's summary line.
+/// Trains the healthy MLP into <out_dir>/demo-compress-mlp (run.db, with its units.json
+/// document), writes the recipe from the saved run (recipe.json), applies it and the uniform
+/// baselines, saves the measured points (the compression.json document), report.{txt,json} and
+/// the HTML report; prints the comparison. Returns the demo's summary line.
 std::string run_compression_demo(const Digits& data, const std::string& out_dir, int steps, uint64_t seed,
                                  std::vector<std::filesystem::path>& pages);
 

@@ -44,6 +44,7 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
   const auto end_step = [&] {
     if (step_records.empty()) return;
     scalars.add(step_records, event);
+    if (input.trees && step >= 0) add_tree_round_metrics(input.trees->report, static_cast<std::size_t>(step), event);
     write(step);
     step_records.clear();
   };
@@ -76,8 +77,13 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
   if (histogram_step >= 0) write(histogram_step);
   if (input.embedding) {
     std::vector<EmbeddingReport> tables;
-    for (const EmbeddingTableSummary& t : input.embedding->tables) tables.push_back(t.report);
+    std::vector<EmbeddingProfile> profiles;
+    for (const EmbeddingTableSummary& t : input.embedding->tables) {
+      tables.push_back(t.report);
+      profiles.push_back(t.profile);
+    }
     add_embedding_metrics(tables, event);
+    add_embedding_profiles(profiles, event);
   }
   if (!input.report_text.empty()) event.text(kReportTag, report_markdown(input.report_text));
   write(last_step);

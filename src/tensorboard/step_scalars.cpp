@@ -145,6 +145,60 @@ void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSumma
   }
 }
 
+namespace {
+
+// A profile histogram's bins as TensorBoard buckets: [-inf, e0) holds `below`, then one bucket
+// per bin up to the last edge.
+Histogram buckets_of(const gradscope::Histogram& bins) {
+  Histogram h;
+  if (bins.counts.empty()) return h;
+  h.min = bins.edges.front();
+  h.max = bins.edges.back();
+  h.limits.push_back(bins.edges.front());
+  h.counts.push_back(static_cast<double>(bins.below));
+  for (std::size_t i = 0; i < bins.counts.size(); ++i) {
+    h.limits.push_back(bins.edges[i + 1]);
+    h.counts.push_back(static_cast<double>(bins.counts[i]));
+  }
+  for (double c : h.counts) h.num += c;
+  return h;
+}
+
+void scalar_if_measured(StepSummary& out, const std::string& tag, double value) {
+  if (!std::isnan(value)) out.scalar(tag, value);
+}
+
+}  // namespace
+
+void add_embedding_profiles(const std::vector<EmbeddingProfile>& tables, StepSummary& out) {
+  for (const EmbeddingProfile& p : tables) {
+    if (!p.exposure.counts.empty()) out.histogram("embedding/exposure/" + p.layer, buckets_of(p.exposure));
+    if (!p.velocity.counts.empty()) out.histogram("embedding/velocity/" + p.layer, buckets_of(p.velocity));
+  }
+}
+
+void add_tree_round_metrics(const TreeDynamicsReport& report, std::size_t round, StepSummary& out) {
+  if (round >= report.per_round.size()) return;
+  const RoundDynamics& r = report.per_round[round];
+  scalar_if_measured(out, "trees/train_loss", r.train_loss);
+  scalar_if_measured(out, "trees/valid_loss", r.valid_loss);
+  scalar_if_measured(out, "trees/contribution", r.contribution);
+  scalar_if_measured(out, "trees/velocity", r.velocity);
+  scalar_if_measured(out, "trees/leaf_mean_abs", r.leaf_mean_abs);
+  scalar_if_measured(out, "trees/gain", r.gain);
+  out.scalar("trees/leaves", r.leaves);
+  double total = 0, squares = 0;
+  const bool by_gain = !std::isnan(r.gain) && r.gain > 0;
+  for (const FeatureSplits& f : r.features) total += by_gain ? f.gain : static_cast<double>(f.splits);
+  if (total > 0) {
+    for (const FeatureSplits& f : r.features) {
+      const double share = (by_gain ? f.gain : static_cast<double>(f.splits)) / total;
+      squares += share * share;
+    }
+    out.scalar("trees/split_concentration", squares);
+  }
+}
+
 std::string report_markdown(const std::string& text) {
   std::string out;
   std::size_t start = 0;

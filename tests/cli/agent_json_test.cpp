@@ -343,6 +343,41 @@ TEST_F(AgentJson, DiffJsonNamesTheFindingsNewInBAndGoneFromIt) {
   EXPECT_NE(find(doc.at("findings_gone_in_b"), "VANISHING", "body"), nullptr);
 }
 
+// --fail-on and --min-confidence choose which findings new in B fail the diff (a CI gate); the
+// findings are listed in the text whatever they choose.
+TEST_F(AgentJson, DiffFailOnPicksTheKindsAndTypesThatFail) {
+  const std::string good = (*dir_ / "healthy").string(), bad = (*dir_ / "VANISHING").string();
+  test::Result r = run_cli("diff " + good + " " + bad);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("findings new in B: "));
+  EXPECT_THAT(r.out, HasSubstr("VANISHING"));
+  // Only embedding findings fail: the new VANISHING is listed, and the exit is 0.
+  r = run_cli("diff --fail-on embedding " + good + " " + bad);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("fail the diff under --fail-on"));
+  r = run_cli("diff --fail-on embedding,VANISHING " + good + " " + bad);
+  EXPECT_EQ(r.code, 1);
+  r = run_cli("diff --json --fail-on trees --fail-on loss_scale " + good + " " + bad);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(Json::parse(r.out).at("gradscope_diff").at("failing_findings"), 0);
+  r = run_cli("diff --json " + good + " " + bad);
+  const Json doc = Json::parse(r.out);
+  const std::size_t new_in_b = doc.at("findings_new_in_b").size();
+  EXPECT_EQ(doc.at("gradscope_diff").at("failing_findings"), new_in_b);
+  // Confidence: a gate at high fails only for the new VANISHING findings of high confidence.
+  std::size_t high = 0;
+  for (const Json& f : doc.at("findings_new_in_b")) high += f.at("type") == "VANISHING" && f.at("confidence") == "high";
+  EXPECT_GT(high, 0u);
+  r = run_cli("diff --json --fail-on VANISHING --min-confidence high " + good + " " + bad);
+  EXPECT_EQ(Json::parse(r.out).at("gradscope_diff").at("failing_findings"), high);
+  EXPECT_EQ(r.code, high > 0 ? 1 : 0);
+  // Bad selectors are usage errors naming what is wrong.
+  r = run_cli("diff --fail-on zombies " + good + " " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("'zombies' is neither a finding kind"));
+  EXPECT_EQ(run_cli("diff --min-confidence certain " + good + " " + bad).code, 2);
+}
+
 TEST_F(AgentJson, LsJsonAndCheckExitCodes) {
   const fs::path dir = fresh_dir("agent-json-ls");
   make_run(dir / "a-good", nullptr);

@@ -19,6 +19,7 @@
 #include "../common/require_data.h"
 #include "cli_process.h"
 #include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/version.h"
 
@@ -134,9 +135,10 @@ void expect_mf_run(const fs::path& dir, const Result& r) {
     }
   }
   ASSERT_EQ(summary->correlations.size(), 1u);
-  // The run carries its tables' rows (rows.json), so a table recipe can be made from it: a
-  // budget of a quarter of the item table's FP32 bytes gives a recipe of every row within it.
-  ASSERT_TRUE(fs::exists(dir / "rows.json")) << dir;
+  // The run carries its tables' rows (the rows.json document in run.db), so a table recipe can
+  // be made from it: a budget of a quarter of the item table's FP32 bytes gives a recipe of
+  // every row within it.
+  EXPECT_EQ(gradscope::stored_run_documents(dir.string()), (std::vector<std::string>{"embedding.json", "rows.json"}));
   const int64_t items = summary->tables[1].profile.num_embeddings;
   const int64_t quarter = items * 64 * 4 / 4;  // dim 64 (matrix_factorization.h), FP32
   const Result c = run("compress " + dir.string() + " --table item=" + std::to_string(quarter));
@@ -227,6 +229,28 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
   const auto nan = nlohmann::json::parse(slurp(out / "demo-nan-later" / "report.json"));
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["node"], "logfeat");
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["step"], 20);
+
+  // Every demo run is run.db alone: copied without anything beside it, `report --json` says
+  // the same (and exits the same); every run has report.txt and report.json.
+  int saved_runs = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (!fs::exists(entry.path() / "run.db")) continue;
+    ++saved_runs;
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(fs::exists(entry.path() / "report.txt")) << name;
+    EXPECT_TRUE(fs::exists(entry.path() / "report.json")) << name;
+    for (const char* side : {"embedding.json", "trees.json", "units.json", "rows.json", "compression.json"})
+      EXPECT_FALSE(fs::exists(entry.path() / side)) << name << " has " << side << " beside run.db";
+    const fs::path alone = out / "alone" / name;
+    fs::create_directories(alone);
+    fs::copy_file(entry.path() / "run.db", alone / "run.db");
+    const Result whole = run("report --json " + entry.path().string()), copy = run("report --json " + alone.string());
+    EXPECT_NE(whole.code, 3) << name << ": " << whole.err;
+    EXPECT_EQ(copy.code, whole.code) << name;
+    EXPECT_EQ(copy.out, whole.out) << name;
+  }
+  EXPECT_GE(saved_runs, 9);  // 4 digits models, 2 tree runs, 2 MF runs, the compression run
+  fs::remove_all(out / "alone");
 
   // The MF run: MovieLens when fetched, otherwise the digits fallback, said so.
   const bool movielens = fs::exists(data_dir() + "/movielens.csv");
@@ -489,6 +513,16 @@ TEST(CliRuns, AnimateDrawsTheSelectedStepsWithoutColourWhenPiped) {
   EXPECT_THAT(r.out, HasSubstr("steps 0..39 (40 frames"));
   EXPECT_EQ(run("animate " + r_dir + " --from 5 --to 2").code, 2);
   EXPECT_EQ(run("animate " + r_dir + " --metric loss").code, 2);
+  // --json: the frames it draws, as numbers: the whole run's are export's; a range is a part.
+  r = run("animate --json " + r_dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, run("export --format json " + r_dir).out);
+  r = run("animate --json --from 2 --to 5 " + r_dir);
+  const auto frames = nlohmann::json::parse(r.out);
+  ASSERT_EQ(frames.size(), 4u);
+  EXPECT_EQ(frames.front()["step"], 2);
+  EXPECT_EQ(frames.back()["step"], 5);
+  EXPECT_EQ(run("animate --json --follow " + r_dir).code, 2);
   fs::remove_all(dir);
 }
 

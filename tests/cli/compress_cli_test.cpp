@@ -11,8 +11,10 @@
 #include "gradscope/core/compress/rows.h"
 #include "gradscope/io/compress/json.h"
 #include "gradscope/io/compress/rows_json.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/store/run_writer.h"
 #include "run_cli.h"
+#include "../common/schema4_run.h"
 
 namespace {
 
@@ -71,10 +73,18 @@ TEST(CompressCli, WritesARecipeWithinTheBudget) {
   EXPECT_THAT(recipe.nodes[0].pruned_units, ::testing::Contains(2));  // the dead unit
   EXPECT_THAT(recipe.nodes[0].premise, HasSubstr("1 units dead"));
   EXPECT_THAT(recipe.nodes[1].premise, HasSubstr("over 5 steps"));
-  // Without -o the recipe JSON goes to stdout.
+  // Without -o the recipe JSON goes to stdout; --json says so too, and with -o prints it
+  // instead of the summary lines.
   const CliResult s = run("compress " + run_dir.string() + " --max-loss 0");
   ASSERT_EQ(s.code, 0) << s.err;
   EXPECT_THAT(s.out, StartsWith("{\n  \"gradscope_compression_recipe\""));
+  EXPECT_EQ(run("compress --json " + run_dir.string() + " --max-loss 0").out, s.out);
+  const CliResult j = run("compress " + run_dir.string() + " --max-loss 0 --json -o " + out.string());
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(j.out, s.out);
+  EXPECT_EQ(test::slurp(out), s.out);
+  // The profile is a document inside run.db: nothing lies beside it.
+  EXPECT_FALSE(fs::exists(run_dir / "units.json"));
   fs::remove_all(run_dir.parent_path());
 }
 
@@ -92,10 +102,10 @@ TEST(CompressCli, BadInputExitsWithWhatIsWrong) {
   EXPECT_EQ(r.code, 2);
   r = run("compress " + run_dir.string() + " --max-loss -1");
   EXPECT_EQ(r.code, 2);
-  std::ofstream(run_dir / "units.json") << "{\"gradscope_compression_profile\": {\"version\": 1, \"nodes\": [{}]}}";
+  put_run_document(run_dir.string(), "units.json", "{\"gradscope_compression_profile\": {\"version\": 1, \"nodes\": [{}]}}");
   r = run("compress " + run_dir.string() + " --budget-bytes 100");
   EXPECT_EQ(r.code, 3);
-  EXPECT_THAT(r.err, HasSubstr("units.json: gradscope_compression_profile.nodes[0]"));
+  EXPECT_THAT(r.err, HasSubstr("document 'units.json': gradscope_compression_profile.nodes[0]"));
   fs::remove_all(run_dir.parent_path());
   const fs::path bare = saved_run(false);
   r = run("compress " + bare.string() + " --budget-bytes 100");
@@ -168,6 +178,51 @@ TEST(CompressCli, TableRecipesSayWhatTheRunLacks) {
   }
   r = run("compress " + run_dir.string() + " --table item=60 --budget-bytes 100");
   EXPECT_EQ(r.code, 2);
+  fs::remove_all(run_dir.parent_path());
+}
+
+// The layout before schema 5 (run.db of version 4, units.json and rows.json beside it) reads as
+// it did; `gradscope upgrade` moves the files inside, after which run.db alone gives the same
+// recipes; a second upgrade has nothing to do.
+TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
+  const fs::path run_dir = saved_run();
+  save_row_profiles(run_dir.string(), {item_rows()});
+  const fs::path side = run_dir.parent_path() / "side";
+  ASSERT_EQ(run("export " + run_dir.string() + " --format documents -o " + side.string()).code, 0);
+  gradscope::test::make_schema4(run_dir);
+  for (const char* name : {"units.json", "rows.json"}) fs::copy_file(side / name, run_dir / name);
+  const std::string units_cmd = "compress " + run_dir.string() + " --budget-bytes 100";
+  const std::string rows_cmd = "compress " + run_dir.string() + " --table item=60";
+  const CliResult units = run(units_cmd), rows = run(rows_cmd);
+  ASSERT_EQ(units.code, 0) << units.err;
+  ASSERT_EQ(rows.code, 0) << rows.err;
+
+  CliResult r = run("upgrade " + run_dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, run_dir.string() + ": schema 4 -> 5; moved into run.db: units.json rows.json\n"
+                   "  the files beside run.db are no longer read and may be deleted\n");
+  EXPECT_TRUE(fs::exists(run_dir / "units.json"));  // the user's files stay
+  const fs::path alone = run_dir.parent_path() / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(run_dir / "run.db", alone / "run.db");
+  EXPECT_EQ(run("compress " + alone.string() + " --budget-bytes 100").out, units.out);
+  EXPECT_EQ(run("compress " + alone.string() + " --table item=60").out, rows.out);
+  r = run("upgrade " + alone.string());
+  EXPECT_EQ(r.out, alone.string() + ": schema 5 -> 5; no side files to move\n");
+  // A damaged side file is not moved: the upgrade stops naming it, the run untouched.
+  const fs::path bad = run_dir.parent_path() / "bad";
+  fs::create_directories(bad);
+  fs::copy_file(side / "units.json", bad / "units.json");
+  fs::copy_file(run_dir / "run.db", bad / "run.db");
+  gradscope::test::make_schema4(bad);
+  std::ofstream(bad / "rows.json") << "{\"gradscope_compression_rows\": 1}";
+  r = run("upgrade " + bad.string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("rows.json"));
+  r = run("export " + bad.string() + " --format documents -o " + (bad / "out").string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(test::slurp(bad / "out" / "units.json"), test::slurp(side / "units.json"));
+  EXPECT_EQ(run("upgrade /nonexistent/run").code, 3);
   fs::remove_all(run_dir.parent_path());
 }
 

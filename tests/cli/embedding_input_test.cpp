@@ -1,6 +1,6 @@
-// A damaged or hostile embedding.json beside a run, as the commands over saved runs meet it:
-// each says which file and which field (exit 3) instead of crashing, hanging on a FIFO or
-// reading a device without end.
+// A damaged or hostile embedding.json beside a run (the layout before schema 5, which still
+// reads), as the commands over saved runs meet it: each says which file and which field (exit
+// 3) instead of crashing, hanging on a FIFO or reading a device without end.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,6 +16,7 @@
 #include "gradscope/core/embedding/rows.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/store/run_writer.h"
+#include "../common/schema4_run.h"
 
 namespace {
 
@@ -52,8 +53,9 @@ gradscope::Stats gradient(double l2) {
   return s;
 }
 
-// Writes into `run` the embedding.json of a real table: 8 rows of which 6 were in every batch
-// of 4 steps and moved each time (its histograms have 20 bins).
+// Writes beside `run` the embedding.json of a real table: 8 rows of which 6 were in every batch
+// of 4 steps and moved each time (its histograms have 20 bins). Saved into a folder without a
+// run it is a file, as every run before schema 5 kept it.
 void save_valid_summary(const fs::path& run) {
   gradscope::EmbeddingRows rows(8, 2);
   for (int64_t step = 0; step < 4; ++step) {
@@ -65,7 +67,10 @@ void save_valid_summary(const fs::path& run) {
   }
   gradscope::EmbeddingRunSummary summary;
   summary.tables.push_back({gradscope::diagnose_embedding("item", rows, 4, {}), gradscope::profile_embedding("item", rows)});
-  gradscope::save_embedding_summary(run.string(), summary);
+  const fs::path loose = run.parent_path() / "loose";
+  gradscope::save_embedding_summary(loose.string(), summary);
+  fs::rename(loose / "embedding.json", run / "embedding.json");
+  fs::remove(loose);
 }
 
 // A healthy run of two nodes and three steps with a valid embedding.json, in a fresh folder
@@ -77,6 +82,7 @@ fs::path run_with_embedding(const std::string& name) {
   for (int64_t step = 0; step < 3; ++step)
     for (const char* node : {"embed", "head"}) w.add({step, node, gradscope::Site::kParamGrad, gradient(0.5)});
   w.close();
+  gradscope::test::make_schema4(dir / "run");
   save_valid_summary(dir / "run");
   return dir / "run";
 }

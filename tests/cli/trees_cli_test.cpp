@@ -17,6 +17,7 @@
 #include "cli_process.h"
 #include "gradscope/core/trees/dynamics.h"
 #include "gradscope/core/findings/findings.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/read_model.h"
 #include "gradscope/trees/xgboost_api.h"
@@ -115,7 +116,13 @@ TEST_F(TreesCli, AHealthyModelExitsZeroAndPrintsWhatTheLibraryMeasured) {
   const Result r = run(std::string("trees healthy.json ") + kData + " --out runs/healthy --json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  const Json doc = Json::parse(r.out).at("gradscope_tree_run");
+  // The agent schema every command shares: the document `report --json` prints of the run,
+  // the analysis under "trees".
+  const Json whole = Json::parse(r.out);
+  EXPECT_EQ(r.out, run("report runs/healthy --json").out);
+  EXPECT_EQ(whole.at("findings_version"), 1);
+  EXPECT_EQ(whole.at("findings"), Json::array());
+  const Json doc = whole.at("trees");
   // The same analysis in this process, from the same files.
   const TreeData train = read_csv_data((work() / "train.csv").string(), "label");
   const TreeData valid = read_csv_data((work() / "valid.csv").string(), "label");
@@ -135,7 +142,10 @@ TEST_F(TreesCli, AHealthyModelExitsZeroAndPrintsWhatTheLibraryMeasured) {
   EXPECT_NEAR(doc.at("rounds").at("valid_loss")[99].get<double>(), xgb_valid_logloss_,
               1e-6 * xgb_valid_logloss_);
   EXPECT_TRUE(fs::exists(work() / "runs/healthy/run.db"));
-  EXPECT_TRUE(fs::exists(work() / "runs/healthy/trees.json"));
+  // One file: the analysis is inside run.db.
+  EXPECT_FALSE(fs::exists(work() / "runs/healthy/trees.json"));
+  EXPECT_EQ(gradscope::stored_run_documents((work() / "runs/healthy").string()),
+            std::vector<std::string>{"trees.json"});
 
   const Result text =
       run(std::string("trees healthy.json ") + kData + " --out runs/healthy --overwrite");

@@ -20,6 +20,7 @@
 #include "../common/error_of.h"
 #include "gradscope/core/embedding/rows.h"
 #include "gradscope/core/error.h"
+#include "gradscope/io/store/run_writer.h"
 #include "store_test_util.h"
 
 namespace gradscope {
@@ -184,9 +185,9 @@ TEST(EmbeddingStore, TheFileHasTheDocumentedShape) {
 
 TEST(EmbeddingStore, RunDatabasePathNamesItsFolder) {
   const fs::path dir = fresh_dir("emb-rundb");
-  std::ofstream(dir / "run.db") << "stand-in";
+  RunWriter(dir.string(), {}).close();
   save_embedding_summary((dir / "run.db").string(), sample());
-  EXPECT_TRUE(fs::exists(dir / "embedding.json"));
+  EXPECT_FALSE(fs::exists(dir / "embedding.json"));  // a run keeps it inside run.db
   const auto got = load_embedding_summary((dir / "run.db").string());
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->tables.size(), 2u);

@@ -94,7 +94,7 @@ TEST(HistogramStore, HistogramsComeBackExactlyWithTheirSteps) {
   // A reader that does not ask for histograms does not read them.
   RunReader plain(dir.string());
   EXPECT_EQ(plain.for_each([](const Record&) {}), 5);
-  EXPECT_EQ(plain.metadata().schema_version, 4);
+  EXPECT_EQ(plain.metadata().schema_version, kRunSchemaVersion);
   fs::remove_all(dir);
 }
 

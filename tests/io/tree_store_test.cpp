@@ -76,6 +76,9 @@ TEST(TreeStore, ARunHoldsEveryRoundsRecordsAndItsAnalysisLoadsBackExactly) {
   EXPECT_EQ(back->label, "y");
   // The run's database names the folder too.
   EXPECT_TRUE(load_tree_summary((dir / "run.db").string()).has_value());
+  // One file: the analysis is a document inside run.db, nothing lies beside it.
+  EXPECT_FALSE(std::filesystem::exists(dir / "trees.json"));
+  EXPECT_EQ(reader.document_names(), std::vector<std::string>{"trees.json"});
   std::filesystem::remove_all(dir);
 }
 

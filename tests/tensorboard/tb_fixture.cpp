@@ -15,6 +15,8 @@
 #include "gradscope/core/stats/stats.h"
 #include "gradscope/core/audit/tee_sink.h"
 #include "gradscope/io/embedding/store.h"
+#include "gradscope/io/trees/store.h"
+#include "../core/tree_builders.h"
 #include "gradscope/io/store/run_reader.h"
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
@@ -121,6 +123,8 @@ void save_embedding(const std::string& dir) {
   t.profile.layer = "item";
   t.profile.num_embeddings = 1000;
   t.profile.exposed_rows = 900;
+  t.profile.exposure = {{1, 2, 4, 8}, {500, 300, 100}, 0, 0};  // steps each exposed row was in a batch
+  t.profile.velocity = {{1e-4, 1e-3, 1e-2}, {600, 280}, 20, 0};
   e.tables.push_back(t);
   save_embedding_summary(dir, e);
 }
@@ -154,14 +158,32 @@ int dump_channels(const std::string& run) {
 
 }  // namespace
 
+// A tree run of 12 rounds of a two-class model with reference and validation rows (so every
+// round measure is there), as `gradscope trees` writes one.
+int write_trees(const std::string& dir) {
+  std::mt19937_64 gen(5);
+  std::vector<Tree> trees;
+  for (int32_t r = 0; r < 12; ++r)
+    for (int32_t c = 0; c < 2; ++c) trees.push_back(test::random_tree(gen, r, c, 3, 2));
+  const TreeEnsemble m = test::ensemble(trees, 3, 2, TreeLink::kSoftmax, "multi:softprob");
+  const TreeData train = test::random_data(gen, 60, 3, [](const double* x) { return x[0] > 0 ? 1.0 : 0.0; });
+  const TreeData valid = test::random_data(gen, 30, 3, [](const double* x) { return x[1] > 0 ? 1.0 : 0.0; });
+  RunWriterOptions opt;
+  opt.overwrite = true;
+  write_tree_run(dir, {"model.json", "train.csv", "valid.csv", "y", analyze_tree_dynamics(m, {&train, &valid}, {})},
+                 opt);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr
-        << "usage: tb_fixture basic|nan|names|long|channels RUN_DIR [--live TB_DIR] [--steps N]\n";
+        << "usage: tb_fixture basic|nan|names|long|channels|trees RUN_DIR [--live TB_DIR] [--steps N]\n";
     return 2;
   }
   const std::string kind = argv[1], dir = argv[2];
   if (kind == "channels") return dump_channels(dir);
+  if (kind == "trees") return write_trees(dir);
   std::string live;
   int64_t steps = kind == "long" ? 100000 : 60;
   for (int i = 3; i + 1 < argc; i += 2) {

@@ -228,6 +228,56 @@ def test_export_every_value_against_the_run(pb, tmp_path):
     assert text == {(last, "gradscope/report"): "".join("    " + line for line in lines)}
 
 
+def test_embedding_profiles_become_histograms(pb, tmp_path):
+    run_dir = make_run(tmp_path, "basic")
+    events = tb_reader.read_events(export(run_dir, str(tmp_path / "tb")), pb)  # every record's CRC checked
+    got = written(events, "histo")
+    # The fixture's profile: exposure bins [1,2) 500, [2,4) 300, [4,8) 100; velocity 20 rows
+    # below 1e-4, then [1e-4,1e-3) 600, [1e-3,1e-2) 280.
+    doc = json.loads(open(os.path.join(documents(run_dir), "embedding.json")).read())
+    profile = doc["gradscope_embedding_run"]["tables"][0]["profile"]
+    for measure in ("exposure", "velocity"):
+        (step, tag), h = next((k, v) for k, v in got.items() if k[1] == f"embedding/{measure}/item")
+        bins = profile[measure]
+        assert list(h.bucket_limit) == bins["edges"]
+        assert list(h.bucket) == [bins["below"]] + bins["counts"]
+        assert h.num == bins["below"] + sum(bins["counts"])
+        assert (h.min, h.max) == (bins["edges"][0], bins["edges"][-1])
+
+
+def documents(run_dir):
+    """The run's documents as files (gradscope export --format documents), their folder."""
+    out = run_dir + "-documents"
+    run(CLI, "export", run_dir, "--format", "documents", "-o", out)
+    return out
+
+
+def test_tree_run_exports_each_rounds_measures(pb, tmp_path):
+    run_dir = make_run(tmp_path, "trees")
+    events = tb_reader.read_events(export(run_dir, str(tmp_path / "tb")), pb)  # every record's CRC checked
+    got = written(events, "simple_value")
+    tree = json.loads(open(os.path.join(documents(run_dir), "trees.json")).read())["gradscope_tree_run"]
+    rounds = tree["rounds"]
+    n = len(rounds["trees"])
+    assert n == 12
+    for measure in ("train_loss", "valid_loss", "contribution", "velocity", "leaf_mean_abs", "gain", "leaves"):
+        for k in range(n):
+            value = rounds[measure][k]
+            key = (k, f"trees/{measure}")
+            if value is None:  # not measured that round (velocity of round 0): not written
+                assert key not in got
+            else:
+                assert same(got[key], value), (key, got[key], value)
+    # Split concentration: the sum of squared gain shares of the round's features, computed
+    # here from the per-round feature triples (feature, splits, gain).
+    for k in range(n):
+        gains = [g for _, _, g in rounds["features"][k]]
+        total = sum(gains)
+        assert same(got[(k, "trees/split_concentration")], sum((g / total) ** 2 for g in gains))
+    # The report's text (the tree timeline and findings) comes with the last round.
+    assert (n - 1, "gradscope/report") in written(events, "tensor")
+
+
 def test_live_sink_writes_the_same_values(pb, tmp_path):
     run_dir = make_run(tmp_path, "basic", live=True)
     events = tb_reader.read_events(tb_reader.event_file(str(tmp_path / "basic-live")), pb)

@@ -14,6 +14,7 @@
 
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/trees/store.h"
 #include "gradscope/tensorboard/event_writer.h"
 
 namespace gradscope::tensorboard {
@@ -21,7 +22,8 @@ namespace gradscope::tensorboard {
 /// What the records do not hold.
 struct ExportInput {
   std::string report_text;  ///< written as gradscope/report at the last step (report_markdown)
-  const EmbeddingRunSummary* embedding = nullptr;  ///< its metrics at the last step, when saved
+  const EmbeddingRunSummary* embedding = nullptr;  ///< its metrics and profiles at the last step, when saved
+  const TreeRunSummary* trees = nullptr;  ///< a tree run's analysis: its round measures at each round's step
   std::function<void(int64_t, int64_t)> progress;  ///< (steps done, steps total)
 };
 
@@ -32,8 +34,9 @@ struct ExportResult {
 };
 
 /// Writes one event per step of `reader` (the scalars and flags of step_scalars.h, judged with
-/// the run's stored thresholds), one per step with channel records (their histograms), and at
-/// the last step the embedding metrics and the report text. Every event's wall_time is the run's
+/// the run's stored thresholds; for a tree run, its round's measures too), one per step with
+/// channel records (their histograms), and at the last step the embedding metrics and profile
+/// histograms and the report text. Every event's wall_time is the run's
 /// start time: the run store keeps no time per step. Throws Error when the reader fails or a
 /// write failed (naming the file).
 ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInput& input);

@@ -25,9 +25,11 @@
 
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/embedding/profile.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/trees/dynamics.h"
 #include "gradscope/tensorboard/event_writer.h"
 
 namespace gradscope::tensorboard {
@@ -64,6 +66,20 @@ void add_element_histograms(const std::vector<ElementHistogram>& histograms, Ste
 /// exposed or never updated, over rows), embedding/zombie_fraction/<table> (zombie rows over
 /// rows), embedding/lookup_gini/<table>, embedding/popularity_gini/<table>.
 void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSummary& out);
+
+/// Adds each table's profile histograms: embedding/exposure/<table> (steps each exposed row was
+/// in a batch) and embedding/velocity/<table> (each row's mean update norm), the profile's own
+/// bins as TensorBoard buckets (bucket 0 holds the values below the first edge). The profile
+/// keeps counts per bin, not the values, so min and max are the outer edges and sum and
+/// sum_squares are 0 (TensorBoard draws the buckets).
+void add_embedding_profiles(const std::vector<EmbeddingProfile>& tables, StepSummary& out);
+
+/// Adds a boosted model's measures of round `round` (docs/trees.md), each only when the run
+/// measured it: trees/train_loss, trees/valid_loss, trees/contribution (mean |round output|),
+/// trees/velocity, trees/leaf_mean_abs, trees/gain, trees/leaves and trees/split_concentration
+/// (the sum of squared feature shares of the round's splits, by gain when the model has gains,
+/// else by count: 1 when every split is on one feature).
+void add_tree_round_metrics(const TreeDynamicsReport& report, std::size_t round, StepSummary& out);
 
 /// Tag of the report text (the text `gradscope report` prints).
 inline constexpr const char* kReportTag = "gradscope/report";

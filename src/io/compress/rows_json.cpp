@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/core/error.h"
+#include "gradscope/io/store/run_documents.h"
 #include "internal/json_field.h"
+#include "internal/side_file.h"
 
 namespace gradscope {
 namespace {
@@ -44,10 +46,6 @@ Json parse(const std::string& text, const std::string& source) {
   }
 }
 
-fs::path run_dir(const std::string& run) {
-  const fs::path p(run);
-  return p.filename() == "run.db" ? p.parent_path() : p;
-}
 
 }  // namespace
 
@@ -117,26 +115,19 @@ std::vector<RowProfile> parse_row_profiles_json(const std::string& text, const s
 
 void save_row_profiles(const std::string& run, const std::vector<RowProfile>& tables) {
   for (const RowProfile& t : tables) check_row_profile(t);
-  const fs::path path = run_dir(run) / "rows.json";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << render_row_profiles_json(tables);
-  if (!out.flush()) throw Error("cannot write '" + path.string() + "'");
+  internal::save_document(run, "rows.json", "embedding rows", render_row_profiles_json(tables));
 }
 
 std::vector<RowProfile> load_run_row_profiles(const std::string& run) {
-  const fs::path dir = run_dir(run), path = dir / "rows.json";
-  if (!fs::exists(path)) {
-    const std::string has = fs::exists(dir / "embedding.json")
+  const std::optional<RunDocument> rows = read_run_document(run, "rows.json", kMaxRowProfileBytes, "embedding rows");
+  if (!rows) {
+    const std::string has = read_run_document(run, "embedding.json", kMaxRowProfileBytes)
                                 ? " (its embedding.json holds per-table summaries, not the per-row lookups and norms)"
                                 : "";
     throw Error("run '" + run + "': no embedding rows to compress: no rows.json" + has +
                 "; gradscope::save_row_profiles writes it after training (docs/compression.md)");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw Error("cannot read '" + path.string() + "'");
-  return parse_row_profiles_json(text.str(), path.string());
+  return parse_row_profiles_json(rows->text, rows->where);
 }
 
 std::string render_row_recipes_json(const std::vector<RowRecipe>& recipes, int indent) {

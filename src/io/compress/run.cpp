@@ -1,4 +1,6 @@
-// The compression rule's input from a saved run: units.json plus the run store's records.
+// The compression rule's input from a saved run: its units.json document plus the run store's
+// records; and the measured points (compression.json). Both are documents of the run
+// (io/store/run_documents.h): inside run.db, or beside it in runs before schema 5.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,24 +12,19 @@
 #include "gradscope/core/error.h"
 #include "gradscope/io/compress/json.h"
 #include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_documents.h"
 #include "internal/json_field.h"
+#include "internal/side_file.h"
 
 namespace gradscope {
 namespace fs = std::filesystem;
 
-namespace {
-fs::path run_dir(const std::string& run) {
-  const fs::path p(run);
-  return p.filename() == "run.db" ? p.parent_path() : p;
-}
-}  // namespace
-
 std::vector<compress::NodeProfile> load_run_compress_profile(const std::string& run) {
-  const fs::path units = run_dir(run) / "units.json";
-  if (!fs::exists(units))
+  const std::optional<RunDocument> units = read_run_document(run, "units.json", kMaxProfileBytes, "compression profile");
+  if (!units)
     throw Error("run '" + run + "': no units.json (the per-unit profile the compression rule needs; "
                 "gradscope::compress::profile_model and save_compress_profile write it after training)");
-  std::vector<compress::NodeProfile> nodes = load_compress_profile(units.string());
+  std::vector<compress::NodeProfile> nodes = parse_compress_profile_json(units->text, units->where);
   RunReader reader(run);
   compress::RunDynamics dynamics;
   reader.for_each([&](const Record& r) { dynamics.add(r); });
@@ -36,10 +33,7 @@ std::vector<compress::NodeProfile> load_run_compress_profile(const std::string& 
 }
 
 void save_compress_profile(const std::string& run, const std::vector<compress::NodeProfile>& nodes) {
-  const fs::path path = run_dir(run) / "units.json";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << render_compress_profile_json(nodes);
-  if (!out.flush()) throw Error("cannot write '" + path.string() + "'");
+  internal::save_document(run, "units.json", "compression profile", render_compress_profile_json(nodes));
 }
 
 }  // namespace gradscope
@@ -58,21 +52,16 @@ void save_measured_comparison(const std::string& run, const compress::MeasuredCo
         {"fp32_accuracy", std::isfinite(c.fp32_accuracy) ? nlohmann::ordered_json(c.fp32_accuracy) : nlohmann::ordered_json()},
         {"fp32_bytes", c.fp32_bytes},
         {"points", points}}}};
-  const fs::path path = run_dir(run) / "compression.json";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
-  if (!out.flush()) throw Error("cannot write '" + path.string() + "'");
+  internal::save_document(run, "compression.json", "compression",
+                          doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 std::optional<compress::MeasuredComparison> load_measured_comparison(const std::string& run) {
-  const fs::path path = run_dir(run) / "compression.json";
-  if (!fs::exists(path)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw Error("cannot read '" + path.string() + "'");
+  const std::optional<RunDocument> text = read_run_document(run, "compression.json", kMaxMeasuredBytes, "compression");
+  if (!text) return std::nullopt;
+  const std::string& path = text->where;
   try {
-    const nlohmann::ordered_json doc = internal::parse_bounded(text.str(), 8, 1 << 16);
+    const nlohmann::ordered_json doc = internal::parse_bounded(text->text, 8, 1 << 16);
     const internal::Field root = internal::Field(doc).at("gradscope_compression_measured");
     if (root.at("version").count() != 1) root.at("version").fail("version is not 1");
     compress::MeasuredComparison c;
@@ -87,9 +76,9 @@ std::optional<compress::MeasuredComparison> load_measured_comparison(const std::
     }
     return c;
   } catch (const Error& e) {
-    throw Error(path.string() + ": " + e.what());
+    throw Error(path + ": " + e.what());
   } catch (const std::exception& e) {
-    throw Error(path.string() + ": not JSON (" + e.what() + ")");
+    throw Error(path + ": not JSON (" + e.what() + ")");
   }
 }
 

@@ -131,37 +131,28 @@ EmbeddingRunSummary summary_from_json(const Json& doc) {
   return s;
 }
 
-// "embedding file '<path>': " + what.
-Error file_error(const fs::path& path, const std::string& what) {
-  return Error("embedding file '" + path.string() + "': " + what);
-}
 
 }  // namespace
 
 void save_embedding_summary(const std::string& dir, const EmbeddingRunSummary& summary) {
-  const fs::path folder = internal::run_folder(dir), path = folder / kFileName;
   const Json doc = summary_to_json(summary);
-  // What load would refuse is not written: a file gradscope wrote always loads.
+  // What load would refuse is not written: a document gradscope wrote always loads.
   try {
     summary_from_json(doc);
   } catch (const Error& e) {
-    throw file_error(path, e.what());
+    throw Error(internal::document_where(dir, kFileName, "embedding") + ": " + e.what());
   }
-  try {
-    internal::replace_file(folder, kFileName, doc.dump(1) + "\n");
-  } catch (const Error& e) {
-    throw file_error(path, e.what());
-  }
+  internal::save_document(dir, kFileName, "embedding", doc.dump(1) + "\n");
 }
 
 std::optional<EmbeddingRunSummary> load_embedding_summary(const std::string& dir) {
-  const fs::path path = internal::run_folder(dir) / kFileName;
+  const auto doc = internal::read_document_json(dir, kFileName, "embedding", kMaxEmbeddingFileBytes, kMaxDepth,
+                                                kMaxMembers);
+  if (!doc) return std::nullopt;
   try {
-    const auto doc = internal::read_side_json(path, kMaxEmbeddingFileBytes, kMaxDepth, kMaxMembers);
-    if (!doc) return std::nullopt;
-    return summary_from_json(*doc);
+    return summary_from_json(doc->json);
   } catch (const Error& e) {
-    throw file_error(path, e.what());
+    throw Error(doc->where + ": " + e.what());
   }
 }
 

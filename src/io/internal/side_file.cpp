@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "gradscope/core/error.h"
+#include "gradscope/io/store/run_documents.h"
 #include "internal/json_field.h"
 #include "internal/regular_file.h"
 
@@ -55,6 +56,46 @@ std::optional<nlohmann::ordered_json> read_side_json(const fs::path& path, std::
     const std::string what = e.what();
     const auto end = what.find("] ");
     throw Error("malformed: " + (end == std::string::npos ? what : what.substr(end + 2)));
+  }
+}
+
+namespace {
+bool holds_run(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(run_folder(dir) / "run.db", ec);
+}
+}  // namespace
+
+std::string document_where(const std::string& dir, const std::string& name, const std::string& kind) {
+  const fs::path folder = run_folder(dir);
+  if (holds_run(dir)) return "run database '" + (folder / "run.db").string() + "', document '" + name + "'";
+  return kind + " file '" + (folder / name).string() + "'";
+}
+
+void save_document(const std::string& dir, const std::string& name, const std::string& kind,
+                   const std::string& text) {
+  if (holds_run(dir)) return put_run_document(dir, name, text);
+  try {
+    replace_file(run_folder(dir), name, text);
+  } catch (const Error& e) {
+    throw Error(document_where(dir, name, kind) + ": " + e.what());
+  }
+}
+
+std::optional<JsonDocument> read_document_json(const std::string& dir, const std::string& name,
+                                               const std::string& kind, std::uintmax_t max_bytes,
+                                               int max_depth, std::size_t max_members) {
+  std::optional<RunDocument> doc = read_run_document(dir, name, max_bytes, kind);
+  if (!doc) return std::nullopt;
+  try {
+    return JsonDocument{parse_bounded(doc->text, max_depth, max_members), doc->where};
+  } catch (const nlohmann::ordered_json::exception& e) {
+    // nlohmann's messages start with "[json.exception.<kind>.<id>] ".
+    const std::string what = e.what();
+    const auto end = what.find("] ");
+    throw Error(doc->where + ": malformed: " + (end == std::string::npos ? what : what.substr(end + 2)));
+  } catch (const Error& e) {
+    throw Error(doc->where + ": " + e.what());
   }
 }
 

@@ -28,4 +28,28 @@ std::optional<nlohmann::ordered_json> read_side_json(const std::filesystem::path
                                                      std::uintmax_t max_bytes, int max_depth,
                                                      std::size_t max_members);
 
+/// A typed document of a run (io/store/run_documents.h), parsed.
+struct JsonDocument {
+  nlohmann::ordered_json json;
+  std::string where;  ///< RunDocument::where: how errors name it
+};
+
+/// How errors name the document `name` that save_document would write for `dir`: "run
+/// database '<db>', document '<name>'" when the folder holds a run.db, else "<kind> file
+/// '<folder>/<name>'".
+std::string document_where(const std::string& dir, const std::string& name, const std::string& kind);
+
+/// Saves `text` as the document `name` of the run in `dir`: into its run.db when the folder
+/// holds one (put_run_document), else as the file `name` in the folder (replace_file: an
+/// export, or a run of documents only). Errors start with document_where.
+void save_document(const std::string& dir, const std::string& name, const std::string& kind,
+                   const std::string& text);
+
+/// read_run_document, parsed with parse_bounded's limits; nullopt when there is none. Errors
+/// start with the document's where: "malformed: <what the parser said>", or what
+/// read_run_document says.
+std::optional<JsonDocument> read_document_json(const std::string& dir, const std::string& name,
+                                               const std::string& kind, std::uintmax_t max_bytes,
+                                               int max_depth, std::size_t max_members);
+
 }  // namespace gradscope::internal

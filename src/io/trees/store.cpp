@@ -17,31 +17,25 @@ constexpr const char* kFileName = "trees.json";
 constexpr int kMaxDepth = 8;
 constexpr std::size_t kMaxMembers = 32;
 
-Error file_error(const fs::path& path, const std::string& what) {
-  return Error("tree file '" + path.string() + "': " + what);
-}
-
 }  // namespace
 
 void save_tree_summary(const std::string& dir, const TreeRunSummary& summary) {
-  const fs::path folder = internal::run_folder(dir), path = folder / kFileName;
   const nlohmann::ordered_json doc = internal::tree_summary_to_json(summary);
   try {
-    internal::tree_summary_from_json(doc);  // a file gradscope wrote always loads
-    internal::replace_file(folder, kFileName, doc.dump(1) + "\n");
+    internal::tree_summary_from_json(doc);  // a document gradscope wrote always loads
   } catch (const Error& e) {
-    throw file_error(path, e.what());
+    throw Error(internal::document_where(dir, kFileName, "tree") + ": " + e.what());
   }
+  internal::save_document(dir, kFileName, "tree", doc.dump(1) + "\n");
 }
 
 std::optional<TreeRunSummary> load_tree_summary(const std::string& dir) {
-  const fs::path path = internal::run_folder(dir) / kFileName;
+  const auto doc = internal::read_document_json(dir, kFileName, "tree", kMaxTreeFileBytes, kMaxDepth, kMaxMembers);
+  if (!doc) return std::nullopt;
   try {
-    const auto doc = internal::read_side_json(path, kMaxTreeFileBytes, kMaxDepth, kMaxMembers);
-    if (!doc) return std::nullopt;
-    return internal::tree_summary_from_json(*doc);
+    return internal::tree_summary_from_json(doc->json);
   } catch (const Error& e) {
-    throw file_error(path, e.what());
+    throw Error(doc->where + ": " + e.what());
   }
 }
 
@@ -54,10 +48,11 @@ void write_tree_run(const std::string& dir, const TreeRunSummary& summary,
     for (Record& rec : tree_round_records(r, round)) writer.add(std::move(rec));
     writer.end_step();
   }
-  writer.close();
-  // After run.db is complete: `ls` finds runs by run.db, and a tree run shows as one only
-  // once both files are there.
+  // Into run.db once every round is committed and before the end time: a reader that sees
+  // the run as finished sees its analysis.
+  writer.commit();
   save_tree_summary(dir, summary);
+  writer.close();
 }
 
 }  // namespace gradscope

@@ -10,6 +10,7 @@
 // Non-finite numbers are written as null. Parsing checks every field and names it on error.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,18 +43,23 @@ compress::Recipe load_recipe(const std::string& path);
 
 namespace gradscope {
 
-/// The rule's input from a saved run: `run`/units.json (written beside run.db by whoever
-/// trained it) with grad_sq, update_ratio and steps filled from run.db's records. Throws Error
-/// naming the file when either is missing or damaged.
+/// The largest units.json and compression.json documents read: 64 MiB (a unit takes some 200
+/// bytes, so this holds some 300,000 units) and 1 MiB (a few points a method).
+constexpr std::uintmax_t kMaxProfileBytes = std::uintmax_t{64} << 20;
+constexpr std::uintmax_t kMaxMeasuredBytes = std::uintmax_t{1} << 20;
+
+/// The rule's input from a saved run: its units.json document (io/store/run_documents.h,
+/// written by whoever trained it) with grad_sq, update_ratio and steps filled from run.db's
+/// records. Throws Error naming the run or document when either is missing or damaged.
 std::vector<compress::NodeProfile> load_run_compress_profile(const std::string& run);
 
-/// compression.json in the run directory `run` (measured points; renderers only show them).
+/// The run's compression.json document (measured points; renderers only show them).
 void save_measured_comparison(const std::string& run, const compress::MeasuredComparison& comparison);
-/// Reads <run>/compression.json; nullopt when there is none. Throws Error naming the file and
+/// Reads the run's compression.json; nullopt when there is none. Throws Error naming the file and
 /// field when it is damaged.
 std::optional<compress::MeasuredComparison> load_measured_comparison(const std::string& run);
 
-/// units.json in the run directory `run`; replaces it.
+/// The run's units.json document (inside its run.db; a file in a folder without one); replaces it.
 void save_compress_profile(const std::string& run, const std::vector<compress::NodeProfile>& nodes);
 
 }  // namespace gradscope

@@ -10,6 +10,7 @@
 // row rule needs one value per row, so rows.json carries them, as units.json does for units.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,12 @@ std::string render_row_profiles_json(const std::vector<compress::RowProfile>& ta
 /// Reads and checks (compress::check_row_profile) every table; errors name `source` and field.
 std::vector<compress::RowProfile> parse_row_profiles_json(const std::string& text, const std::string& source);
 
-/// rows.json in the run directory `run`; replaces it.
+/// The largest rows.json read: 1 GiB (a row takes some 60 bytes: 16 million rows).
+constexpr std::uintmax_t kMaxRowProfileBytes = std::uintmax_t{1} << 30;
+
+/// The run's rows.json document (inside its run.db; a file in a folder without one); replaces it.
 void save_row_profiles(const std::string& run, const std::vector<compress::RowProfile>& tables);
-/// Reads <run>/rows.json. Throws Error naming the run and what it lacks when there is none
+/// Reads the run's rows.json. Throws Error naming the run and what it lacks when there is none
 /// (and whether it has embedding.json, whose summaries do not suffice), or naming the field.
 std::vector<compress::RowProfile> load_run_row_profiles(const std::string& run);
 

@@ -1,5 +1,6 @@
-// Embedding results saved beside a run's run.db, so commands over saved runs (gradscope html,
-// report) can show them: <run dir>/embedding.json.
+// Embedding results saved with a run, so commands over saved runs (gradscope report, html, ls,
+// diff, lsp) can show them: the run's embedding.json document, inside its run.db
+// (io/store/run_documents.h; beside it in runs before schema 5).
 //
 //   gradscope::EmbeddingRunSummary s;
 //   for (auto& table : hub_report.tables)
@@ -23,7 +24,7 @@
 
 namespace gradscope {
 
-/// The largest embedding.json read: 8 MiB. A summary takes about 11 KB a table whatever the
+/// The largest embedding.json document read: 8 MiB. A summary takes about 11 KB a table whatever the
 /// table's rows (20 bins a histogram, at most 101 Lorenz points, 10 example rows a finding), so
 /// this holds some 700 tables, while a hostile file of millions of numbers costs seconds and a
 /// few hundred MB, not more.
@@ -39,17 +40,19 @@ struct EmbeddingRunSummary {
   std::vector<TowerCorrelation> correlations;
 };
 
-/// Writes <dir>/embedding.json atomically (temporary file, then rename). `dir` is a run
-/// directory; it is created if missing. Throws Error naming the path on failure, and naming
-/// the field for a summary load_embedding_summary would refuse (nothing is written then).
+/// Writes the run's embedding.json document: into `dir`'s run.db when there is one (`dir` is a
+/// run directory or its run.db), else as the file <dir>/embedding.json (a temporary file, then
+/// rename; `dir` created if missing). Throws Error naming the database or file on failure, and
+/// naming the field for a summary load_embedding_summary would refuse (nothing is written then).
 void save_embedding_summary(const std::string& dir, const EmbeddingRunSummary& summary);
 
-/// Reads <dir>/embedding.json (`dir` may also be the run's run.db: its folder is used).
-/// nullopt when the file does not exist. Only a regular file (or a link to one) of at most
-/// kMaxEmbeddingFileBytes is read, and every field is checked: counts are exact integers in
+/// Reads the run's embedding.json document (from run.db, else the file beside it; `dir` may
+/// also be the run's run.db). nullopt when there is none. Only a document, or a regular file
+/// (or a link to one), of at most kMaxEmbeddingFileBytes is read, and every field is checked: counts are exact integers in
 /// [0, 2^63), fractions lie in [0, 1], histogram edges bound their bins in ascending order,
 /// Lorenz points rise within [0, 1]. Anything else, and a newer version, is an Error
-/// "embedding file '<path>': <field>: <what>". Round trip: load(save(s)) == s, NaN for NaN.
+/// "run database '<path>', document 'embedding.json': <field>: <what>" (for a side file
+/// "embedding file '<path>': ..."). Round trip: load(save(s)) == s, NaN for NaN.
 std::optional<EmbeddingRunSummary> load_embedding_summary(const std::string& dir);
 
 }  // namespace gradscope

@@ -16,9 +16,11 @@ namespace gradscope {
 
 /// Schema version this build writes and the newest it reads (PRAGMA user_version). Version 2
 /// added a checksum to every row and the committed step count; version 3 the channel and
-/// similarity records and the run's summary (architecture, warnings, per-node values); runs of
-/// versions 1 and 2 still read (without those).
-inline constexpr int64_t kRunSchemaVersion = 4;
+/// similarity records and the run's summary (architecture, warnings, per-node values); version 4
+/// the element histograms; version 5 the run's documents (its embedding, tree and compression
+/// analyses, io/store/run_documents.h), which older runs kept as files beside run.db. Runs of
+/// every older version still read (without what they lack).
+inline constexpr int64_t kRunSchemaVersion = 5;
 
 /// Metadata of a run, written when it is created and completed when it is closed.
 struct RunMetadata {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,13 @@ class RunReader {
   /// adapter never finished. A damaged row is an Error naming the table and row (partial: the
   /// row is skipped, with a warning).
   RunSummary summary();
+  /// The run's document `name` (schema 5, io/store/run_documents.h); nullopt when it has none
+  /// (always, before schema 5). A damaged row, or a count that contradicts meta, is an Error
+  /// naming the table and document (partial: a warning, and nullopt for a damaged one); a body
+  /// over `max_bytes` is an Error.
+  std::optional<std::string> document(const std::string& name, std::uintmax_t max_bytes);
+  /// The names of the documents the run holds, in name order.
+  std::vector<std::string> document_names();
   /// Re-reads the metadata (the end time appears when the writer closes). A run opened before
   /// its writer logged anything is reopened to follow the log.
   void refresh_metadata();

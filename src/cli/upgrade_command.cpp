@@ -1,0 +1,74 @@
+// gradscope upgrade RUN: moves a run from before schema 5 to schema 5, its side files
+// (embedding.json, trees.json, units.json, rows.json, compression.json) into run.db, so that the
+// database alone is the run. Each side file is checked by the loader that reads it before it
+// moves, and read back from run.db after; the files themselves stay (they are the user's, and
+// now only exports), and the command says they may be deleted.
+#include <algorithm>
+#include <iostream>
+
+#include "commands.h"
+#include "gradscope/io/compress/json.h"
+#include "gradscope/io/compress/rows_json.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/store/run_documents.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/trees/store.h"
+#include "run_loading.h"
+
+namespace gradscope::cli {
+namespace {
+
+// Loads the side file `name` of `run` as its typed loader does: throws Error naming the file
+// when gradscope could not read it back.
+void check_document(const std::string& run, const std::string& name, const RunDocument& doc) {
+  if (name == "embedding.json") load_embedding_summary(run);
+  else if (name == "trees.json") load_tree_summary(run);
+  else if (name == "units.json") parse_compress_profile_json(doc.text, doc.where);
+  else if (name == "rows.json") parse_row_profiles_json(doc.text, doc.where);
+  else if (name == "compression.json") load_measured_comparison(run);
+}
+
+// The largest side file moved: the largest any loader reads.
+constexpr std::uintmax_t kMaxMovedBytes = kMaxRowProfileBytes;
+
+int run_upgrade(const std::string& run) {
+  const int64_t was = RunReader(run).metadata().schema_version;
+  const std::vector<std::string> stored = stored_run_documents(run);
+  std::vector<std::string> moved;
+  for (const std::string& name : run_document_names()) {
+    if (std::find(stored.begin(), stored.end(), name) != stored.end()) continue;
+    const std::optional<RunDocument> side = read_run_document(run, name, kMaxMovedBytes, name);
+    if (!side) continue;
+    check_document(run, name, *side);
+    put_run_document(run, name, side->text);
+    const std::optional<RunDocument> back = read_run_document(run, name, kMaxMovedBytes);
+    if (!back || !back->in_database || back->text != side->text)
+      throw Error("run '" + run + "': " + name + " did not read back the same from run.db");
+    moved.push_back(name);
+  }
+  upgrade_run(run);
+  std::cout << terminal_text(run) << ": schema " << was << " -> " << kRunSchemaVersion;
+  if (moved.empty()) {
+    std::cout << "; no side files to move\n";
+  } else {
+    std::cout << "; moved into run.db:";
+    for (const std::string& name : moved) std::cout << " " << name;
+    std::cout << "\n  the files beside run.db are no longer read and may be deleted\n";
+  }
+  check_stdout();
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_upgrade_command(CLI::App& app, int& exit_code) {
+  auto run = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "upgrade", "Move a run saved before schema 5 to schema 5: its side files (embedding.json, trees.json, "
+                 "units.json, rows.json, compression.json) into run.db, so that run.db alone is the run");
+  cmd->add_option("RUN", *run, "run directory (or its run.db)")->required();
+  cmd->callback([run, &exit_code] { exit_code = run_upgrade(*run); });
+}
+
+}  // namespace gradscope::cli

@@ -1,0 +1,186 @@
+// A run's documents (schema 5): the table documents in run.db, its upgrade from older schemas,
+// and the side files older runs kept instead.
+#include "gradscope/io/store/run_documents.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "gradscope/core/error.h"
+#include "gradscope/io/store/run_metadata.h"
+#include "gradscope/io/store/run_reader.h"
+#include "internal/regular_file.h"
+#include "internal/side_file.h"
+#include "store/internal/record_codec.h"
+#include "store/internal/run_schema.h"
+#include "store/internal/sqlite_db.h"
+
+namespace gradscope {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string document_where(const std::string& db, const std::string& name) {
+  return "run database '" + db + "', document '" + name + "'";
+}
+
+// run.db of `run` (a folder, its run.db, or another database file named directly).
+std::string database_of(const std::string& run) {
+  std::error_code ec;
+  if (fs::is_regular_file(run, ec)) return run;
+  return (internal::run_folder(run) / "run.db").string();
+}
+
+void check_name(const std::string& db, const std::string& name) {
+  const std::vector<std::string>& known = run_document_names();
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    throw Error(document_where(db, name) + ": not a document gradscope keeps in a run");
+}
+
+// Creates the documents table and moves meta and the header to schema 5, in the caller's
+// transaction; refuses what cannot be upgraded.
+void upgrade_to_documents(internal::Database& db, int64_t version) {
+  if (version > kRunSchemaVersion)
+    throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
+                " is newer than this gradscope writes (" + std::to_string(kRunSchemaVersion) + "); upgrade gradscope");
+  if (version < 2)
+    throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
+                " has no checksummed metadata to upgrade; record the run again to keep documents in it");
+  if (version == kRunSchemaVersion) return;
+  db.exec(internal::kDocumentsTable);
+  internal::put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
+  db.exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
+}
+
+}  // namespace
+
+const std::vector<std::string>& run_document_names() {
+  static const std::vector<std::string> names = {"embedding.json", "trees.json", "units.json", "rows.json",
+                                                 "compression.json"};
+  return names;
+}
+
+namespace {
+
+// Runs `body` on `run`'s database in a write transaction after upgrading it; returns the
+// version it had.
+template <typename Body>
+int64_t write_upgraded(const std::string& run, const std::string& what, const Body& body) {
+  const std::string path = database_of(run);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw Error("run database '" + path + "': no such file, so nowhere to keep " + what +
+                " (write the run first: a RunWriter, or an Audit with a run)");
+  internal::Database db(path, internal::OpenMode::kReadWrite);
+  // IMMEDIATE: the write lock now, so the version read below is the one this transaction
+  // upgrades (another process may upgrade the same run at the same time).
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const int64_t version = db.query_int("PRAGMA user_version");
+    upgrade_to_documents(db, version);
+    body(db);
+    db.exec("COMMIT");
+    return version;
+  } catch (...) {
+    sqlite3_exec(db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+}  // namespace
+
+int64_t upgrade_run(const std::string& run) {
+  return write_upgraded(run, "documents", [](internal::Database&) {});
+}
+
+void put_run_document(const std::string& run, const std::string& name, const std::string& text) {
+  check_name(database_of(run), name);
+  write_upgraded(run, name, [&](internal::Database& db) {
+    internal::Statement put =
+        db.prepare("INSERT OR REPLACE INTO documents(name, body, checksum) VALUES(?, ?, ?)");
+    put.bind(1, name);
+    put.bind(2, text);
+    put.bind(3, internal::row_checksum({name, text}));
+    put.step();
+    const int64_t rows = db.query_int("SELECT count(*) FROM documents");
+    internal::put_meta(db, internal::kDocumentRowsKey, std::to_string(rows));
+  });
+}
+
+std::optional<RunDocument> read_run_document(const std::string& run, const std::string& name,
+                                             std::uintmax_t max_bytes, const std::string& kind) {
+  const std::string path = database_of(run);
+  check_name(path, name);
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    // Partial: a run whose log lost its last steps still has its documents; a damaged
+    // document is an Error all the same (RunReader::document).
+    RunReader reader(path, ReadOptions{true});
+    if (std::optional<std::string> text = reader.document(name, max_bytes))
+      return RunDocument{std::move(*text), document_where(path, name), true};
+  }
+  const fs::path side = fs::path(path).parent_path() / name;
+  const std::string where = (kind.empty() ? "" : kind + " ") + "file '" + side.string() + "'";
+  std::optional<std::string> text;
+  try {
+    text = internal::read_regular_file(side.string(), max_bytes);
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  if (!text) return std::nullopt;
+  return RunDocument{std::move(*text), where, false};
+}
+
+std::vector<std::string> export_run_documents(const std::string& run, const std::string& dir) {
+  // The largest document any loader reads (rows.json's limit, io/compress/rows_json.h).
+  constexpr std::uintmax_t kLargest = std::uintmax_t{1} << 30;
+  std::vector<std::string> written;
+  for (const std::string& name : run_document_names()) {
+    const std::optional<RunDocument> doc = read_run_document(run, name, kLargest, name);
+    if (!doc) continue;
+    try {
+      internal::replace_file(dir, name, doc->text);
+    } catch (const Error& e) {
+      throw Error("cannot write '" + (fs::path(dir) / name).string() + "': " + e.what());
+    }
+    written.push_back(name);
+  }
+  return written;
+}
+
+std::vector<std::string> stored_run_documents(const std::string& run) {
+  RunReader reader(run, ReadOptions{true});
+  return reader.document_names();
+}
+
+std::optional<std::string> RunReader::document(const std::string& name, std::uintmax_t max_bytes) {
+  if (version_ < 5) return std::nullopt;
+  const std::string where = document_where(path_, name);
+  internal::ReadTransaction tx(*db_);
+  internal::Statement s = db_->prepare(
+      "SELECT length(CAST(body AS BLOB)), body, checksum, typeof(body), typeof(checksum) FROM documents WHERE name = ?");
+  s.bind(1, name);
+  if (!s.step()) return std::nullopt;
+  if (s.column_text(3) != "text" || s.column_text(4) != "integer")
+    throw Error(where + ": columns are not (text, integer) (a damaged table)");
+  if (static_cast<std::uintmax_t>(s.column_int(0)) > max_bytes)
+    throw Error(where + ": larger than the limit of " + std::to_string(max_bytes) + " bytes (" +
+                std::to_string(s.column_int(0)) + " bytes)");
+  std::string text = s.column_text(1);
+  if (internal::row_checksum({name, text}) != s.column_int(2))
+    throw Error(where + ": damaged (checksum mismatch)");
+  s = internal::Statement();
+  check_row_count(internal::kDocumentRowsKey, "documents", db_->query_int("SELECT count(*) FROM documents"), true);
+  return text;
+}
+
+std::vector<std::string> RunReader::document_names() {
+  std::vector<std::string> names;
+  if (version_ < 5) return names;
+  internal::ReadTransaction tx(*db_);
+  internal::Statement s = db_->prepare("SELECT name FROM documents ORDER BY name");
+  while (s.step()) names.push_back(s.column_text(0));
+  return names;
+}
+
+}  // namespace gradscope

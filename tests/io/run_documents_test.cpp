@@ -1,0 +1,203 @@
+// A run's documents (schema 5): kept in run.db, read back exactly, checked like every row;
+// runs of the older layouts (schema 4 with side files) read as before, and upgrade in place.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <fstream>
+
+#include "../common/error_of.h"
+#include "gradscope/core/embedding/rows.h"
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_documents.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
+#include "../common/schema4_run.h"
+#include "run_db_edit.h"
+#include "store_test_util.h"
+
+namespace gradscope {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using test::error_of;
+using test::fresh_dir;
+using test::make_schema4;
+
+// A run of two steps, closed.
+fs::path make_run(const std::string& name) {
+  const fs::path dir = fresh_dir(name) / "run";
+  RunWriter w(dir.string());
+  for (int64_t step = 0; step < 2; ++step) {
+    Record r;
+    r.step = step;
+    r.node = "fc";
+    r.site = Site::kParam;
+    r.stats = test::stats_for(step, 0);
+    w.add(r);
+  }
+  w.close();
+  return dir;
+}
+
+std::string text_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(RunDocuments, ANewRunKeepsItsDocumentsInRunDb) {
+  const fs::path dir = make_run("docs-new");
+  EXPECT_EQ(RunReader(dir.string()).metadata().schema_version, 5);
+  EXPECT_FALSE(read_run_document(dir.string(), "trees.json", 1 << 20).has_value());
+  const std::string body = "{\"a\": [1, 2, 3], \"text\": \"caf\xc3\xa9\"}\n";
+  put_run_document(dir.string(), "trees.json", body);
+  const std::optional<RunDocument> got = read_run_document(dir.string(), "trees.json", 1 << 20);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->text, body);
+  EXPECT_TRUE(got->in_database);
+  EXPECT_EQ(got->where, "run database '" + (dir / "run.db").string() + "', document 'trees.json'");
+  EXPECT_FALSE(fs::exists(dir / "trees.json"));  // nothing beside run.db
+  // Replaced, not added: one row, and meta counts it.
+  put_run_document((dir / "run.db").string(), "trees.json", "{}");
+  EXPECT_EQ(read_run_document(dir.string(), "trees.json", 1 << 20)->text, "{}");
+  put_run_document(dir.string(), "units.json", "[]");
+  EXPECT_EQ(stored_run_documents(dir.string()), (std::vector<std::string>{"trees.json", "units.json"}));
+  // The records are untouched.
+  RunReader reader(dir.string());
+  EXPECT_EQ(reader.step_count(), 2);
+  EXPECT_TRUE(reader.warnings().empty());
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(RunDocuments, WhatIsNotARunDocumentOrNotARunIsRefused) {
+  const fs::path dir = make_run("docs-bad");
+  EXPECT_THAT(error_of([&] { put_run_document(dir.string(), "notes.txt", "x"); }),
+              HasSubstr("document 'notes.txt': not a document gradscope keeps in a run"));
+  EXPECT_THAT(error_of([&] { read_run_document(dir.string(), "../run.db", 100); }),
+              HasSubstr("not a document gradscope keeps in a run"));
+  const fs::path empty = dir.parent_path() / "empty";
+  fs::create_directories(empty);
+  EXPECT_EQ(error_of([&] { put_run_document(empty.string(), "rows.json", "{}"); }),
+            "run database '" + (empty / "run.db").string() +
+                "': no such file, so nowhere to keep rows.json (write the run first: a RunWriter, or an Audit "
+                "with a run)");
+  EXPECT_FALSE(fs::exists(empty / "run.db"));
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(RunDocuments, ADamagedOrOversizedDocumentIsAnErrorNamingIt) {
+  const fs::path dir = make_run("docs-damage");
+  put_run_document(dir.string(), "rows.json", "{\"rows\": 12}");
+  const std::string where = "run database '" + (dir / "run.db").string() + "', document 'rows.json': ";
+  EXPECT_EQ(error_of([&] { read_run_document(dir.string(), "rows.json", 5); }),
+            where + "larger than the limit of 5 bytes (12 bytes)");
+  {
+    test::Edit e(dir);
+    e.sql("UPDATE documents SET body = '{\"rows\": 13}' WHERE name = 'rows.json'");
+  }
+  EXPECT_EQ(error_of([&] { read_run_document(dir.string(), "rows.json", 100); }), where + "damaged (checksum mismatch)");
+  {
+    test::Edit e(dir);
+    e.sql("UPDATE documents SET body = x'00' WHERE name = 'rows.json'");
+  }
+  EXPECT_EQ(error_of([&] { read_run_document(dir.string(), "rows.json", 100); }),
+            where + "columns are not (text, integer) (a damaged table)");
+  // A lost row: meta still counts it, so a strict reader says so.
+  put_run_document(dir.string(), "rows.json", "{}");
+  put_run_document(dir.string(), "units.json", "{}");
+  {
+    test::Edit e(dir);
+    e.sql("DELETE FROM documents WHERE name = 'units.json'");
+  }
+  RunReader strict(dir.string());
+  EXPECT_THAT(error_of([&] { strict.document("rows.json", 100); }),
+              HasSubstr("table documents holds 1 row but the writer committed 2"));
+  fs::remove_all(dir.parent_path());
+}
+
+// The layout before schema 5: run.db of version 4 and the side files beside it.
+TEST(RunDocuments, ASchema4RunReadsItsSideFilesAndUpgradesInPlace) {
+  const fs::path dir = make_run("docs-schema4");
+  make_schema4(dir);
+  std::ofstream(dir / "trees.json") << "{\"side\": true}";
+  {
+    RunReader reader(dir.string());
+    EXPECT_EQ(reader.metadata().schema_version, 4);
+    EXPECT_TRUE(reader.warnings().empty());
+    EXPECT_TRUE(reader.document_names().empty());
+  }
+  std::optional<RunDocument> got = read_run_document(dir.string(), "trees.json", 100, "tree");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_FALSE(got->in_database);
+  EXPECT_EQ(got->text, "{\"side\": true}");
+  EXPECT_EQ(got->where, "tree file '" + (dir / "trees.json").string() + "'");
+  // Reading never changed the file.
+  EXPECT_EQ(RunReader(dir.string()).metadata().schema_version, 4);
+  // Writing a document upgrades it: meta and header agree on 5, and run.db's copy wins.
+  put_run_document(dir.string(), "trees.json", "{\"side\": false}");
+  RunReader upgraded(dir.string());
+  EXPECT_EQ(upgraded.metadata().schema_version, 5);
+  EXPECT_TRUE(upgraded.warnings().empty());
+  EXPECT_EQ(upgraded.step_count(), 2);
+  got = read_run_document(dir.string(), "trees.json", 100);
+  EXPECT_TRUE(got->in_database);
+  EXPECT_EQ(got->text, "{\"side\": false}");
+  EXPECT_EQ(text_of(dir / "trees.json"), "{\"side\": true}");  // the user's file is left alone
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(RunDocuments, UpgradeRunMovesOnlyTheVersion) {
+  const fs::path dir = make_run("docs-upgrade");
+  make_schema4(dir);
+  EXPECT_EQ(upgrade_run(dir.string()), 4);
+  EXPECT_EQ(upgrade_run(dir.string()), 5);
+  RunReader r(dir.string());
+  EXPECT_EQ(r.metadata().schema_version, 5);
+  EXPECT_TRUE(r.document_names().empty());
+  EXPECT_TRUE(r.warnings().empty());
+  // A newer run is not touched.
+  {
+    test::Edit e(dir);
+    e.sql("PRAGMA user_version = 6");
+  }
+  EXPECT_THAT(error_of([&] { put_run_document(dir.string(), "rows.json", "{}"); }),
+              HasSubstr("schema version 6 is newer than this gradscope writes (5); upgrade gradscope"));
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(RunDocuments, ExportWritesEachDocumentAsItsFile) {
+  const fs::path dir = make_run("docs-export");
+  put_run_document(dir.string(), "units.json", "{\"units\": 1}\n");
+  put_run_document(dir.string(), "embedding.json", "{\"e\": 2}\n");
+  const fs::path out = dir.parent_path() / "out";
+  EXPECT_EQ(export_run_documents(dir.string(), out.string()),
+            (std::vector<std::string>{"embedding.json", "units.json"}));
+  EXPECT_EQ(text_of(out / "units.json"), "{\"units\": 1}\n");
+  EXPECT_EQ(text_of(out / "embedding.json"), "{\"e\": 2}\n");
+  fs::remove_all(dir.parent_path());
+}
+
+// The typed stores go through the documents: a run's embedding summary lives in run.db, and
+// copying run.db alone keeps it.
+TEST(RunDocuments, AnEmbeddingSummaryTravelsWithRunDbAlone) {
+  const fs::path dir = make_run("docs-embedding");
+  EmbeddingRows rows(4, 2);
+  rows.expose(0, 0);
+  EmbeddingRunSummary s;
+  s.tables.push_back({diagnose_embedding("item", rows, 1, EmbeddingRuleOptions{}), profile_embedding("item", rows)});
+  save_embedding_summary(dir.string(), s);
+  EXPECT_FALSE(fs::exists(dir / "embedding.json"));
+  const fs::path alone = dir.parent_path() / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(dir / "run.db", alone / "run.db");
+  const std::optional<EmbeddingRunSummary> got = load_embedding_summary(alone.string());
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->tables.size(), 1u);
+  EXPECT_EQ(got->tables[0].report.layer, "item");
+  EXPECT_EQ(got->tables[0].profile.num_embeddings, 4);
+  fs::remove_all(dir.parent_path());
+}
+
+}  // namespace
+}  // namespace gradscope
