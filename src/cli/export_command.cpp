@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "gradscope/io/compress/json.h"
 #include "gradscope/io/render/flow_export.h"
 #include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/render/safe_text.h"
@@ -36,6 +37,8 @@ int export_tensorboard(const ExportOptions& opt) {
   in.report_text = render_report_text(run, embedding ? &*embedding : nullptr, trees ? &*trees : nullptr);
   in.embedding = embedding ? &*embedding : nullptr;
   in.trees = trees ? &*trees : nullptr;
+  const std::optional<compress::MeasuredComparison> compression = load_measured_comparison(run.path);
+  in.compression = compression ? &*compression : nullptr;
   RunReader reader(opt.run, ReadOptions{opt.partial});
   ProgressBar bar("exporting " + opt.run);
   in.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/trees/store.h"
@@ -10,8 +11,12 @@
 
 namespace gradscope::cli {
 
+/// "auto-fix log (N acts):" and per table and act type its count, steps and rows changed;
+/// "" for no lines. Lines that are not acts (no layer, type or step) are counted apart.
+std::string render_auto_fix_log(const std::vector<std::string>& lines);
+
 /// The run header, the audit's warnings, the node table (or a tree run's timeline and
-/// findings), the gradient flow, the embedding findings and the run's verdict.
+/// findings), the gradient flow, the embedding findings, the auto-fix log and the run's verdict.
 std::string render_report_text(const LoadedRun& run, const EmbeddingRunSummary* embedding,
                                const TreeRunSummary* trees);
 

@@ -85,6 +85,7 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
     add_embedding_metrics(tables, event);
     add_embedding_profiles(profiles, event);
   }
+  if (input.compression) add_compression_points(*input.compression, event);
   if (!input.report_text.empty()) event.text(kReportTag, report_markdown(input.report_text));
   write(last_step);
   if (!writer.close()) throw Error(writer.error());

@@ -199,6 +199,18 @@ void add_tree_round_metrics(const TreeDynamicsReport& report, std::size_t round,
   }
 }
 
+void add_compression_points(const compress::MeasuredComparison& c, StepSummary& out) {
+  out.scalar("compression/bytes/fp32", static_cast<double>(c.fp32_bytes));
+  scalar_if_measured(out, "compression/accuracy/fp32", c.fp32_accuracy);
+  for (const compress::MeasuredPoint& p : c.points) {
+    int same_method = 0;
+    for (const compress::MeasuredPoint& q : c.points) same_method += q.method == p.method;
+    const std::string name = same_method > 1 ? p.method + " (" + p.budget + ")" : p.method;
+    out.scalar("compression/bytes/" + name, static_cast<double>(p.bytes));
+    scalar_if_measured(out, "compression/accuracy/" + name, p.accuracy);
+  }
+}
+
 std::string report_markdown(const std::string& text) {
   std::string out;
   std::size_t start = 0;

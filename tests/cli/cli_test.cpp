@@ -561,6 +561,25 @@ TEST(CliRuns, ReportShowsSavedEmbeddingFindingsAndFailsOnThem) {
   fs::remove_all(dir);
 }
 
+// The auto-fix log saved in the run: report summarises it per table and act type.
+TEST(CliRuns, ReportSummarisesTheAutoFixLog) {
+  const fs::path dir = temp_dir("report-autofix");
+  const std::string r_dir = make_run(dir / "r", 3, false).string();
+  const auto act = [](int step, const char* layer, const char* type, int rows) {
+    return "{\"time\": 1, \"step\": " + std::to_string(step) + ", \"layer\": \"" + layer + "\", \"type\": \"" + type +
+           "\", \"rows_affected\": " + std::to_string(rows) + "}";
+  };
+  gradscope::append_run_log(r_dir, {act(5, "item", "ZOMBIE_GRADIENT_SCALE", 2), act(7, "item", "ZOMBIE_GRADIENT_SCALE", 3),
+                                    act(6, "user", "UNDERTRAINED_GRADIENT_BOOST", 1), "not json"});
+  const Result r = run("report " + r_dir);
+  EXPECT_EQ(r.code, 0) << r.err;  // acts taken are not findings
+  EXPECT_THAT(r.out, HasSubstr("auto-fix log (4 acts):\n"
+                               "  item ZOMBIE_GRADIENT_SCALE: 2 acts at steps 5-7, 5 row gradients scaled\n"
+                               "  user UNDERTRAINED_GRADIENT_BOOST: 1 act at steps 6-6, 1 row gradients scaled\n"
+                               "  1 lines are not acts gradscope wrote\n"));
+  fs::remove_all(dir);
+}
+
 TEST(CliRuns, HtmlWritesTheReportAndEachChartsSpec) {
   const fs::path dir = temp_dir("html");
   const std::string r_dir = make_run(dir / "r", 5, true).string();

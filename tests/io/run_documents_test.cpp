@@ -178,6 +178,34 @@ TEST(RunDocuments, ExportWritesEachDocumentAsItsFile) {
   fs::remove_all(dir.parent_path());
 }
 
+// The auto-fix log: lines appended in order, also from several calls, read back exactly; the
+// old layout's audit.jsonl beside run.db still reads; export writes it out.
+TEST(RunDocuments, TheAutoFixLogLivesInRunDb) {
+  const fs::path dir = make_run("docs-log");
+  EXPECT_TRUE(read_run_log(dir.string()).empty());
+  append_run_log(dir.string(), {"{\"step\": 1}", "{\"step\": 2}"});
+  append_run_log(dir.string(), {"{\"step\": 3}"});
+  EXPECT_EQ(read_run_log(dir.string()), (std::vector<std::string>{"{\"step\": 1}", "{\"step\": 2}", "{\"step\": 3}"}));
+  EXPECT_FALSE(fs::exists(dir / "audit.jsonl"));
+  EXPECT_THAT(error_of([&] { append_run_log(dir.string(), {"a\nb"}); }), HasSubstr("a line holds a newline"));
+  const fs::path out = dir.parent_path() / "out";
+  EXPECT_EQ(export_run_documents(dir.string(), out.string()), std::vector<std::string>{"audit.jsonl"});
+  EXPECT_EQ(text_of(out / "audit.jsonl"), "{\"step\": 1}\n{\"step\": 2}\n{\"step\": 3}\n");
+  {
+    test::Edit e(dir);
+    e.sql("UPDATE interventions SET line = '{\"step\": 9}' WHERE position = 1");
+  }
+  EXPECT_EQ(error_of([&] { read_run_log(dir.string()); }),
+            "run database '" + (dir / "run.db").string() + "': table interventions, row position 1: damaged (checksum mismatch)");
+  fs::remove_all(dir.parent_path());
+
+  const fs::path old = make_run("docs-log-old");
+  make_schema4(old);
+  std::ofstream(old / "audit.jsonl") << "{\"step\": 4}\n{\"step\": 5}\n";
+  EXPECT_EQ(read_run_log(old.string()), (std::vector<std::string>{"{\"step\": 4}", "{\"step\": 5}"}));
+  fs::remove_all(old.parent_path());
+}
+
 // The typed stores go through the documents: a run's embedding summary lives in run.db, and
 // copying run.db alone keeps it.
 TEST(RunDocuments, AnEmbeddingSummaryTravelsWithRunDbAlone) {

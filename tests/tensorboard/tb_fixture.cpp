@@ -14,6 +14,7 @@
 
 #include "gradscope/core/stats/stats.h"
 #include "gradscope/core/audit/tee_sink.h"
+#include "gradscope/io/compress/json.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/trees/store.h"
 #include "../core/tree_builders.h"
@@ -129,6 +130,17 @@ void save_embedding(const std::string& dir) {
   save_embedding_summary(dir, e);
 }
 
+// Measured compression points, two of one method (their budget then names them apart).
+void save_compression(const std::string& dir) {
+  compress::MeasuredComparison c;
+  c.model = "fixture";
+  c.fp32_accuracy = 0.95;
+  c.fp32_bytes = 1000;
+  c.points = {{"dynamics", "quarter", 250, 0.93}, {"uniform-int8", "int8", 300, 0.94},
+              {"uniform-int4", "int4", 170, std::nan("")}, {"dynamics", "half", 500, 0.95}};
+  save_measured_comparison(dir, c);
+}
+
 int dump_channels(const std::string& run) {
   RunReader reader(run);
   RunVisitor v;
@@ -218,6 +230,9 @@ int main(int argc, char** argv) {
   sink.set_summary(summary);
   run.close();
   if (tb && !tb->close()) return 3;
-  if (kind == "basic") save_embedding(dir);
+  if (kind == "basic") {
+    save_embedding(dir);
+    save_compression(dir);
+  }
   return 0;
 }

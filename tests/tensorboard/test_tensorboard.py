@@ -203,8 +203,9 @@ def test_export_every_value_against_the_run(pb, tmp_path):
     events = tb_reader.read_events(export(run_dir, str(tmp_path / "tb")), pb)
     assert events[0].file_version == "brain.Event:2"
     want = expected_scalars(run_dir)
-    # effective_rank and the embedding metrics come from channel records and embedding.json.
-    got = check_scalars(events, want, extra=("effective_rank", "embedding"))
+    # effective_rank, the embedding metrics and compression points come from channel records
+    # and the run's documents.
+    got = check_scalars(events, want, extra=("effective_rank", "embedding", "compression"))
     last = max(s for s, _ in want)
     for step in range(0, last + 1, 10):
         assert same(got[(step, "effective_rank/enc/fc1")], 3.5 + 0.01 * step)
@@ -243,6 +244,24 @@ def test_embedding_profiles_become_histograms(pb, tmp_path):
         assert list(h.bucket) == [bins["below"]] + bins["counts"]
         assert h.num == bins["below"] + sum(bins["counts"])
         assert (h.min, h.max) == (bins["edges"][0], bins["edges"][-1])
+
+
+def test_compression_points_at_the_last_step(pb, tmp_path):
+    run_dir = make_run(tmp_path, "basic")
+    events = tb_reader.read_events(export(run_dir, str(tmp_path / "tb")), pb)
+    got = {k[1]: v for k, v in written(events, "simple_value").items() if k[1].startswith("compression/")}
+    doc = json.loads(open(os.path.join(documents(run_dir), "compression.json")).read())
+    c = doc["gradscope_compression_measured"]
+    want = {"compression/bytes/fp32": c["fp32_bytes"], "compression/accuracy/fp32": c["fp32_accuracy"]}
+    methods = [p["method"] for p in c["points"]]
+    for p in c["points"]:
+        name = p["method"] if methods.count(p["method"]) == 1 else f'{p["method"]} ({p["budget"]})'
+        want[f"compression/bytes/{name}"] = p["bytes"]
+        if p["accuracy"] is not None:  # not measured: not written
+            want[f"compression/accuracy/{name}"] = p["accuracy"]
+    assert "compression/accuracy/uniform-int4" not in got
+    assert sorted(got) == sorted(want)
+    assert all(same(got[k], want[k]) for k in want), (got, want)
 
 
 def documents(run_dir):

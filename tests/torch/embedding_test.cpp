@@ -19,6 +19,7 @@
 
 #include "gradscope/core/error.h"
 #include "gradscope/io/embedding/json.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/store/run_reader.h"
 #include "gradscope/io/store/run_writer.h"
 
@@ -168,6 +169,34 @@ TEST(EmbeddingTracker, AutoFixChangesOnlyTheRowsItLogs) {
     }
     EXPECT_EQ(lines, acts);
   }
+}
+
+// With a run in the folder the log goes into its run.db (one file is the whole run), in the
+// order the acts came, while the run's writer is open.
+TEST(EmbeddingTracker, TheAutoFixLogGoesIntoTheRunsDatabase) {
+  const std::string dir = ::testing::TempDir() + "gs_emb_audit_run";
+  std::filesystem::remove_all(dir);
+  RunWriter run(dir);
+  AuditLog log(dir);
+  EXPECT_EQ(log.path(), dir + "/run.db");
+  std::vector<std::string> want;
+  EmbeddingTrackerOptions opt;
+  opt.auto_fix = true;
+  opt.on_intervention = [&](const EmbeddingIntervention& iv) {
+    log.append(iv);
+    want.push_back(intervention_json(iv));
+  };
+  opt.on_step = [&](const std::vector<Record>& records) {
+    for (const Record& r : records) run.add(r);
+  };
+  Embedding table = make_table(false);
+  EmbeddingTracker tracker(table, "items", opt);
+  run_planted(tracker, table, 40);
+  run.close();
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(read_run_log(dir), want);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/audit.jsonl"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(EmbeddingTracker, HealthyMatrixFactorisationHasNoZombies) {

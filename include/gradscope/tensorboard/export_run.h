@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "gradscope/core/compress/recipe.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/store/run_reader.h"
 #include "gradscope/io/trees/store.h"
@@ -24,6 +25,7 @@ struct ExportInput {
   std::string report_text;  ///< written as gradscope/report at the last step (report_markdown)
   const EmbeddingRunSummary* embedding = nullptr;  ///< its metrics and profiles at the last step, when saved
   const TreeRunSummary* trees = nullptr;  ///< a tree run's analysis: its round measures at each round's step
+  const compress::MeasuredComparison* compression = nullptr;  ///< measured points, at the last step
   std::function<void(int64_t, int64_t)> progress;  ///< (steps done, steps total)
 };
 

@@ -29,6 +29,7 @@
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/compress/recipe.h"
 #include "gradscope/core/trees/dynamics.h"
 #include "gradscope/tensorboard/event_writer.h"
 
@@ -80,6 +81,12 @@ void add_embedding_profiles(const std::vector<EmbeddingProfile>& tables, StepSum
 /// (the sum of squared feature shares of the round's splits, by gain when the model has gains,
 /// else by count: 1 when every split is on one feature).
 void add_tree_round_metrics(const TreeDynamicsReport& report, std::size_t round, StepSummary& out);
+
+/// Adds the measured compression points at the run's last step (docs/compression.md):
+/// compression/bytes/<method> and compression/accuracy/<method> per point ("<method> (<budget>)"
+/// when two points share a method), and compression/bytes/fp32, compression/accuracy/fp32.
+/// Accuracies not measured (NaN) are not written.
+void add_compression_points(const compress::MeasuredComparison& comparison, StepSummary& out);
 
 /// Tag of the report text (the text `gradscope report` prints).
 inline constexpr const char* kReportTag = "gradscope/report";

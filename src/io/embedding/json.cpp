@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "gradscope/core/error.h"
+#include "gradscope/io/store/run_documents.h"
 #include "embedding/internal/codec.h"
 
 namespace gradscope {
@@ -36,8 +37,14 @@ std::string intervention_json(const EmbeddingIntervention& iv) {
       .dump();
 }
 
-AuditLog::AuditLog(const std::string& dir) {
+AuditLog::AuditLog(const std::string& dir) : dir_(dir) {
   std::error_code ec;
+  const std::filesystem::path run_db = std::filesystem::path(dir) / "run.db";
+  if (std::filesystem::is_regular_file(run_db, ec)) {
+    in_run_ = true;  // the log lives in run.db: one file is the whole run
+    path_ = run_db.string();
+    return;
+  }
   std::filesystem::create_directories(dir, ec);
   path_ = (std::filesystem::path(dir) / "audit.jsonl").string();
   out_.open(path_, std::ios::app);
@@ -47,6 +54,7 @@ AuditLog::AuditLog(const std::string& dir) {
 void AuditLog::append(const EmbeddingIntervention& intervention) {
   const std::string line = intervention_json(intervention);
   std::lock_guard<std::mutex> lock(mu_);
+  if (in_run_) return append_run_log(dir_, {line});
   out_ << line << '\n';
   out_.flush();
   if (!out_) throw Error("audit log '" + path_ + "': write failed");

@@ -47,7 +47,7 @@ void upgrade_to_documents(internal::Database& db, int64_t version) {
     throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
                 " has no checksummed metadata to upgrade; record the run again to keep documents in it");
   if (version == kRunSchemaVersion) return;
-  db.exec(internal::kDocumentsTable);
+  db.exec(internal::kSchema5Tables);
   internal::put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
   db.exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
 }
@@ -131,6 +131,52 @@ std::optional<RunDocument> read_run_document(const std::string& run, const std::
   return RunDocument{std::move(*text), where, false};
 }
 
+void append_run_log(const std::string& run, const std::vector<std::string>& lines) {
+  for (const std::string& line : lines)
+    if (line.find('\n') != std::string::npos)
+      throw Error("run database '" + database_of(run) + "', auto-fix log: a line holds a newline");
+  write_upgraded(run, "the auto-fix log", [&](internal::Database& db) {
+    int64_t position = db.query_int("SELECT count(*) FROM interventions");
+    internal::Statement put = db.prepare("INSERT INTO interventions(position, line, checksum) VALUES(?, ?, ?)");
+    for (const std::string& line : lines) {
+      put.reset();
+      put.bind(1, position);
+      put.bind(2, line);
+      put.bind(3, internal::row_checksum({std::to_string(position), line}));
+      put.step();
+      ++position;
+    }
+    internal::put_meta(db, internal::kInterventionRowsKey, std::to_string(position));
+  });
+}
+
+std::vector<std::string> read_run_log(const std::string& run, std::uintmax_t max_bytes) {
+  const std::string path = database_of(run);
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    RunReader reader(path, ReadOptions{true});
+    std::vector<std::string> lines = reader.log_lines();
+    if (!lines.empty()) return lines;
+  }
+  const fs::path side = fs::path(path).parent_path() / "audit.jsonl";
+  std::optional<std::string> text;
+  try {
+    text = internal::read_regular_file(side.string(), max_bytes);
+  } catch (const Error& e) {
+    throw Error("audit log '" + side.string() + "': " + e.what());
+  }
+  std::vector<std::string> lines;
+  if (!text) return lines;
+  std::size_t start = 0;
+  while (start < text->size()) {
+    std::size_t end = text->find('\n', start);
+    if (end == std::string::npos) end = text->size();
+    if (end > start) lines.push_back(text->substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 std::vector<std::string> export_run_documents(const std::string& run, const std::string& dir) {
   // The largest document any loader reads (rows.json's limit, io/compress/rows_json.h).
   constexpr std::uintmax_t kLargest = std::uintmax_t{1} << 30;
@@ -144,6 +190,17 @@ std::vector<std::string> export_run_documents(const std::string& run, const std:
       throw Error("cannot write '" + (fs::path(dir) / name).string() + "': " + e.what());
     }
     written.push_back(name);
+  }
+  const std::vector<std::string> log = read_run_log(run);
+  if (!log.empty()) {
+    std::string text;
+    for (const std::string& line : log) text += line + "\n";
+    try {
+      internal::replace_file(dir, "audit.jsonl", text);
+    } catch (const Error& e) {
+      throw Error("cannot write '" + (fs::path(dir) / "audit.jsonl").string() + "': " + e.what());
+    }
+    written.push_back("audit.jsonl");
   }
   return written;
 }
@@ -181,6 +238,29 @@ std::vector<std::string> RunReader::document_names() {
   internal::Statement s = db_->prepare("SELECT name FROM documents ORDER BY name");
   while (s.step()) names.push_back(s.column_text(0));
   return names;
+}
+
+std::vector<std::string> RunReader::log_lines() {
+  std::vector<std::string> lines;
+  if (version_ < 5) return lines;
+  const std::string where = "run database '" + path_ + "': table interventions, row position ";
+  internal::ReadTransaction tx(*db_);
+  internal::Statement s = db_->prepare(
+      "SELECT position, line, checksum, typeof(line), typeof(checksum) FROM interventions ORDER BY position");
+  int64_t rows = 0;
+  while (s.step()) {
+    ++rows;
+    const std::string position = std::to_string(s.column_int(0));
+    if (s.column_text(3) != "text" || s.column_text(4) != "integer")
+      throw Error(where + position + ": columns are not (text, integer) (a damaged table)");
+    std::string line = s.column_text(1);
+    if (internal::row_checksum({position, line}) != s.column_int(2))
+      throw Error(where + position + ": damaged (checksum mismatch)");
+    lines.push_back(std::move(line));
+  }
+  s = internal::Statement();
+  check_row_count(internal::kInterventionRowsKey, "interventions", rows, true);
+  return lines;
 }
 
 }  // namespace gradscope

@@ -94,7 +94,8 @@ struct MeasuredPoint {
   double accuracy = NodeProfile::kNone;
 };
 
-/// Measured points of one model, saved beside its run (compression.json) for the HTML report.
+/// Measured points of one model, saved with its run (the compression.json document) for the
+/// HTML report and the TensorBoard export.
 struct MeasuredComparison {
   std::string model;  ///< what was compressed and evaluated on what
   double fp32_accuracy = NodeProfile::kNone;

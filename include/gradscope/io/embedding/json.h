@@ -28,17 +28,22 @@ std::string render_embedding_hub_json(const EmbeddingHubReport& report, int inde
 /// scale {min, mean, max}, snr_median, sample_rows.
 std::string intervention_json(const EmbeddingIntervention& intervention);
 
-/// Appends interventions to <dir>/audit.jsonl, one line each, flushed per line.
+/// Appends interventions, one JSON line each, to the run in `dir`: into its run.db's auto-fix
+/// log when the folder holds a run (io/store/run_documents.h; create the RunWriter first), else
+/// to <dir>/audit.jsonl, flushed per line.
 class AuditLog {
  public:
   /// Opens (creating `dir` if needed) for appending; throws Error naming the path on failure.
   explicit AuditLog(const std::string& dir);
-  /// Writes one line; thread-safe. Throws Error when the write fails.
+  /// Writes one line, committed before it returns; thread-safe. Throws Error when the write
+  /// fails.
   void append(const EmbeddingIntervention& intervention);
+  /// The run's run.db, or audit.jsonl.
   const std::string& path() const { return path_; }
 
  private:
-  std::string path_;
+  std::string dir_, path_;
+  bool in_run_ = false;
   std::ofstream out_;
   std::mutex mu_;
 };

@@ -8,6 +8,9 @@
 //   rows.json          the row rule's per-row profile of embedding tables (io/compress/rows_json.h)
 //   compression.json   measured compression points (io/compress/json.h)
 //
+// and the auto-fix log: one JSON line per act of an embedding tracker's auto-fix
+// (gradscope::AuditLog, io/embedding/json.h), what audit.jsonl beside run.db held.
+//
 //   gradscope::put_run_document("runs/mf", "embedding.json", text);   // replaces it
 //   std::optional<gradscope::RunDocument> d = gradscope::read_run_document("runs/mf", "embedding.json", 8 << 20);
 //
@@ -52,12 +55,24 @@ void put_run_document(const std::string& run, const std::string& name, const std
 std::optional<RunDocument> read_run_document(const std::string& run, const std::string& name,
                                              std::uintmax_t max_bytes, const std::string& kind = "");
 
+/// Appends `lines` (one JSON object each, no newline: gradscope::intervention_json) to the run's
+/// auto-fix log (table interventions), in one transaction with their count; also while the
+/// run's writer is open. Upgrades a run of schema 2 to 4 first. Throws Error as
+/// put_run_document, and for a line holding a newline.
+void append_run_log(const std::string& run, const std::vector<std::string>& lines);
+
+/// The run's auto-fix log, in order: from run.db (schema 5), else the lines of the file
+/// audit.jsonl beside it (at most `max_bytes`); empty when there is neither. A damaged line or
+/// a count that contradicts meta is an Error naming the table and position.
+std::vector<std::string> read_run_log(const std::string& run, std::uintmax_t max_bytes = std::uintmax_t{64} << 20);
+
 /// Moves `run` (schema 2 to 4) to schema 5 in one transaction, documents none yet; returns the
 /// version it had. A run of schema 5 is left as it is. Throws Error as put_run_document.
 int64_t upgrade_run(const std::string& run);
 
 /// Writes every document `run` has (in run.db or beside it) as a file of its name into the
-/// folder `dir` (created if missing; a file there is replaced whole); returns their names.
+/// folder `dir` (created if missing; a file there is replaced whole), and its auto-fix log as
+/// audit.jsonl when it has one; returns the names of the files written.
 /// Throws Error naming the document or the file that failed.
 std::vector<std::string> export_run_documents(const std::string& run, const std::string& dir);
 

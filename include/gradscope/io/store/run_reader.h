@@ -92,6 +92,9 @@ class RunReader {
   std::optional<std::string> document(const std::string& name, std::uintmax_t max_bytes);
   /// The names of the documents the run holds, in name order.
   std::vector<std::string> document_names();
+  /// The auto-fix log's lines in order (schema 5; empty before). Each row checked like a
+  /// document's: a damaged one is an Error naming its position.
+  std::vector<std::string> log_lines();
   /// Re-reads the metadata (the end time appears when the writer closes). A run opened before
   /// its writer logged anything is reopened to follow the log.
   void refresh_metadata();

@@ -14,7 +14,8 @@ namespace gradscope::internal {
 // with their step row); per run, the summary an adapter hands over when it finishes. Schema 4
 // adds the element histograms of the sampled steps (AuditOptions::histogram_every); a reader
 // reads a schema-3 run as one without them. Schema 5 adds the run's documents (run_documents.h):
-// one JSON document per analysis, under the name of the file older runs kept beside run.db.
+// one JSON document per analysis, under the name of the file older runs kept beside run.db, and
+// the auto-fix log (one JSON line per act, what audit.jsonl held).
 const char* const kRunSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
 CREATE TABLE sites(id INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum INTEGER NOT NULL);
@@ -34,10 +35,13 @@ CREATE TABLE warnings(position INTEGER PRIMARY KEY, text TEXT NOT NULL, checksum
 CREATE TABLE node_values(position INTEGER PRIMARY KEY, node TEXT NOT NULL, name TEXT NOT NULL,
                          value REAL, checksum INTEGER NOT NULL);
 CREATE TABLE documents(name TEXT PRIMARY KEY, body TEXT NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE interventions(position INTEGER PRIMARY KEY, line TEXT NOT NULL, checksum INTEGER NOT NULL);
 )sql";
 
-const char* const kDocumentsTable =
-    "CREATE TABLE IF NOT EXISTS documents(name TEXT PRIMARY KEY, body TEXT NOT NULL, checksum INTEGER NOT NULL)";
+const char* const kSchema5Tables =
+    "CREATE TABLE IF NOT EXISTS documents(name TEXT PRIMARY KEY, body TEXT NOT NULL, checksum INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS interventions(position INTEGER PRIMARY KEY, line TEXT NOT NULL, "
+    "checksum INTEGER NOT NULL);";
 
 void put_meta(Statement& s, const std::string& key, const std::string& value) {
   s.reset();

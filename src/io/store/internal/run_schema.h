@@ -12,8 +12,8 @@ namespace gradscope::internal {
 
 /// CREATE TABLE statements of a new run (schema kRunSchemaVersion).
 extern const char* const kRunSchema;
-/// The table schema 5 adds (IF NOT EXISTS): what upgrading an older run creates.
-extern const char* const kDocumentsTable;
+/// The tables schema 5 adds (IF NOT EXISTS): what upgrading an older run creates.
+extern const char* const kSchema5Tables;
 
 /// Meta keys that count committed rows, so that a reader notices a lost or added row. A key
 /// that is absent counts 0 (a run whose summary was never handed over).
@@ -24,7 +24,8 @@ inline constexpr const char* kHistogramRowsKey = "histogram_steps";  // schema 4
 inline constexpr const char* kArchitectureRowsKey = "architecture_rows";
 inline constexpr const char* kWarningRowsKey = "warning_rows";
 inline constexpr const char* kValueRowsKey = "value_rows";
-inline constexpr const char* kDocumentRowsKey = "document_rows";  // schema 5
+inline constexpr const char* kDocumentRowsKey = "document_rows";          // schema 5
+inline constexpr const char* kInterventionRowsKey = "intervention_rows";  // schema 5
 
 /// INSERT OR REPLACE of one meta row (key, value, checksum).
 inline constexpr const char* kPutMeta = "INSERT OR REPLACE INTO meta(key, value, checksum) VALUES(?, ?, ?)";
