@@ -71,6 +71,35 @@ void TensorBoardSink::set_summary(const RunSummary& summary) {
   check();
 }
 
+void TensorBoardSink::add_embedding(const EmbeddingRunSummary& summary) {
+  if (closed_ || writer_.failed()) return;
+  std::vector<EmbeddingReport> tables;
+  std::vector<EmbeddingProfile> profiles;
+  for (const EmbeddingTableSummary& t : summary.tables) {
+    tables.push_back(t.report);
+    profiles.push_back(t.profile);
+  }
+  StepSummary event;
+  add_embedding_metrics(tables, event);
+  add_embedding_profiles(profiles, event);
+  if (!event.empty()) writer_.write(last_step_, wall_time_now(), event);
+  writer_.flush();
+  check();
+}
+
+void TensorBoardSink::add_tree_rounds(const TreeDynamicsReport& report) {
+  if (closed_ || writer_.failed()) return;
+  const double now = wall_time_now();
+  for (std::size_t round = 0; round < report.per_round.size(); ++round) {
+    StepSummary event;
+    add_tree_round_metrics(report, round, event);
+    if (!event.empty()) writer_.write(static_cast<int64_t>(round), now, event);
+    last_step_ = std::max(last_step_, static_cast<int64_t>(round));
+  }
+  writer_.flush();
+  check();
+}
+
 bool TensorBoardSink::close() {
   if (closed_) return !writer_.failed();
   closed_ = true;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "decode.h"
 #include "gradscope/core/audit/tee_sink.h"
@@ -76,6 +77,58 @@ TEST(TensorBoardSink, WritesEachStepAndTheFindingsText) {
   EXPECT_NE(report.find("fc1"), std::string::npos);
   EXPECT_NE(report.find("\n    verdict: unhealthy"), std::string::npos) << report;
   EXPECT_EQ(report.rfind("    node ", 0), 0u) << report;  // a markdown code block: columns kept
+}
+
+// Live, the sink carries the other kinds too: a table's metrics and profile histograms at the
+// last step, a boosted model's measures at each round, with the values the export writes.
+TEST(TensorBoardSink, CarriesEmbeddingTablesAndTreeRounds) {
+  const std::string dir = test::fresh_folder("sink-kinds");
+  EmbeddingRunSummary emb;
+  EmbeddingTableSummary t;
+  t.report.layer = "item";
+  t.report.stats.num_embeddings = 10;
+  t.report.stats.exposed_rows = 8;
+  t.report.stats.zombie_rows = 2;
+  t.profile.layer = "item";
+  t.profile.exposure = {{1, 2, 4}, {5, 3}, 0, 0};
+  emb.tables.push_back(t);
+  TreeDynamicsReport trees;
+  for (int32_t k = 0; k < 3; ++k) {
+    RoundDynamics r;
+    r.round = k;
+    r.leaves = 4 + k;
+    r.train_loss = 0.5 - 0.1 * k;
+    r.gain = 2.0;
+    r.features = {{0, 1, 1.5, {}}, {1, 1, 0.5, {}}};  // shares 0.75 and 0.25
+    trees.per_round.push_back(r);
+  }
+  std::string path;
+  {
+    TensorBoardSink sink(dir);
+    path = sink.path();
+    for (int64_t step = 0; step < 3; ++step) sink.add_step(step_of(step, 1.0f));
+    sink.add_embedding(emb);
+    sink.add_tree_rounds(trees);
+    EXPECT_TRUE(sink.close());
+  }
+  const test::Decoded d = test::decode_file(path);
+  ASSERT_EQ(d.problem, "");  // every record whole, its CRCs right
+  std::map<std::pair<int64_t, std::string>, float> scalars;
+  std::map<std::string, std::vector<double>> buckets;
+  for (const auto& e : d.events)
+    for (const auto& v : e.summary().value()) {
+      if (v.has_histo()) buckets[v.tag()] = {v.histo().bucket().begin(), v.histo().bucket().end()};
+      else scalars[{e.step(), v.tag()}] = v.simple_value();
+    }
+  EXPECT_FLOAT_EQ((scalars[{2, "embedding/coverage/item"}]), 0.8f);
+  EXPECT_FLOAT_EQ((scalars[{2, "embedding/zombie_fraction/item"}]), 0.2f);
+  EXPECT_EQ(buckets["embedding/exposure/item"], (std::vector<double>{0, 5, 3}));
+  for (int64_t k = 0; k < 3; ++k) {
+    EXPECT_FLOAT_EQ((scalars[{k, "trees/train_loss"}]), static_cast<float>(0.5 - 0.1 * k));
+    EXPECT_FLOAT_EQ((scalars[{k, "trees/leaves"}]), static_cast<float>(4 + k));
+    EXPECT_FLOAT_EQ((scalars[{k, "trees/split_concentration"}]), 0.625f);  // 0.75^2 + 0.25^2
+    EXPECT_EQ(scalars.count({k, "trees/valid_loss"}), 0u);  // not measured: not written
+  }
 }
 
 // A full disk mid-run: training goes on, the error is reported once, the file ends at a

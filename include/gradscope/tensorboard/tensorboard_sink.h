@@ -22,6 +22,7 @@
 #include "gradscope/core/audit/rules.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/core/audit/timeline.h"
+#include "gradscope/io/embedding/store.h"
 #include "gradscope/tensorboard/event_writer.h"
 #include "gradscope/tensorboard/step_scalars.h"
 
@@ -48,6 +49,13 @@ class TensorBoardSink final : public RunSink {
   /// and the verdict, judged with TensorBoardSinkOptions::thresholds, nodes in the order first
   /// measured (the saved run's export gives `gradscope report`'s exact text).
   void set_summary(const RunSummary& summary) override;
+  /// The embedding tables' metrics and profile histograms (add_embedding_metrics,
+  /// add_embedding_profiles), as one event at the last step: what the export writes from the
+  /// run's embedding.json document. Call it when the trackers' reports are final.
+  void add_embedding(const EmbeddingRunSummary& summary);
+  /// A boosted model's round measures (add_tree_round_metrics), one event per round at step =
+  /// round, as the export writes a tree run's.
+  void add_tree_rounds(const TreeDynamicsReport& report);
   /// Writes what is queued and closes the file. False when any write failed.
   bool close();
 
