@@ -5,6 +5,7 @@
 // now only exports), and the command says they may be deleted.
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "gradscope/io/compress/json.h"
@@ -32,7 +33,7 @@ void check_document(const std::string& run, const std::string& name, const RunDo
 // The largest side file moved: the largest any loader reads.
 constexpr std::uintmax_t kMaxMovedBytes = kMaxRowProfileBytes;
 
-int run_upgrade(const std::string& run) {
+int run_upgrade(const std::string& run, bool json) {
   const int64_t was = RunReader(run).metadata().schema_version;
   const std::vector<std::string> stored = stored_run_documents(run);
   std::vector<std::string> moved;
@@ -48,6 +49,13 @@ int run_upgrade(const std::string& run) {
     moved.push_back(name);
   }
   upgrade_run(run);
+  if (json) {
+    const nlohmann::ordered_json doc = {
+        {"gradscope_upgrade", {{"run", run}, {"schema_from", was}, {"schema_to", kRunSchemaVersion}, {"moved", moved}}}};
+    std::cout << json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) << "\n";
+    check_stdout();
+    return kExitOk;
+  }
   std::cout << terminal_text(run) << ": schema " << was << " -> " << kRunSchemaVersion;
   if (moved.empty()) {
     std::cout << "; no side files to move\n";
@@ -64,11 +72,13 @@ int run_upgrade(const std::string& run) {
 
 void add_upgrade_command(CLI::App& app, int& exit_code) {
   auto run = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "upgrade", "Move a run saved before schema 5 to schema 5: its side files (embedding.json, trees.json, "
                  "units.json, rows.json, compression.json) into run.db, so that run.db alone is the run");
   cmd->add_option("RUN", *run, "run directory (or its run.db)")->required();
-  cmd->callback([run, &exit_code] { exit_code = run_upgrade(*run); });
+  cmd->add_flag("--json", *json, "say it as one JSON document: run, schema_from, schema_to, moved");
+  cmd->callback([run, json, &exit_code] { exit_code = run_upgrade(*run, *json); });
 }
 
 }  // namespace gradscope::cli

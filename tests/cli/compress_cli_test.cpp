@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "../common/compress_fixture.h"
 #include "gradscope/core/compress/rule.h"
@@ -209,6 +210,10 @@ TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
   EXPECT_EQ(run("compress " + alone.string() + " --table item=60").out, rows.out);
   r = run("upgrade " + alone.string());
   EXPECT_EQ(r.out, alone.string() + ": schema 5 -> 5; no side files to move\n");
+  r = run("upgrade --json " + alone.string());
+  EXPECT_EQ(nlohmann::json::parse(r.out),
+            nlohmann::json::parse("{\"gradscope_upgrade\": {\"run\": \"" + alone.string() +
+                                  "\", \"schema_from\": 5, \"schema_to\": 5, \"moved\": []}}"));
   // A damaged side file is not moved: the upgrade stops naming it, the run untouched.
   const fs::path bad = run_dir.parent_path() / "bad";
   fs::create_directories(bad);
