@@ -13,6 +13,7 @@
 #include "gradscope/io/compress/json.h"
 #include "gradscope/io/compress/rows_json.h"
 #include "gradscope/io/store/run_documents.h"
+#include "gradscope/io/store/run_reader.h"
 #include "gradscope/io/store/run_writer.h"
 #include "run_cli.h"
 #include "../common/schema4_run.h"
@@ -162,7 +163,7 @@ TEST(CompressCli, TableRecipesSayWhatTheRunLacks) {
   CliResult r = run("compress " + run_dir.string() + " --table item=60");
   EXPECT_EQ(r.code, 3);
   EXPECT_THAT(r.err, HasSubstr("no embedding rows to compress: no rows.json; gradscope::save_row_profiles writes it"));
-  std::ofstream(run_dir / "embedding.json") << "{}";
+  put_run_document(run_dir.string(), "embedding.json", "{}");
   r = run("compress " + run_dir.string() + " --table item=60");
   EXPECT_THAT(r.err, HasSubstr("its embedding.json holds per-table summaries, not the per-row lookups and norms"));
   save_row_profiles(run_dir.string(), {item_rows()});
@@ -192,6 +193,7 @@ TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
   ASSERT_EQ(run("export " + run_dir.string() + " --format documents -o " + side.string()).code, 0);
   gradscope::test::make_schema4(run_dir);
   for (const char* name : {"units.json", "rows.json"}) fs::copy_file(side / name, run_dir / name);
+  std::ofstream(run_dir / "audit.jsonl") << "{\"step\": 3, \"layer\": \"item\", \"type\": \"ZOMBIE_GRADIENT_SCALE\"}\n";
   const std::string units_cmd = "compress " + run_dir.string() + " --budget-bytes 100";
   const std::string rows_cmd = "compress " + run_dir.string() + " --table item=60";
   const CliResult units = run(units_cmd), rows = run(rows_cmd);
@@ -200,7 +202,7 @@ TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
 
   CliResult r = run("upgrade " + run_dir.string());
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, run_dir.string() + ": schema 4 -> 5; moved into run.db: units.json rows.json\n"
+  EXPECT_EQ(r.out, run_dir.string() + ": schema 4 -> 5; moved into run.db: units.json rows.json audit.jsonl\n"
                    "  the files beside run.db are no longer read and may be deleted\n");
   EXPECT_TRUE(fs::exists(run_dir / "units.json"));  // the user's files stay
   const fs::path alone = run_dir.parent_path() / "alone";
@@ -208,6 +210,8 @@ TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
   fs::copy_file(run_dir / "run.db", alone / "run.db");
   EXPECT_EQ(run("compress " + alone.string() + " --budget-bytes 100").out, units.out);
   EXPECT_EQ(run("compress " + alone.string() + " --table item=60").out, rows.out);
+  EXPECT_EQ(read_run_log(alone.string()),
+            std::vector<std::string>{"{\"step\": 3, \"layer\": \"item\", \"type\": \"ZOMBIE_GRADIENT_SCALE\"}"});
   r = run("upgrade " + alone.string());
   EXPECT_EQ(r.out, alone.string() + ": schema 5 -> 5; no side files to move\n");
   r = run("upgrade --json " + alone.string());
@@ -224,6 +228,7 @@ TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
   r = run("upgrade " + bad.string());
   EXPECT_EQ(r.code, 3);
   EXPECT_THAT(r.err, HasSubstr("rows.json"));
+  EXPECT_EQ(RunReader(bad.string()).schema_version(), 4);  // untouched: units.json not moved either
   r = run("export " + bad.string() + " --format documents -o " + (bad / "out").string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(test::slurp(bad / "out" / "units.json"), test::slurp(side / "units.json"));

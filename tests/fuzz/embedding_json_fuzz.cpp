@@ -1,5 +1,6 @@
-// libFuzzer target: the input is a run's embedding.json, read by load_embedding_summary beside
-// a real saved run and shown the way `gradscope report` (text and --json) and `gradscope html`
+// libFuzzer target: the input is a run's embedding.json document, put into a real saved run's
+// run.db (the bytes as they are, whatever they hold), read by load_embedding_summary and shown
+// the way `gradscope report` (text and --json) and `gradscope html`
 // show it (the page as html_page.h renders it). A gradscope::Error is an answer. Anything else
 // (a crash, a sanitizer report, another exception, a hang, unbounded memory) is a bug.
 #include <cstddef>
@@ -9,6 +10,7 @@
 
 #include "fuzz_support.h"
 #include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/render/run_report.h"
 #include "html_page.h"
 #include "run_loading.h"
@@ -44,7 +46,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace gradscope;
   const cli::LoadedRun& run = saved_run();
-  scratch().write("embedding.json", data, size);
+  gradscope::put_run_document(run.path, "embedding.json", std::string(reinterpret_cast<const char*>(data), size));
   try {
     const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
     const EmbeddingRunSummary* e = embedding ? &*embedding : nullptr;

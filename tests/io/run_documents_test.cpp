@@ -147,6 +147,22 @@ TEST(RunDocuments, ASchema4RunReadsItsSideFilesAndUpgradesInPlace) {
   fs::remove_all(dir.parent_path());
 }
 
+// A rerun into the same folder replaces run.db, not the files an older run left beside it:
+// a schema-5 run never reads them as its own (the old findings would be reported as this run's).
+TEST(RunDocuments, FilesBesideASchema5RunAreNotItsDocuments) {
+  const fs::path dir = make_run("docs-stale");
+  std::ofstream(dir / "embedding.json") << "{\"stale\": true}";
+  std::ofstream(dir / "audit.jsonl") << "{\"step\": 1}\n";
+  EXPECT_FALSE(read_run_document(dir.string(), "embedding.json", 100).has_value());
+  EXPECT_FALSE(load_embedding_summary(dir.string()).has_value());
+  EXPECT_TRUE(read_run_log(dir.string()).empty());
+  EXPECT_TRUE(export_run_documents(dir.string(), (dir.parent_path() / "out").string()).empty());
+  // Without a run.db the folder's files are all there is (an export, or documents saved early).
+  fs::remove(dir / "run.db");
+  EXPECT_EQ(read_run_document(dir.string(), "embedding.json", 100)->text, "{\"stale\": true}");
+  fs::remove_all(dir.parent_path());
+}
+
 TEST(RunDocuments, UpgradeRunMovesOnlyTheVersion) {
   const fs::path dir = make_run("docs-upgrade");
   make_schema4(dir);

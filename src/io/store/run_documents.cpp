@@ -116,8 +116,11 @@ std::optional<RunDocument> read_run_document(const std::string& run, const std::
     // Partial: a run whose log lost its last steps still has its documents; a damaged
     // document is an Error all the same (RunReader::document).
     RunReader reader(path, ReadOptions{true});
-    if (std::optional<std::string> text = reader.document(name, max_bytes))
-      return RunDocument{std::move(*text), document_where(path, name), true};
+    std::optional<std::string> text = reader.document(name, max_bytes);
+    if (text) return RunDocument{std::move(*text), document_where(path, name), true};
+    // A run of schema 5 keeps its documents inside: a file of that name beside it is left
+    // from an older run in the same folder, not this run's.
+    if (reader.schema_version() >= 5) return std::nullopt;
   }
   const fs::path side = fs::path(path).parent_path() / name;
   const std::string where = (kind.empty() ? "" : kind + " ") + "file '" + side.string() + "'";
@@ -155,8 +158,7 @@ std::vector<std::string> read_run_log(const std::string& run, std::uintmax_t max
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
     RunReader reader(path, ReadOptions{true});
-    std::vector<std::string> lines = reader.log_lines();
-    if (!lines.empty()) return lines;
+    if (reader.schema_version() >= 5) return reader.log_lines();  // never an older run's file
   }
   const fs::path side = fs::path(path).parent_path() / "audit.jsonl";
   std::optional<std::string> text;

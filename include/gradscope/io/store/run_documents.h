@@ -46,9 +46,10 @@ struct RunDocument {
 /// a name not in run_document_names(), a schema 1 run or a newer one, a failed write.
 void put_run_document(const std::string& run, const std::string& name, const std::string& text);
 
-/// The document `name` of `run`: from run.db when it holds one, else from the file of that
-/// name beside it (runs before schema 5, or folders holding only such files); nullopt when
-/// neither exists. Only a regular side file is read, and neither may exceed `max_bytes`.
+/// The document `name` of `run`: from run.db; for a run before schema 5 (or a folder holding
+/// only such files, no run.db) from the file of that name beside it; nullopt when there is
+/// none. A file beside a schema-5 run.db is never read: it is left from an older run in the
+/// same folder (a rerun with overwrite replaces run.db, not the files beside it). Only a regular side file is read, and neither may exceed `max_bytes`.
 /// Never writes. Throws Error starting with RunDocument::where: damaged (checksum mismatch),
 /// larger than the limit, not a regular file, unreadable. `kind` names a side file in messages
 /// ("embedding" gives "embedding file '...'").
@@ -61,8 +62,9 @@ std::optional<RunDocument> read_run_document(const std::string& run, const std::
 /// put_run_document, and for a line holding a newline.
 void append_run_log(const std::string& run, const std::vector<std::string>& lines);
 
-/// The run's auto-fix log, in order: from run.db (schema 5), else the lines of the file
-/// audit.jsonl beside it (at most `max_bytes`); empty when there is neither. A damaged line or
+/// The run's auto-fix log, in order: from run.db (schema 5), else (older runs, or no run.db)
+/// the lines of the file audit.jsonl beside it (at most `max_bytes`); empty when there is
+/// neither. A damaged line or
 /// a count that contradicts meta is an Error naming the table and position.
 std::vector<std::string> read_run_log(const std::string& run, std::uintmax_t max_bytes = std::uintmax_t{64} << 20);
 

@@ -67,6 +67,8 @@ class RunReader {
   RunReader& operator=(RunReader&&) noexcept;
 
   const RunMetadata& metadata() const { return meta_; }
+  /// The schema version the database's header says, which decides the tables read.
+  int64_t schema_version() const { return version_; }
   const std::string& database_path() const { return path_; }
 
   /// Committed steps now.
