@@ -1,6 +1,7 @@
 """make demo's PyTorch models, trained through `import gradscope`, their runs saved beside the
-C++ demo's runs with their reports and HTML pages (gradscope html): a dying-ReLU MLP, and a
-healthy MLP trained with loss scaling as mixed precision does it, whose first steps overflow.
+C++ demo's runs with their reports and HTML pages (gradscope html): a dying-ReLU MLP, a healthy
+MLP trained with loss scaling as mixed precision does it, whose first steps overflow, and an
+embedding table with planted oscillating rows whose EmbeddingTracker writes its own run.
 
     PYTHONPATH=build/python /usr/bin/python3 scripts/python_demo.py DATA_DIR OUT_DIR GRADSCOPE_BIN
 """
@@ -39,6 +40,7 @@ def save_reports(run, cli):
 def main(data_dir, out_dir, cli):
     dying_relu(data_dir, out_dir, cli)
     loss_scale(data_dir, out_dir, cli)
+    embedding(data_dir, out_dir, cli)
 
 
 def dying_relu(data_dir, out_dir, cli):
@@ -121,6 +123,56 @@ def loss_scale(data_dir, out_dir, cli):
           f"the scaler skipped steps {skipped}\n")
     print(report)
     print(f"  {'python-loss-scale':24s} accuracy {accuracy:.3f}  {report.verdict().strip()}")
+    print(f"HTML report: {os.path.join(run, 'report.html')}")
+
+
+def embedding(data_dir, out_dir, cli, steps=300, lr=0.1):
+    """A factorisation of the digits: image rows (users) times pixel rows (items) predict which
+    pixels of an image are above their mean. Planted: every 4th pixel row carries an L2 penalty
+    with lr x 2 x l2 = 2, so each step sends it to the mirror of where it was: its updates flip
+    direction step after step (true zombie rows). The tracker writes its own run; `gradscope
+    report` reads the findings from it. The flips are measured here with plain PyTorch too."""
+    x, _ = digits(data_dir)
+    target = (x > 0).float()
+    torch.manual_seed(7)
+    users, items = nn.Embedding(len(x), 16), nn.Embedding(64, 16)
+    planted = torch.arange(0, 64, 4)
+    l2 = 1.0 / lr
+    opt = torch.optim.SGD([users.weight, items.weight], lr=lr)
+    run = os.path.join(out_dir, "demo-python-embedding")
+    cosines, previous = [], None
+    with gradscope.EmbeddingTracker(items, name="item", run=run, run_name="demo-python-embedding",
+                                    overwrite=True) as tracker:
+        for _ in range(steps):
+            u = torch.randint(0, len(x), (64,))
+            opt.zero_grad()
+            logits = users(u) @ items(torch.arange(64)).t()
+            loss = nn.functional.binary_cross_entropy_with_logits(logits, target[u])
+            (loss + l2 * items(planted).pow(2).sum()).backward()
+            before = items.weight.detach().clone()
+            tracker.step(opt)
+            update = items.weight.detach() - before
+            if previous is not None:
+                cosines.append(nn.functional.cosine_similarity(update, previous, dim=1))
+            previous = update
+    mean_cosine = torch.stack(cosines).mean(0)
+    is_planted = torch.zeros(64, dtype=torch.bool)
+    is_planted[planted] = True
+    # The reports as `gradscope report` gives them: the run holds the table's findings.
+    text = subprocess.run([cli, "report", run], capture_output=True, text=True).stdout
+    with open(os.path.join(run, "report.txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(run, "report.json"), "w") as f:
+        f.write(subprocess.run([cli, "report", run, "--json"], capture_output=True, text=True).stdout)
+    subprocess.run([cli, "html", run, "-o", os.path.join(run, "report.html")], check=True)
+    print("\n== python-embedding: PyTorch EmbeddingTracker(run=...), every 4th pixel row planted to "
+          "flip each step (lr x 2 x l2 = 2)\n")
+    print(text)
+    print(f"   evidence (plain PyTorch): mean cosine between consecutive updates: planted rows "
+          f"{mean_cosine[is_planted].mean().item():.2f}, the other {int((~is_planted).sum())} rows "
+          f"{mean_cosine[~is_planted].mean().item():.2f}")
+    verdict = [line for line in text.splitlines() if line.startswith("verdict:")]
+    print(f"  {'python-embedding':24s} {verdict[0] if verdict else ''}")
     print(f"HTML report: {os.path.join(run, 'report.html')}")
 
 

@@ -1,6 +1,8 @@
 """make demo's PyTorch runs (scripts/python_demo.py) say what the README says they show: the
 dying-ReLU MLP is DEAD at fc2; the loss-scaled MLP had its first steps skipped on overflow and
-is healthy, in its saved run and in the report the demo writes."""
+is healthy, in its saved run and in the report the demo writes; the embedding table's planted
+rows are ZOMBIE_ROWS in the run its tracker wrote, which is run.db alone."""
+import json
 import os
 import subprocess
 import sys
@@ -22,3 +24,14 @@ def test_the_python_demo_runs_say_what_they_show(tmp_path, digits_csv, gradscope
     with open(tmp_path / "demo-python-loss-scale" / "report.txt") as f:
         text = f.read()
     assert "LOSS_SCALE_OVERFLOW informational" in text and "verdict: healthy" in text
+    emb = tmp_path / "demo-python-embedding"
+    report = subprocess.run([gradscope_cli, "report", emb, "--json"], capture_output=True, text=True)
+    assert report.returncode == 1, report.stderr
+    doc = json.loads(report.stdout)
+    assert [(f["kind"], f["type"], f["node"]) for f in doc["findings"]] == [("embedding", "ZOMBIE_ROWS", "item")]
+    zombie = doc["findings"][0]
+    assert [e["value"] for e in zombie["evidence"] if e["name"] == "zombie_rows"] == [16.0]  # every 4th of 64
+    assert "ZOMBIE_ROWS" in open(emb / "report.txt").read()
+    assert sorted(os.listdir(emb)) == ["report.html", "report.json", "report.txt", "run.db"]
+    # The planted rows flip (cosine -1), the others move smoothly, measured by the demo itself.
+    assert "planted rows -1.00" in out.stdout
