@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/run_documents.h"
 #include "lsp_client.h"
 #include "lsp_fixture_run.h"
 #include "run_cli.h"
@@ -212,6 +214,34 @@ TEST_F(LspTest, TheNamedRunIsReReadWhenItsDatabaseChanges) {
   make_run(runs_, "run", true);  // the same folder, written again
   EXPECT_EQ(change(*c, file)["diagnostics"],
             expected_diagnostics(run_findings(run), read_file(file), kCppPlaces));
+  shutdown_and_exit(*c);
+}
+
+// Embedding findings saved into the run (a PyTorch user's EmbeddingTracker.save, or C++'s
+// save_embedding_summary) reach the editor like module findings, on the table's definition.
+TEST_F(LspTest, EmbeddingFindingsSavedInTheRunSitOnTheTablesDefinition) {
+  const fs::path run = make_run(runs_, "rec", false);
+  auto c = start({"lsp", "--run", run.string()});
+  const fs::path file = kFixtures / "recommender.py";
+  EXPECT_EQ(open(*c, file, "python")["diagnostics"], Json::array());
+  EmbeddingRunSummary summary;
+  EmbeddingTableSummary table;
+  table.report.layer = "item";
+  table.report.stats.num_embeddings = 40;
+  EmbeddingDiagnostic zombie;
+  zombie.type = "ZOMBIE_ROWS";
+  zombie.premise = "8 of 30 exposed rows oscillate";
+  zombie.action = "LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX";
+  zombie.advice = "Lower this table's learning rate.";
+  zombie.confidence = 0.99;
+  table.report.diagnostics = {zombie};
+  summary.tables = {table};
+  save_embedding_summary(run.string(), summary);
+  ASSERT_EQ(stored_run_documents(run.string()), std::vector<std::string>{"embedding.json"});
+  const Json findings = run_findings(run);
+  const Json expected = expected_diagnostics(findings, read_file(file), {{"item", {"self.item = nn.Embedding", "item"}}});
+  ASSERT_EQ(expected.size(), 1u) << findings.dump(2);
+  EXPECT_EQ(change(*c, file)["diagnostics"], expected);
   shutdown_and_exit(*c);
 }
 

@@ -83,6 +83,12 @@ TEST(RunDocuments, WhatIsNotARunDocumentOrNotARunIsRefused) {
                 "': no such file, so nowhere to keep rows.json (write the run first: a RunWriter, or an Audit "
                 "with a run)");
   EXPECT_FALSE(fs::exists(empty / "run.db"));
+  {
+    test::Edit e(empty);  // an SQLite database, but not a gradscope run
+    e.sql("CREATE TABLE t(x)");
+  }
+  EXPECT_EQ(error_of([&] { put_run_document(empty.string(), "rows.json", "{}"); }),
+            "run database '" + (empty / "run.db").string() + "': not a gradscope run (no schema version)");
   fs::remove_all(dir.parent_path());
 }
 

@@ -37,12 +37,13 @@ void check_name(const std::string& db, const std::string& name) {
     throw Error(document_where(db, name) + ": not a document gradscope keeps in a run");
 }
 
-// Creates the documents table and moves meta and the header to schema 5, in the caller's
+// Creates the tables of schema 5 and moves meta and the header to it, in the caller's
 // transaction; refuses what cannot be upgraded.
 void upgrade_to_documents(internal::Database& db, int64_t version) {
   if (version > kRunSchemaVersion)
     throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
                 " is newer than this gradscope writes (" + std::to_string(kRunSchemaVersion) + "); upgrade gradscope");
+  if (version < 1) throw Error("run database '" + db.path() + "': not a gradscope run (no schema version)");
   if (version < 2)
     throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
                 " has no checksummed metadata to upgrade; record the run again to keep documents in it");
