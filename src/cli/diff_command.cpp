@@ -112,7 +112,9 @@ void print_findings_change(const FindingsChange& c) {
   const auto line = [](const Finding& f) {
     return fmt::format("  {:<10} {:<22} {}{}  (confidence {})\n", f.kind, f.type,
                        f.node.empty() ? "(whole model)" : terminal_text(f.node),
-                       f.since_step >= 0 ? " since step " + std::to_string(f.since_step) : "",
+                       f.since_step < 0    ? std::string()
+                       : f.kind == "trees" ? " since round " + std::to_string(f.since_step)
+                                           : " since step " + std::to_string(f.since_step),
                        confidence_name(f.confidence));
   };
   std::cout << "\nfindings new in B: " << c.new_in_b.size();

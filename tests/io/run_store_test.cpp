@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <map>
@@ -129,11 +130,21 @@ TEST(RunStore, ExistingRunIsKeptUnlessOverwriteIsAsked) {
   write_run(dir, 3, 2);
   EXPECT_THAT(error_of([&] { RunWriter again(dir.string()); }),
               HasSubstr("run '" + dir.string() + "' already exists"));
+  // An older run's documents beside run.db are its own: overwritten with it. Other files and
+  // a folder of the same name stay.
+  for (const char* name : {"embedding.json", "trees.json", "units.json", "rows.json", "compression.json",
+                           "audit.jsonl", "notes.txt"})
+    std::ofstream(dir / name) << "{}";
+  fs::create_directory(dir / "model.json");
   RunWriterOptions opt;
   opt.overwrite = true;
   write_run(dir, 1, 1, opt);
   RunReader r(dir.string());
   EXPECT_EQ(r.step_count(), 1);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(dir)) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"model.json", "notes.txt", "run.db"}));
   fs::remove_all(dir);
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "gradscope/core/error.h"
+#include "gradscope/io/store/run_documents.h"
 #include "gradscope/version.h"
 #include "store/internal/record_codec.h"
 #include "store/internal/run_schema.h"
@@ -40,6 +41,13 @@ RunWriter::RunWriter(const std::string& dir, RunWriterOptions options) : options
       throw Error("run '" + dir + "' already exists ('" + path_ + "'); remove it or choose another directory");
     // The old log goes first: SQLite would replay a stale run.db-wal onto the new database.
     for (const char* suffix : {"-wal", "-shm", ""}) fs::remove(path_ + suffix, ec);
+    // The old run's documents kept beside it (runs before schema 5) go with it.
+    for (std::string name : run_document_names()) {
+      const fs::path side = fs::path(dir) / name;
+      if (fs::is_regular_file(fs::symlink_status(side, ec))) fs::remove(side, ec);
+    }
+    const fs::path log = fs::path(dir) / "audit.jsonl";
+    if (fs::is_regular_file(fs::symlink_status(log, ec))) fs::remove(log, ec);
   }
   const std::string name = options_.name.empty() ? fs::path(dir).lexically_normal().filename().string() : options_.name;
   // The schema and metadata are committed under a temporary name that is then renamed, so a

@@ -49,7 +49,10 @@ struct RunWriterOptions {
   std::string command_line;           ///< recorded in the metadata
   Thresholds thresholds;              ///< recorded; `gradscope report` judges with them
   std::size_t queue_capacity = 1 << 16;  ///< records in flight before add() waits
-  bool overwrite = false;             ///< replace an existing run instead of failing
+  /// Replace an existing run instead of failing: its run.db and, from runs before schema 5,
+  /// the documents it kept beside it (embedding.json, trees.json, units.json, rows.json,
+  /// compression.json, audit.jsonl), which would otherwise outlive the run they described.
+  bool overwrite = false;
   bool durable = false;               ///< fsync every commit (synchronous=FULL)
   int64_t world_size = 1;             ///< recorded: processes merged into the run (rank 0 writes)
   std::string backend;                ///< recorded: their c10d backend, e.g. "gloo"
