@@ -2,6 +2,7 @@
 // network), to open in a browser or share; --spec DIR also saves each chart's Vega-Lite spec.
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "gradscope/io/render/safe_text.h"
@@ -12,7 +13,7 @@ namespace {
 
 struct HtmlOptions {
   std::string run, output, spec_dir;
-  bool partial = false;
+  bool partial = false, json = false;
 };
 
 int run_html(const HtmlOptions& opt) {
@@ -23,6 +24,13 @@ int run_html(const HtmlOptions& opt) {
     output = ((std::filesystem::is_directory(p) ? p : p.parent_path()) / "report.html").string();
   }
   const int charts = write_html_report(run, output, opt.spec_dir);
+  if (opt.json) {
+    const nlohmann::ordered_json doc = {
+        {"gradscope_html",
+         {{"page", output}, {"charts", charts}, {"spec_dir", opt.spec_dir.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(opt.spec_dir)}}}};
+    std::cout << json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) << "\n";
+    return kExitOk;
+  }
   std::cout << "wrote " << terminal_text(output) << " (" << charts << " charts)";
   if (!opt.spec_dir.empty()) std::cout << " and " << charts << " specs in " << terminal_text(opt.spec_dir);
   std::cout << "\n";
@@ -37,6 +45,7 @@ void add_html_command(CLI::App& app, int& exit_code) {
   cmd->add_option("RUN", opt->run, "run directory (or its run.db)")->required();
   cmd->add_option("-o,--output", opt->output, "HTML file to write (default: RUN/report.html)");
   cmd->add_option("--spec", opt->spec_dir, "also write each chart's Vega-Lite spec as DIR/<chart>.json");
+  cmd->add_flag("--json", opt->json, "say what was written as one JSON document: page, charts, spec_dir");
   add_partial_flag(cmd, opt->partial);
   cmd->callback([opt, &exit_code] { exit_code = run_html(*opt); });
 }

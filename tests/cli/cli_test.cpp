@@ -586,6 +586,12 @@ TEST(CliRuns, HtmlWritesTheReportAndEachChartsSpec) {
   Result r = run("html " + r_dir + " -o " + (dir / "out" / "page.html").string() + " --spec " + (dir / "specs").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("wrote " + (dir / "out" / "page.html").string() + " (4 charts) and 4 specs in "));
+  const Result j = run("html --json " + r_dir + " -o " + (dir / "out" / "page2.html").string());
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out),
+            nlohmann::json::parse("{\"gradscope_html\": {\"page\": \"" + (dir / "out" / "page2.html").string() +
+                                  "\", \"charts\": 4, \"spec_dir\": null}}"));
+  EXPECT_EQ(slurp(dir / "out" / "page2.html").size(), slurp(dir / "out" / "page.html").size());  // the same page (its script nonce differs)
   const std::string page = slurp(dir / "out" / "page.html");
   EXPECT_THAT(page, HasSubstr("<p class=\"verdict bad\">verdict: unhealthy"));
   EXPECT_THAT(page, HasSubstr("a,b &quot;q&quot;\nx"));  // the node name, escaped
