@@ -2,6 +2,7 @@
 // output that puts a run's findings on the source lines defining the flagged
 // nodes (docs/editor.md). Standard output carries only protocol messages; what
 // goes wrong is said on standard error.
+#include <csignal>
 #include <iostream>
 
 #include "commands.h"
@@ -13,6 +14,9 @@ namespace {
 
 int run_lsp(const LspRunSource& source) {
   std::ios::sync_with_stdio(false);  // binary reads of bodies, not line-by-line C stdio
+  // A client that goes away must not kill the server silently (exit 141): the write fails
+  // instead, and the server says so and exits 3.
+  std::signal(SIGPIPE, SIG_IGN);
   bool write_failed = false;
   LspServer server(
       source,

@@ -82,6 +82,11 @@ class LspClient {
     if (to_ >= 0) close(to_);
     to_ = -1;
   }
+  /// Stops reading the server's output, as a client that went away: its next write fails.
+  void close_output() {
+    if (from_ >= 0) close(from_);
+    from_ = -1;
+  }
 
   /// The next message from the server, or nullopt after `seconds` or at its end
   /// of output.

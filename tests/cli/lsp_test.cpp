@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -334,6 +335,21 @@ TEST_F(LspTest, InputEndingMidMessageExitsNonZeroPromptly) {
   c->close_input();
   EXPECT_EQ(c->wait(5), 3);
   EXPECT_THAT(c->err(), HasSubstr("standard input ended in the middle of a message"));
+}
+
+// A client that goes away while the server writes: not killed by SIGPIPE (exit 141, no word)
+// but exit 3 with what failed, as docs/editor.md says.
+TEST_F(LspTest, AClientThatStopsReadingEndsTheServerWithExit3) {
+  make_run(runs_, "sick", true);
+  auto c = start({"lsp", "--runs", runs_.string()});
+  // After the start: an ignored signal stays ignored in a child across exec, and the server
+  // must cope with SIGPIPE's default. This process writes to a server that may be gone.
+  const auto before = std::signal(SIGPIPE, SIG_IGN);
+  c->close_output();
+  c->request(2, "shutdown", nullptr);  // its answer cannot be written
+  EXPECT_EQ(c->wait(5), 3);
+  EXPECT_THAT(c->err(), HasSubstr("lsp: cannot write to standard output"));
+  std::signal(SIGPIPE, before);  // the next tests' servers start as an editor starts them
 }
 
 TEST_F(LspTest, InputEndingInAHeaderOrWithoutExitIsNotASuccess) {
