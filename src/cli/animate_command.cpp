@@ -12,6 +12,7 @@
 #include "gradscope/io/render/flow_export.h"
 #include "gradscope/io/render/heatmap.h"
 #include "gradscope/io/render/terminal.h"
+#include "option_checks.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -24,34 +25,6 @@ struct AnimateOptions {
   int width = 0;
   double max_per_second = 4;
 };
-
-// CLI11 reads integers with strtoll, which clamps 9223372036854775808 to the largest int64
-// and reads "010" as octal: a step is checked here, as decimal digits in range, and passed on
-// without leading zeros so CLI11 reads the same number.
-CLI::Validator step_number() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        const std::string limit = std::to_string(std::numeric_limits<int64_t>::max());
-        const std::string error = text + " is not a step from 0 to " + limit;
-        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return error;
-        const std::string value = text.substr(std::min(text.find_first_not_of('0'), text.size() - 1));
-        if (value.size() > limit.size() || (value.size() == limit.size() && value > limit)) return error;
-        text = value;
-        return {};
-      },
-      "STEP");
-}
-
-// CLI::Range lets NaN through (every comparison with it is false).
-CLI::Validator number_in(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        double value = 0;  // read as CLI11 will read it
-        if (CLI::detail::lexical_cast(text, value) && value >= lo && value <= hi) return {};
-        return fmt::format("{} is not a number from {} to {}", text, lo, hi);
-      },
-      "NUMBER");
-}
 
 HeatmapOptions heatmap_options(const AnimateOptions& opt) {
   HeatmapOptions h;

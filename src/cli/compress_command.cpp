@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "commands.h"
+#include "option_checks.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/compress/rows.h"
 #include "gradscope/io/compress/json.h"
@@ -48,6 +49,8 @@ int run_compress_tables(const CompressOptions& opt) {
   std::vector<compress::RowRecipe> recipes;
   for (const std::string& arg : opt.tables) {
     const auto [name, bytes] = table_budget(arg);
+    for (const compress::RowRecipe& r : recipes)
+      if (r.table == name) throw UsageError("compress: --table names '" + name + "' twice (a table gets one budget)");
     const compress::RowProfile* found = nullptr;
     std::string names;
     for (const compress::RowProfile& t : tables) {
@@ -98,12 +101,12 @@ void add_compress_command(CLI::App& app, int& exit_code) {
       "compress", "Write a compression recipe (precision and pruned units per node) from a saved run's dynamics");
   cmd->add_option("RUN", opt->run, "run directory with run.db and units.json (rows.json for --table)")->required();
   CLI::Option* bytes = cmd->add_option("--budget-bytes", opt->budget_bytes, "largest size of the model as stored, in bytes")
-                           ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+                           ->transform(whole_number("a byte count", 1, "BYTES"));
   CLI::Option* loss =
       cmd->add_option("--max-loss", opt->max_loss,
                       "largest PREDICTED increase of the training loss, in nats (second-order estimate; not measured: "
                       "the CLI has no model, see gradscope::compress::search_max_loss for a measured bound)")
-          ->check(CLI::Range(0.0, 1e300));
+          ->check(number_in(0.0, 1e300));
   bytes->excludes(loss);
   CLI::Option* table = cmd->add_option("--table", opt->tables,
                                        "NAME=BYTES: a row recipe for embedding table NAME within BYTES, from the run's "

@@ -104,6 +104,16 @@ TEST(CompressCli, BadInputExitsWithWhatIsWrong) {
   EXPECT_EQ(r.code, 2);
   r = run("compress " + run_dir.string() + " --max-loss -1");
   EXPECT_EQ(r.code, 2);
+  // What CLI11 alone let through: a count past int64 (clamped), NaN (no comparison fails), and
+  // a leading zero (octal).
+  r = run("compress " + run_dir.string() + " --budget-bytes 9223372036854775808");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("9223372036854775808 is not a byte count from 1 to 9223372036854775807"));
+  r = run("compress " + run_dir.string() + " --max-loss nan");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("nan is not a number from 0 to 1e+300"));
+  EXPECT_EQ(run("compress " + run_dir.string() + " --budget-bytes 0100").out,
+            run("compress " + run_dir.string() + " --budget-bytes 100").out);
   put_run_document(run_dir.string(), "units.json", "{\"gradscope_compression_profile\": {\"version\": 1, \"nodes\": [{}]}}");
   r = run("compress " + run_dir.string() + " --budget-bytes 100");
   EXPECT_EQ(r.code, 3);
@@ -180,6 +190,9 @@ TEST(CompressCli, TableRecipesSayWhatTheRunLacks) {
   }
   r = run("compress " + run_dir.string() + " --table item=60 --budget-bytes 100");
   EXPECT_EQ(r.code, 2);
+  r = run("compress " + run_dir.string() + " --table item=60 --table item=80");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--table names 'item' twice"));
   fs::remove_all(run_dir.parent_path());
 }
 

@@ -64,6 +64,11 @@ TEST(CompressJson, BadRecipesNameTheField) {
   EXPECT_THAT(edit("\"pruned_units\": []", "\"pruned_units\": [0, 1, 2, 3]"), HasSubstr("prunes every unit"));
   EXPECT_THAT(edit("\"pruned_units\": []", "\"pruned_units\": [-1]"), HasSubstr("pruned_units[0]"));
   EXPECT_THAT(edit("\"version\": 1", "\"version\": 2"), HasSubstr("version is not 1"));
+  // A node decided twice would be applied twice and its bytes counted twice; a unit listed
+  // twice would count as two pruned units.
+  EXPECT_THAT(edit("\"node\": \"fc2\"", "\"node\": \"fc1\""),
+              HasSubstr("nodes[1].node: 'fc1' is also nodes[0] (a node is decided once)"));
+  EXPECT_THAT(edit("\"pruned_units\": []", "\"pruned_units\": [1, 1]"), HasSubstr("unit 1 is listed twice"));
   EXPECT_THAT(edit("\"bias\": 4", "\"bias\": 4.5"), HasSubstr("nodes[0].bias"));
   EXPECT_THAT(error_of([] { parse_recipe_json("{", "r.json"); }), HasSubstr("r.json: not JSON"));
   EXPECT_THAT(error_of([] { parse_recipe_json("{}", "r.json"); }), HasSubstr("gradscope_compression_recipe"));

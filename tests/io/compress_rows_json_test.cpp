@@ -80,6 +80,9 @@ TEST(RowRecipesJson, RoundTripsAndRecomputesSizes) {
   bad.replace(bad.find("\"pruned\""), 8, "\"int3\"");
   EXPECT_THAT(error_of([&] { parse_row_recipes_json(bad, "x.json"); }),
               HasSubstr("'int3' is not fp32, fp16, int8, int4, pruned or merged"));
+  // A table decided twice would be applied twice.
+  EXPECT_THAT(error_of([&] { parse_row_recipes_json(render_row_recipes_json({r, r}), "x.json"); }),
+              HasSubstr("tables[1].table: table 'user' appears twice (a table is decided once)"));
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "gradscope/core/error.h"
 #include "internal/json_field.h"
@@ -84,10 +86,13 @@ Recipe parse_recipe_json(const std::string& text, const std::string& source) {
     r.predicted_loss = root.at("predicted_loss").number();
     r.magnitude_keep = root.at("magnitude_keep").number_in(0, 1);
     const Field nodes = root.at("nodes");
+    std::unordered_map<std::string, std::size_t> seen;  // node -> its index: applied once each
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const Field n = nodes.element(i);
       NodeDecision d;
       d.node = n.at("node").string();
+      if (const auto [at, fresh] = seen.emplace(d.node, i); !fresh)
+        n.at("node").fail("'" + d.node + "' is also nodes[" + std::to_string(at->second) + "] (a node is decided once)");
       d.weight_shape = n.at("weight_shape").counts();
       for (int64_t s : d.weight_shape)
         if (s < 1) n.at("weight_shape").fail("a dimension is < 1");
@@ -101,9 +106,12 @@ Recipe parse_recipe_json(const std::string& text, const std::string& source) {
         n.at("precision").fail(e.what());
       }
       d.pruned_units = n.at("pruned_units").counts();
-      for (int64_t j : d.pruned_units)
+      std::unordered_set<int64_t> units;
+      for (int64_t j : d.pruned_units) {
         if (j >= d.weight_shape[0])
           n.at("pruned_units").fail("unit " + std::to_string(j) + " is not in 0.." + std::to_string(d.weight_shape[0] - 1));
+        if (!units.insert(j).second) n.at("pruned_units").fail("unit " + std::to_string(j) + " is listed twice");
+      }
       if (static_cast<int64_t>(d.pruned_units.size()) >= d.weight_shape[0])
         n.at("pruned_units").fail("prunes every unit");
       d.predicted_loss = n.at("predicted_loss").number();

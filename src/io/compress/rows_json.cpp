@@ -163,6 +163,8 @@ std::vector<RowRecipe> parse_row_recipes_json(const std::string& text, const std
       const Field t = tables.element(i);
       RowRecipe r;
       r.table = t.at("table").string();
+      for (const RowRecipe& seen : out)
+        if (seen.table == r.table) t.at("table").fail("table '" + r.table + "' appears twice (a table is decided once)");
       r.method = t.at("method").string();
       r.rows = t.at("rows").count();
       r.dim = t.at("dim").count();
