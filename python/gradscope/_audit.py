@@ -19,7 +19,6 @@ import contextlib
 import math
 import numbers
 import os
-import sys
 
 import torch
 from torch import nn
@@ -27,6 +26,7 @@ from torch import nn
 from . import _engine
 from ._engine import Error
 from ._distributed import resolve_process_group
+from ._run import run_spec
 from ._report import Report
 from ._scope import resolve_scopes, scoped_submodules
 
@@ -181,17 +181,14 @@ class Audit:
         self._model = model
         self._nodes = _resolve_nodes(model, nodes)
         specs = [_node_spec(i, m) for i, m in self._nodes]
-        run_spec = None
-        if run is not None:
-            run = os.fspath(run)
-            run_spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), overwrite)
+        spec = run_spec(run, run_name, overwrite, "audit")
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
                            leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
                            resolve_scopes(self._nodes, scopes), on_step, histogram_every, process_group,
                            ranks_average_gradients)
         if tensorboard is not None:
             tensorboard = os.fspath(tensorboard)
-        self._engine = _engine.AuditEngine(specs, options, run_spec, tensorboard)
+        self._engine = _engine.AuditEngine(specs, options, spec, tensorboard)
         # The engine chose the scoped submodules on its copy of the module tree (same paths).
         self._submodules = scoped_submodules(self._nodes, self._engine.node_ids())
         self._sample_every = sample_every

@@ -26,14 +26,13 @@ after audit.finish()); EmbeddingTracker(..., run="runs/emb") makes the tracker w
 """
 import contextlib
 import json
-import os
-import sys
 
 from torch import nn
 
 from . import _engine
 from ._distributed import resolve_process_group
 from ._engine import Error, NegativeSampler, Role
+from ._run import run_path, run_spec
 
 
 def _table(module, name, track_every, zombie_rule):
@@ -99,12 +98,7 @@ class EmbeddingTracker:
         constructing the tracker is then a collective; docs/distributed.md)."""
         bag, padding_idx = _table(module, name, track_every, zombie_rule)
         o = _options(name, auto_fix, track_every, thresholds, zombie_rule, options)
-        spec = None
-        if run is not None:
-            run = _run_path(run, f"embedding '{name}'")
-            if run_name is not None and not isinstance(run_name, str):
-                raise Error(f"embedding '{name}': run_name must be a string, got {type(run_name).__name__}")
-            spec = (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), bool(overwrite))
+        spec = run_spec(run, run_name, overwrite, f"embedding '{name}'")
         self._attach(module, name, _engine.EmbeddingEngine(module.weight, bag, padding_idx, name, o, spec))
 
     @classmethod
@@ -178,7 +172,7 @@ class EmbeddingTracker:
         """Writes the table's summary and findings into the run `run` (a directory holding a
         run.db, e.g. the Audit's after audit.finish()), where gradscope report, ls, diff, html
         and lsp find them; replaces what an earlier save wrote there."""
-        self._engine.save(_run_path(run, f"embedding '{self.name}'"))
+        self._engine.save(run_path(run, f"embedding '{self.name}'"))
 
     def close(self):
         """Removes the forward hook; with run=, commits the tracker's run and saves its findings."""
@@ -194,12 +188,6 @@ class EmbeddingTracker:
     def __exit__(self, *exc):
         self.close()
         return False
-
-
-def _run_path(run, who):
-    if not isinstance(run, (str, os.PathLike)):
-        raise Error(f"{who}: run must be a path (str or os.PathLike), got {type(run).__name__}")
-    return os.fspath(run)
 
 
 class _HubTable:
@@ -287,7 +275,7 @@ class EmbeddingHub:
     def save(self, run):
         """Writes every table's summary and findings, and the correlations of their gradient
         norms, into the run `run` (as EmbeddingTracker.save)."""
-        self._engine.save(_run_path(run, "embedding hub"))
+        self._engine.save(run_path(run, "embedding hub"))
 
     def close(self):
         """Removes every table's forward hook."""

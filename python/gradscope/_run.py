@@ -1,5 +1,7 @@
-"""load_run: any saved run (from Python, C++ or the demo) read back through the C++ run store."""
+"""load_run: any saved run (from Python, C++ or the demo) read back through the C++ run store;
+run_path and run_spec: a run named by a caller, checked before the C++ writer sees it."""
 import os
+import sys
 
 from . import _engine
 from ._report import Report
@@ -22,6 +24,26 @@ class Run:
 
     def __repr__(self):
         return f"<gradscope.Run {self.path!r} {self.metadata.name!r}, {self.steps} steps>"
+
+
+def run_path(run, who):
+    """`run` as a path string; gradscope.Error naming `who` for what is not a path."""
+    if not isinstance(run, (str, os.PathLike)):
+        raise _engine.Error(f"{who}: run must be a path (str or os.PathLike), got {type(run).__name__}")
+    return os.fspath(run)
+
+
+def run_spec(run, run_name, overwrite, who):
+    """(dir, name, command line, overwrite) of the run a writer creates, or None without `run`;
+    gradscope.Error naming `who` and the argument for a wrong type."""
+    if run is None:
+        return None
+    run = run_path(run, who)
+    if run_name is not None and not isinstance(run_name, str):
+        raise _engine.Error(f"{who}: run_name must be a string, got {type(run_name).__name__}")
+    if not isinstance(overwrite, bool):
+        raise _engine.Error(f"{who}: overwrite must be True or False, got {overwrite!r}")
+    return (run, run_name or os.path.basename(os.path.normpath(run)), " ".join(sys.argv), overwrite)
 
 
 def load_run(path, partial=False, records=False):

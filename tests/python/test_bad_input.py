@@ -116,3 +116,14 @@ def test_an_unknown_tap_id_suggests_the_nearest():
         with pytest.raises(gradscope.Error, match="unknown node id 'fc3'; nearest: 'fc1'"):
             audit.tap("fc3", torch.ones(2))
         assert batches(1)
+
+
+def test_a_run_named_with_the_wrong_types_is_a_clear_error(tmp_path):
+    model = nn.Sequential(nn.Linear(4, 2))
+    with pytest.raises(gradscope.Error, match="audit: run_name must be a string, got int"):
+        gradscope.Audit(model, run=tmp_path / "r", run_name=5)
+    with pytest.raises(gradscope.Error, match=r"audit: run must be a path \(str or os.PathLike\), got int"):
+        gradscope.Audit(model, run=5)
+    with pytest.raises(gradscope.Error, match="audit: overwrite must be True or False, got 'yes'"):
+        gradscope.Audit(model, run=tmp_path / "r", overwrite="yes")
+    assert not (tmp_path / "r").exists()  # nothing made before the check

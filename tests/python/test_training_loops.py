@@ -375,3 +375,51 @@ def test_a_nan_born_in_the_forward_pass_is_still_nan_under_a_scaler():
     assert "NAN" in report.node("fc1").flags
     origin = report.nonfinite_origin
     assert (origin.step, origin.node, origin.phase) == (5, "fc1", "forward")
+
+
+def interrupted_training(tmp_path, raise_at, steps=8):
+    """Trains `steps` steps into a run whose on_step raises KeyboardInterrupt (Ctrl-C) at the
+    steps in `raise_at`; the loop catches it and goes on. Returns (steps caught, steps saved)."""
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    run = tmp_path / "run"
+
+    def on_step(records):
+        if records[0].step in raise_at:
+            raise KeyboardInterrupt
+
+    caught = []
+    with gradscope.Audit(model, run=run, on_step=on_step) as audit:
+        for step, (x, y) in zip(range(steps), batches(steps)):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            try:
+                audit.step(opt)
+            except KeyboardInterrupt:
+                caught.append(step)
+    return caught, gradscope.load_run(run).steps
+
+
+@pytest.mark.parametrize("raise_at", [{1, 4, 5}, set(range(8))])
+def test_a_callback_that_raises_loses_no_step_from_the_run(tmp_path, raise_at):
+    caught, saved = interrupted_training(tmp_path, raise_at)
+    assert caught == sorted(raise_at)
+    assert saved == 8  # the run got each step before the callback did
+
+
+def test_ctrl_c_in_a_callback_stops_training_with_every_completed_step_saved(tmp_path):
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    run = tmp_path / "run"
+
+    def on_step(records):
+        if records[0].step == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with gradscope.Audit(model, run=run, on_step=on_step) as audit:
+            for x, y in batches(8):
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                audit.step(opt)
+    assert gradscope.load_run(run).steps == 4  # steps 0-3: the interrupted one is complete

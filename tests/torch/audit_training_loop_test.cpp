@@ -10,10 +10,14 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <stdexcept>
 #include <limits>
 
 #include "audit_test_util.h"
 #include "gradscope/core/error.h"
+#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_writer.h"
 #include "gradscope/torch/audit/audit.h"
 
 namespace gradscope::torch {
@@ -171,6 +175,42 @@ TEST(AuditTrainingLoop, StepWithAnotherModelsOptimizerThrowsBeforeAnythingRuns) 
   }
   EXPECT_TRUE(other->parameters()[0].equal(before));
   EXPECT_EQ(audit.current_step(), 0);
+}
+
+// An on_step that throws (a callback's bug, a Ctrl-C from Python) reaches the caller of step(),
+// and the saved run still has that step: the run gets it before the callback does.
+TEST(AuditTrainingLoop, AnOnStepThatThrowsLosesNoStepFromTheRun) {
+  const std::string dir = ::testing::TempDir() + "gs_audit_onstep_throws";
+  std::filesystem::remove_all(dir);
+  auto net = mlp();
+  ::torch::optim::SGD opt(net->parameters(), 0.05);
+  int64_t thrown = 0;
+  {
+    RunWriter run(dir);
+    AuditOptions o;
+    o.sink = &run;
+    o.on_step = [](const std::vector<Record>& records) {
+      if (records.front().step % 2 == 1) throw std::runtime_error("callback failed");
+    };
+    Audit audit(net, o);
+    for (int step = 0; step < 6; ++step) {
+      try {
+        train_step(audit, net, opt);
+      } catch (const std::runtime_error&) {
+        ++thrown;
+      }
+    }
+    audit.finish();
+    run.close();
+  }
+  EXPECT_EQ(thrown, 3);
+  RunReader reader(dir);
+  std::vector<int64_t> steps;
+  reader.for_each([&](const Record& r) {
+    if (steps.empty() || steps.back() != r.step) steps.push_back(r.step);
+  });
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  std::filesystem::remove_all(dir);
 }
 
 // Runs `steps` steps of the same model and data; scale > 0 multiplies the loss by it and

@@ -73,8 +73,10 @@ void Audit::State::settle() {
 }
 
 void Audit::State::hand_over(const StepRecords& ended) {
-  if (options.on_step) options.on_step(ended.records);
+  // The run first: a callback that throws (a KeyboardInterrupt from Python) must not cost the
+  // saved run the step, which the audit's own records already hold.
   if (options.sink && writes_run()) options.sink->add_step(ended);
+  if (options.on_step) options.on_step(ended.records);
 }
 
 }  // namespace gradscope::torch
