@@ -246,6 +246,10 @@ TEST(RunDocuments, AnEmbeddingSummaryTravelsWithRunDbAlone) {
   ASSERT_EQ(got->tables.size(), 1u);
   EXPECT_EQ(got->tables[0].report.layer, "item");
   EXPECT_EQ(got->tables[0].profile.num_embeddings, 4);
+  // A C++ table name need not be UTF-8: replaced (U+FFFD) in the document, not an exception.
+  s.tables[0].report.layer = s.tables[0].profile.layer = "it\xff" "em";
+  save_embedding_summary(dir.string(), s);
+  EXPECT_EQ(load_embedding_summary(dir.string())->tables[0].report.layer, "it\xEF\xBF\xBD" "em");
   fs::remove_all(dir.parent_path());
 }
 

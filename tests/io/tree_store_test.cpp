@@ -143,6 +143,24 @@ TEST(TreeStore, DamagedFilesAreErrorsNamingTheFileAndField) {
               HasSubstr("trees.json': malformed: "));  std::filesystem::remove_all(dir);
 }
 
+// Names from a model file need not be UTF-8 (a UBJSON model holds bytes): the run is written,
+// the names replaced (U+FFFD) in its analysis; and a run whose analysis cannot be written is
+// not left behind as rounds alone, which would read as healthy.
+TEST(TreeStore, NamesThatAreNotUtf8AreReplacedAndNoHalfRunIsLeft) {
+  const auto dir = test::fresh_dir("tree-utf8");
+  TreeRunSummary s = sample();
+  s.report.feature_names = {"age", "in\xff" "come", "tenure"};
+  write_tree_run((dir / "run").string(), s);
+  const std::optional<TreeRunSummary> back = load_tree_summary((dir / "run").string());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->report.feature_names[1], "in\xEF\xBF\xBD" "come");
+  TreeRunSummary bad = sample();
+  bad.report.windows[1].first_round = 7;  // a gap after window 0: save refuses it
+  EXPECT_THAT(test::error_of([&] { write_tree_run((dir / "bad").string(), bad); }), HasSubstr("windows[1].first_round"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad" / "run.db"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TreeStore, OnlyARegularFileIsReadAndSaveRefusesWhatLoadWould) {
   const auto dir = test::fresh_dir("tree-fifo");
   ASSERT_EQ(mkfifo((dir / "trees.json").c_str(), 0600), 0);

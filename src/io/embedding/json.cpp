@@ -12,7 +12,8 @@ using internal::Json;
 using internal::json_number;
 
 std::string render_embedding_json(const EmbeddingReport& report, int indent) {
-  return Json{{"gradscope_embedding_report", internal::report_to_json(report)}}.dump(indent);
+  return Json{{"gradscope_embedding_report", internal::report_to_json(report)}}.dump(indent, ' ', false,
+                                                                                    Json::error_handler_t::replace);
 }
 
 std::string render_embedding_hub_json(const EmbeddingHubReport& report, int indent) {
@@ -20,7 +21,7 @@ std::string render_embedding_hub_json(const EmbeddingHubReport& report, int inde
   for (const auto& t : report.tables) tables.push_back(internal::report_to_json(t));
   for (const auto& c : report.correlations) corr.push_back(internal::correlation_to_json(c));
   return Json{{"gradscope_embedding_hub", {{"tables", tables}, {"gradient_norm_correlations", corr}}}}
-      .dump(indent);
+      .dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string intervention_json(const EmbeddingIntervention& iv) {
@@ -34,7 +35,7 @@ std::string intervention_json(const EmbeddingIntervention& iv) {
                          {"max", json_number(iv.scale_max)}}},
               {"snr_median", json_number(iv.snr_median)},
               {"sample_rows", iv.sample_rows}}
-      .dump();
+      .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 AuditLog::AuditLog(const std::string& dir) : dir_(dir) {

@@ -142,7 +142,8 @@ void save_embedding_summary(const std::string& dir, const EmbeddingRunSummary& s
   } catch (const Error& e) {
     throw Error(internal::document_where(dir, kFileName, "embedding") + ": " + e.what());
   }
-  internal::save_document(dir, kFileName, "embedding", doc.dump(1) + "\n");
+  // A table name need not be UTF-8 in C++: replaced (U+FFFD), never an exception mid-save.
+  internal::save_document(dir, kFileName, "embedding", doc.dump(1, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
 std::optional<EmbeddingRunSummary> load_embedding_summary(const std::string& dir) {

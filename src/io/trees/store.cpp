@@ -26,7 +26,10 @@ void save_tree_summary(const std::string& dir, const TreeRunSummary& summary) {
   } catch (const Error& e) {
     throw Error(internal::document_where(dir, kFileName, "tree") + ": " + e.what());
   }
-  internal::save_document(dir, kFileName, "tree", doc.dump(1) + "\n");
+  // Names from a model file need not be UTF-8 (a UBJSON model's bytes): replaced (U+FFFD) here,
+  // not an exception after the rounds are written.
+  internal::save_document(dir, kFileName, "tree",
+                          doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 std::optional<TreeRunSummary> load_tree_summary(const std::string& dir) {
@@ -50,8 +53,20 @@ void write_tree_run(const std::string& dir, const TreeRunSummary& summary,
   }
   // Into run.db once every round is committed and before the end time: a reader that sees
   // the run as finished sees its analysis.
-  writer.commit();
-  save_tree_summary(dir, summary);
+  try {
+    writer.commit();
+    save_tree_summary(dir, summary);
+  } catch (...) {
+    // No half-run: the rounds without their analysis would read as a healthy run.
+    try {
+      writer.close();
+    } catch (...) {
+      // the first failure is the one to report
+    }
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(writer.database_path() + suffix, ec);
+    throw;
+  }
   writer.close();
 }
 

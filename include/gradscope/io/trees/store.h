@@ -54,7 +54,9 @@ void save_tree_summary(const std::string& dir, const TreeRunSummary& summary);
 std::optional<TreeRunSummary> load_tree_summary(const std::string& dir);
 
 /// A whole tree run in `dir`: every round's records through a RunWriter (step = round), then
-/// the trees.json document once they are committed, then the run closed. Throws Error for a model without rounds (a run needs a step) and for what
+/// the trees.json document once they are committed, then the run closed. When the document
+/// cannot be written the run is removed (no rounds without their analysis, which would read
+/// as a healthy run) and the Error thrown. Throws Error for a model without rounds (a run needs a step) and for what
 /// RunWriter and save_tree_summary throw.
 void write_tree_run(const std::string& dir, const TreeRunSummary& summary,
                     RunWriterOptions options = {});
