@@ -70,7 +70,8 @@ TEST(CompressJson, BadRecipesNameTheField) {
               HasSubstr("nodes[1].node: 'fc1' is also nodes[0] (a node is decided once)"));
   EXPECT_THAT(edit("\"pruned_units\": []", "\"pruned_units\": [1, 1]"), HasSubstr("unit 1 is listed twice"));
   EXPECT_THAT(edit("\"bias\": 4", "\"bias\": 4.5"), HasSubstr("nodes[0].bias"));
-  EXPECT_THAT(error_of([] { parse_recipe_json("{", "r.json"); }), HasSubstr("r.json: not JSON"));
+  EXPECT_THAT(error_of([] { parse_recipe_json("{", "r.json"); }), HasSubstr("r.json: not JSON (parse error at line 1"));
+  EXPECT_THAT(error_of([] { parse_recipe_json("{", "r.json"); }), ::testing::Not(HasSubstr("json.exception")));
   EXPECT_THAT(error_of([] { parse_recipe_json("{}", "r.json"); }), HasSubstr("gradscope_compression_recipe"));
   EXPECT_THAT(error_of([] { load_recipe("/nonexistent/r.json"); }), HasSubstr("cannot open recipe '/nonexistent/r.json'"));
 }
@@ -95,6 +96,19 @@ TEST(CompressJson, ProfileRoundTripsAndIsChecked) {
   bad[0].act_sq[1] = -1;
   EXPECT_THAT(error_of([&] { parse_compress_profile_json(render_compress_profile_json(bad), "u.json"); }),
               HasSubstr("act_sq[1]"));
+  // What said "no statistics in the run" before, naming neither file nor field.
+  bad = p;
+  bad[0].batch = 0;
+  EXPECT_EQ(error_of([&] { parse_compress_profile_json(render_compress_profile_json(bad), "u.json"); }),
+            "u.json: gradscope_compression_profile.nodes[0].batch: must be at least 1 (samples per step), got 0");
+  bad = p;
+  bad[0].act_sq.clear();
+  EXPECT_EQ(error_of([&] { parse_compress_profile_json(render_compress_profile_json(bad), "u.json"); }),
+            "u.json: gradscope_compression_profile.nodes[0].act_sq: is empty while out_grad_sq is not (a channel "
+            "view measures the activation first)");
+  bad = p;
+  bad[0].out_grad_sq.clear();  // activations without gradients: what profile_model keeps then
+  EXPECT_EQ(error_of([&] { parse_compress_profile_json(render_compress_profile_json(bad), "u.json"); }), "no error");
 }
 
 TEST(CompressJson, MeasuredComparisonRoundTrips) {

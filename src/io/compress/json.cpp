@@ -32,7 +32,7 @@ Json parse(const std::string& text, const std::string& source) {
   } catch (const Error& e) {
     throw Error(source + ": " + e.what());
   } catch (const std::exception& e) {
-    throw Error(source + ": not JSON (" + e.what() + ")");
+    throw Error(source + ": not JSON (" + internal::parser_message(e) + ")");
   }
 }
 
@@ -167,9 +167,16 @@ std::vector<NodeProfile> parse_compress_profile_json(const std::string& text, co
       p.next = n.at("next").string();
       p.next_fan = n.at("next_fan").count();
       p.batch = n.at("batch").count();
+      // The rule scales every statistic by the batch: 0 would silently zero them all.
+      if (p.batch < 1) n.at("batch").fail("must be at least 1 (samples per step), got " + std::to_string(p.batch));
       p.positions = n.at("positions").count();
       p.act_sq = numbers(n.at("act_sq"));
       p.out_grad_sq = numbers(n.at("out_grad_sq"));
+      // A channel view measures the output gradient with the activation (profile_model keeps
+      // activations without gradients when a step had none, never the reverse): gradients
+      // alone are not a profile gradscope wrote.
+      if (p.act_sq.empty() && !p.out_grad_sq.empty())
+        n.at("act_sq").fail("is empty while out_grad_sq is not (a channel view measures the activation first)");
       p.zero_frac = numbers(n.at("zero_frac"));
       for (std::size_t j = 0; j < p.zero_frac.size(); ++j)
         if (!(p.zero_frac[j] <= 1.0)) n.at("zero_frac").element(j).fail("is not in 0..1");

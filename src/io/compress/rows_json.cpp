@@ -42,7 +42,7 @@ Json parse(const std::string& text, const std::string& source) {
   } catch (const Error& e) {
     throw Error(source + ": " + e.what());
   } catch (const std::exception& e) {
-    throw Error(source + ": not JSON (" + e.what() + ")");
+    throw Error(source + ": not JSON (" + internal::parser_message(e) + ")");
   }
 }
 

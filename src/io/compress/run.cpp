@@ -78,7 +78,7 @@ std::optional<compress::MeasuredComparison> load_measured_comparison(const std::
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   } catch (const std::exception& e) {
-    throw Error(path + ": not JSON (" + e.what() + ")");
+    throw Error(path + ": not JSON (" + internal::parser_message(e) + ")");
   }
 }
 

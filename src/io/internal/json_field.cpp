@@ -138,4 +138,11 @@ std::string Field::string() const {
   return value_.get<std::string>();
 }
 
+std::string parser_message(const std::exception& e) {
+  // nlohmann's messages start with "[json.exception.<kind>.<id>] ".
+  const std::string what = e.what();
+  const auto end = what.find("] ");
+  return what.rfind("[json.exception.", 0) == 0 && end != std::string::npos ? what.substr(end + 2) : what;
+}
+
 }  // namespace gradscope::internal

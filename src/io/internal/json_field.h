@@ -71,6 +71,10 @@ class Field {
 /// text that is not JSON.
 nlohmann::ordered_json parse_bounded(const std::string& text, int max_depth, std::size_t max_members);
 
+/// What the JSON library said of text it could not parse, without its internal tag
+/// ("[json.exception.parse_error.101] "): "parse error at line 1, column 2: ...".
+std::string parser_message(const std::exception& e);
+
 /// How a JSON value is shown in an error: numbers and null as written, other types by name
 /// ("a string"), so that no long string or array is repeated in a message.
 std::string shown(const nlohmann::ordered_json& value);

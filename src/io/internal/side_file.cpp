@@ -52,10 +52,7 @@ std::optional<nlohmann::ordered_json> read_side_json(const fs::path& path, std::
   try {
     return parse_bounded(*text, max_depth, max_members);
   } catch (const nlohmann::ordered_json::exception& e) {
-    // nlohmann's messages start with "[json.exception.<kind>.<id>] ".
-    const std::string what = e.what();
-    const auto end = what.find("] ");
-    throw Error("malformed: " + (end == std::string::npos ? what : what.substr(end + 2)));
+    throw Error("malformed: " + parser_message(e));
   }
 }
 
@@ -90,10 +87,7 @@ std::optional<JsonDocument> read_document_json(const std::string& dir, const std
   try {
     return JsonDocument{parse_bounded(doc->text, max_depth, max_members), doc->where};
   } catch (const nlohmann::ordered_json::exception& e) {
-    // nlohmann's messages start with "[json.exception.<kind>.<id>] ".
-    const std::string what = e.what();
-    const auto end = what.find("] ");
-    throw Error(doc->where + ": malformed: " + (end == std::string::npos ? what : what.substr(end + 2)));
+    throw Error(doc->where + ": malformed: " + parser_message(e));
   } catch (const Error& e) {
     throw Error(doc->where + ": " + e.what());
   }
