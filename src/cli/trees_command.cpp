@@ -31,6 +31,9 @@ TreeData read_rows(const std::string& path, const std::string& label, const Tree
                 (label.empty() ? "" : " besides the label '" + label + "'") + ", the model has " +
                 std::to_string(model.num_features) + " features");
   if (d.rows == 0) throw Error("data file '" + path + "': no rows after the header");
+  // Labels the model's loss cannot take (2 for a binary logloss) named with their file here;
+  // the analysis would say "data" only.
+  check_tree_labels(model, tree_loss_of(model), d, "data file '" + path + "'");
   return d;
 }
 

@@ -102,6 +102,9 @@ class TreesCli : public ::testing::Test {
     for (std::size_t i = 0; i < train.rows; ++i)
       fewer.x.insert(fewer.x.end(), train.row(i), train.row(i) + 29);
     write_csv_data((work() / "fewer.csv").string(), fewer);
+    TreeData label_two = train;  // a binary model's logloss takes labels in [0, 1]
+    label_two.y[1] = 2;
+    write_csv_data((work() / "label_two.csv").string(), label_two);
   }
   static void TearDownTestSuite() { fs::remove_all(work()); }
   void SetUp() override { GRADSCOPE_REQUIRE_DATA(data_path()); }
@@ -263,6 +266,8 @@ TEST_F(TreesCli, BadInputIsAnErrorNamingTheFile) {
       {"trees healthy.json --data fewer.csv --label label --out runs/x", 3,
        "data file 'fewer.csv': 29 feature columns besides the label 'label', the model has 30 "
        "features"},
+      {"trees healthy.json --data train.csv --label label --valid label_two.csv --out runs/x", 3,
+       "data file 'label_two.csv': row 2: label 2.000000 is outside [0, 1] (a binary model's logloss)"},
       {"trees healthy.json --data train.csv --valid valid.csv --out runs/x", 2,
        "--valid needs --label"},
       {"trees healthy.json --label label --out runs/x", 2,
