@@ -172,6 +172,43 @@ TEST(ReadOnly, ClosedAndKilledRunsReadWithoutWriteAccessOrDiskSpace) {
   }
 }
 
+// A run this user may not reach (a 0700 folder of another user; a folder without search
+// permission) is said to be that, not "no such file", which sends a user looking elsewhere.
+TEST(ReadOnly, ARunBehindAFolderThisUserMayNotEnterIsPermissionDenied) {
+  const fs::path dir = fresh_dir("ro-denied");
+  write_closed_run(dir / "run", 3, 2);
+  // Root passes every permission check: the child reads as nobody, the folder 0700 root's.
+  // Another user owns the folder and reads it with no permission at all on it.
+  fs::permissions(dir, geteuid() == 0 ? fs::perms::owner_all : fs::perms::none);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    std::string message = "read without an error";
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) message = "setuid failed";
+    else
+      try {
+        RunReader reader((dir / "run").string());
+      } catch (const std::exception& e) {
+        message = e.what();
+      }
+    if (write(fds[1], message.data(), message.size()) < 0) _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  EXPECT_EQ(message, "run database '" + (dir / "run" / "run.db").string() +
+                         "': permission denied (this user may not open it or a folder above it)");
+  fs::permissions(dir, fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
 TEST(ReadOnly, AReaderOpenedBeforeTheFirstCommitFollowsTheLog) {
   const fs::path dir = fresh_dir("ro-follow");
   RunWriter w(dir.string());

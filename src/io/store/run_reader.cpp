@@ -97,8 +97,14 @@ std::string plural(int64_t n, const char* one, const char* many) {
 RunReader::RunReader(const std::string& run, ReadOptions options)
     : path_(run_database_path(run)), options_(options) {
   struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0)
+  if (::stat(path_.c_str(), &st) != 0) {
+    const int error = errno;
+    if (error == EACCES)  // a folder on the way lets this user not through: the run may well be there
+      throw Error("run database '" + path_ + "': permission denied (this user may not open it or a folder above it)");
+    if (error != ENOENT && error != ENOTDIR)
+      throw Error("run database '" + path_ + "': cannot open (" + std::strerror(error) + ")");
     throw Error("run database '" + path_ + "': no such file (is '" + run + "' a gradscope run?)");
+  }
   if (!S_ISREG(st.st_mode)) throw Error("run database '" + path_ + "': not a regular file");
   int64_t& version = version_;
   try {
