@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "../common/error_of.h"
@@ -110,30 +111,16 @@ TEST(ADamagedLog, IsAnErrorNamingTheLogAndPartialReadsWhatSqliteKeeps) {
   fs::remove_all(dir);
 }
 
-// Runs `read` in a child without write access to anything: as user nobody when this test
-// runs as root (who may write anywhere), else with the run made read-only; and with a file
-// size limit of 0, so any write that grows a file fails as on a full disk. Returns the
-// child's message: "" when it read what was expected.
-std::string read_without_write_access(const fs::path& dir, int64_t steps) {
+// Runs `body` in a forked child and returns the message it gives back ("" for none), or why
+// the child could not run or died.
+std::string in_child(const std::function<std::string()>& body) {
   int fds[2];
   if (pipe(fds) != 0) return "pipe failed";
   const pid_t pid = fork();
   if (pid < 0) return "fork failed";
   if (pid == 0) {
     close(fds[0]);
-    std::string message;
-    signal(SIGXFSZ, SIG_IGN);
-    const rlimit no_growth{0, 0};
-    if (setrlimit(RLIMIT_FSIZE, &no_growth) != 0) message = "setrlimit failed";
-    if (message.empty() && geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) message = "setuid failed";
-    if (message.empty()) {
-      try {
-        const auto got = read_counts(dir.string());
-        if (got.first != steps) message = "read " + std::to_string(got.first) + " steps";
-      } catch (const std::exception& e) {
-        message = e.what();
-      }
-    }
+    const std::string message = body();
     if (!message.empty() && write(fds[1], message.data(), message.size()) < 0) _exit(2);
     _exit(0);
   }
@@ -146,6 +133,33 @@ std::string read_without_write_access(const fs::path& dir, int64_t steps) {
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status)) return "child died with signal " + std::to_string(WTERMSIG(status));
   return message;
+}
+
+// In a child: as user nobody when this test runs as root (who passes every permission check).
+// "" when it could, else why not.
+std::string become_nobody_if_root() {
+  if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return "setuid failed";
+  return "";
+}
+
+// Runs `read` in a child without write access to anything: as user nobody when this test
+// runs as root (who may write anywhere), else with the run made read-only; and with a file
+// size limit of 0, so any write that grows a file fails as on a full disk. Returns the
+// child's message: "" when it read what was expected.
+std::string read_without_write_access(const fs::path& dir, int64_t steps) {
+  return in_child([&]() -> std::string {
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit no_growth{0, 0};
+    if (setrlimit(RLIMIT_FSIZE, &no_growth) != 0) return "setrlimit failed";
+    if (std::string why = become_nobody_if_root(); !why.empty()) return why;
+    try {
+      const auto got = read_counts(dir.string());
+      if (got.first != steps) return "read " + std::to_string(got.first) + " steps";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  });
 }
 
 void make_read_only(const fs::path& dir) {
@@ -180,29 +194,15 @@ TEST(ReadOnly, ARunBehindAFolderThisUserMayNotEnterIsPermissionDenied) {
   // Root passes every permission check: the child reads as nobody, the folder 0700 root's.
   // Another user owns the folder and reads it with no permission at all on it.
   fs::permissions(dir, geteuid() == 0 ? fs::perms::owner_all : fs::perms::none);
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
-    std::string message = "read without an error";
-    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) message = "setuid failed";
-    else
-      try {
-        RunReader reader((dir / "run").string());
-      } catch (const std::exception& e) {
-        message = e.what();
-      }
-    if (write(fds[1], message.data(), message.size()) < 0) _exit(2);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string message;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  waitpid(pid, nullptr, 0);
+  const std::string message = in_child([&]() -> std::string {
+    if (std::string why = become_nobody_if_root(); !why.empty()) return why;
+    try {
+      RunReader reader((dir / "run").string());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "read without an error";
+  });
   EXPECT_EQ(message, "run database '" + (dir / "run" / "run.db").string() +
                          "': permission denied (this user may not open it or a folder above it)");
   fs::permissions(dir, fs::perms::owner_all);
