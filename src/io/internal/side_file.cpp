@@ -9,7 +9,6 @@
 #include "gradscope/core/error.h"
 #include "gradscope/io/store/run_documents.h"
 #include "internal/json_field.h"
-#include "internal/regular_file.h"
 
 namespace gradscope::internal {
 
@@ -20,6 +19,12 @@ fs::path run_folder(const std::string& dir) {
   std::error_code ec;
   if (p.filename() == "run.db" || fs::is_regular_file(p, ec)) return p.parent_path();
   return p;
+}
+
+std::string run_database(const std::string& run) {
+  std::error_code ec;
+  if (fs::is_regular_file(run, ec)) return run;
+  return (run_folder(run) / "run.db").string();
 }
 
 void replace_file(const fs::path& folder, const std::string& name, const std::string& text) {
@@ -45,27 +50,16 @@ void replace_file(const fs::path& folder, const std::string& name, const std::st
   }
 }
 
-std::optional<nlohmann::ordered_json> read_side_json(const fs::path& path, std::uintmax_t max_bytes,
-                                                     int max_depth, std::size_t max_members) {
-  const std::optional<std::string> text = read_regular_file(path.string(), max_bytes);
-  if (!text) return std::nullopt;
-  try {
-    return parse_bounded(*text, max_depth, max_members);
-  } catch (const nlohmann::ordered_json::exception& e) {
-    throw Error("malformed: " + parser_message(e));
-  }
-}
-
 namespace {
 bool holds_run(const std::string& dir) {
   std::error_code ec;
-  return fs::is_regular_file(run_folder(dir) / "run.db", ec);
+  return fs::is_regular_file(run_database(dir), ec);
 }
 }  // namespace
 
 std::string document_where(const std::string& dir, const std::string& name, const std::string& kind) {
   const fs::path folder = run_folder(dir);
-  if (holds_run(dir)) return "run database '" + (folder / "run.db").string() + "', document '" + name + "'";
+  if (holds_run(dir)) return "run database '" + run_database(dir) + "', document '" + name + "'";
   return kind + " file '" + (folder / name).string() + "'";
 }
 

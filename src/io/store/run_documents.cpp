@@ -24,13 +24,6 @@ std::string document_where(const std::string& db, const std::string& name) {
   return "run database '" + db + "', document '" + name + "'";
 }
 
-// run.db of `run` (a folder, its run.db, or another database file named directly).
-std::string database_of(const std::string& run) {
-  std::error_code ec;
-  if (fs::is_regular_file(run, ec)) return run;
-  return (internal::run_folder(run) / "run.db").string();
-}
-
 void check_name(const std::string& db, const std::string& name) {
   const std::vector<std::string>& known = run_document_names();
   if (std::find(known.begin(), known.end(), name) == known.end())
@@ -67,7 +60,7 @@ namespace {
 // version it had.
 template <typename Body>
 int64_t write_upgraded(const std::string& run, const std::string& what, const Body& body) {
-  const std::string path = database_of(run);
+  const std::string path = internal::run_database(run);
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
     throw Error("run database '" + path + "': no such file, so nowhere to keep " + what +
@@ -95,7 +88,7 @@ int64_t upgrade_run(const std::string& run) {
 }
 
 void put_run_document(const std::string& run, const std::string& name, const std::string& text) {
-  check_name(database_of(run), name);
+  check_name(internal::run_database(run), name);
   write_upgraded(run, name, [&](internal::Database& db) {
     internal::Statement put =
         db.prepare("INSERT OR REPLACE INTO documents(name, body, checksum) VALUES(?, ?, ?)");
@@ -110,7 +103,7 @@ void put_run_document(const std::string& run, const std::string& name, const std
 
 std::optional<RunDocument> read_run_document(const std::string& run, const std::string& name,
                                              std::uintmax_t max_bytes, const std::string& kind) {
-  const std::string path = database_of(run);
+  const std::string path = internal::run_database(run);
   check_name(path, name);
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
@@ -138,7 +131,7 @@ std::optional<RunDocument> read_run_document(const std::string& run, const std::
 void append_run_log(const std::string& run, const std::vector<std::string>& lines) {
   for (const std::string& line : lines)
     if (line.find('\n') != std::string::npos)
-      throw Error("run database '" + database_of(run) + "', auto-fix log: a line holds a newline");
+      throw Error("run database '" + internal::run_database(run) + "', auto-fix log: a line holds a newline");
   write_upgraded(run, "the auto-fix log", [&](internal::Database& db) {
     int64_t position = db.query_int("SELECT count(*) FROM interventions");
     internal::Statement put = db.prepare("INSERT INTO interventions(position, line, checksum) VALUES(?, ?, ?)");
@@ -155,7 +148,7 @@ void append_run_log(const std::string& run, const std::vector<std::string>& line
 }
 
 std::vector<std::string> read_run_log(const std::string& run, std::uintmax_t max_bytes) {
-  const std::string path = database_of(run);
+  const std::string path = internal::run_database(run);
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
     RunReader reader(path, ReadOptions{true});
