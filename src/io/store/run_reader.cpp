@@ -172,13 +172,39 @@ void RunReader::open_as(const internal::LogState& state) {
   if (options_.partial) db_->exec("PRAGMA writable_schema=ON");
 }
 
+namespace {
+
+// The log as this reader's SQLite reads it. While a writer is live (a connection holds the log's
+// index open), SQLite reads the frames the index lists as committed and none after them, so
+// frames being appended, or overwritten after a checkpoint restarted the log, are not judged;
+// only the listed ones are. With none, SQLite's recovery reads the log from its start, and so
+// does the check.
+internal::WalCheck log_as_read(const std::string& db) {
+  const std::string log = db + "-wal", index = db + "-shm";
+  internal::WalCheck c = internal::check_wal_file(log);
+  if (!c.damaged()) return c;
+  for (int attempt = 0; attempt < 200 && internal::wal_index_in_use(index); ++attempt) {
+    const internal::WalIndex before = internal::read_wal_index(index);
+    if (before.valid) {
+      c = internal::check_wal_file(log, before.committed_frames);
+      const internal::WalIndex after = internal::read_wal_index(index);
+      // The salts change whenever the log restarts: the same salts in the log's header and
+      // in the index before and after mean the listed frames stayed put while they were read.
+      const auto same_log = [&](uint32_t salt1, uint32_t salt2) {
+        return salt1 == before.salt1 && salt2 == before.salt2;
+      };
+      if (same_log(c.salt1, c.salt2) && after.valid && same_log(after.salt1, after.salt2)) return c;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the writer is updating the index
+  }
+  return internal::check_wal_file(log);
+}
+
+}  // namespace
+
 void RunReader::check_log() {
   const std::string log = path_ + "-wal";
-  internal::WalCheck c = internal::check_wal_file(log);
-  if (!c.damaged()) return;
-  // A live writer's last frame can be caught half-written; damage stays, a write finishes.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  c = internal::check_wal_file(log);
+  const internal::WalCheck c = log_as_read(path_);
   if (!c.damaged()) return;
   std::string what = "run log '" + log + "': ";
   if (c.header_damaged) {

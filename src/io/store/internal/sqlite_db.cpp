@@ -1,10 +1,16 @@
 #include "store/internal/sqlite_db.h"
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "gradscope/core/error.h"
 
 namespace gradscope::internal {
+
+bool passes_while_writer_works(int code) {
+  return code == SQLITE_READONLY_RECOVERY || code == SQLITE_READONLY_CANTINIT || code == SQLITE_BUSY_RECOVERY;
+}
 
 std::string sqlite_message(const std::string& path, sqlite3* db, int rc) {
   const int primary = rc & 0xff;
@@ -25,12 +31,32 @@ std::string sqlite_message(const std::string& path, sqlite3* db, int rc) {
   return "run database '" + path + "': " + what + " (" + detail + ")";
 }
 
+namespace {
+
+// Runs `attempt` (an SQLite call returning its result code) again while it fails in a way a live
+// writer's start causes for a moment, for up to two seconds; returns the last result.
+template <class Attempt>
+int waiting_out_writer(sqlite3* db, const Attempt& attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    const int rc = attempt();
+    if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return rc;
+    if (!passes_while_writer_works(sqlite3_extended_errcode(db)) || std::chrono::steady_clock::now() >= deadline)
+      return rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+}  // namespace
+
 Statement::Statement(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
-  const int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  // Preparing reads the schema, so it meets the same moments as a first step.
+  const int rc = waiting_out_writer(db, [&] { return sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); });
   if (rc != SQLITE_OK) fail(rc);
 }
 
-Statement::Statement(Statement&& o) noexcept : db_(o.db_), stmt_(o.stmt_), path_(std::move(o.path_)) {
+Statement::Statement(Statement&& o) noexcept
+    : db_(o.db_), stmt_(o.stmt_), path_(std::move(o.path_)), gave_row_(o.gave_row_) {
   o.stmt_ = nullptr;
 }
 
@@ -40,6 +66,7 @@ Statement& Statement::operator=(Statement&& o) noexcept {
     db_ = o.db_;
     stmt_ = o.stmt_;
     path_ = std::move(o.path_);
+    gave_row_ = o.gave_row_;
     o.stmt_ = nullptr;
   }
   return *this;
@@ -70,13 +97,21 @@ void Statement::bind_blob(int index, const void* data, std::size_t size) {
 }
 
 bool Statement::step() {
-  const int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
+  const int rc = gave_row_ ? sqlite3_step(stmt_) : waiting_out_writer(db_, [&] {
+    const int r = sqlite3_step(stmt_);
+    if (r != SQLITE_ROW && r != SQLITE_DONE) sqlite3_reset(stmt_);  // to try again; keeps the bindings
+    return r;
+  });
+  if (rc == SQLITE_ROW) {
+    gave_row_ = true;
+    return true;
+  }
   if (rc == SQLITE_DONE) return false;
   fail(rc);
 }
 
 void Statement::reset() {
+  gave_row_ = false;
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }

@@ -9,6 +9,11 @@
 
 namespace gradscope::internal {
 
+/// True for the failures a live writer causes a read-only reader for a moment, while it builds
+/// the log's index (SQLITE_READONLY_RECOVERY, SQLITE_READONLY_CANTINIT, SQLITE_BUSY_RECOVERY):
+/// such a reader cannot build one itself. A statement retries them for up to two seconds.
+bool passes_while_writer_works(int code);
+
 /// One prepared statement. Reset before each reuse with reset().
 class Statement {
  public:
@@ -25,7 +30,8 @@ class Statement {
   /// A REAL; NaN is bound as NULL (SQLite stores no NaN).
   void bind_double(int index, double value);
   void bind_blob(int index, const void* data, std::size_t size);
-  /// True when a row is available, false when done; throws Error otherwise.
+  /// True when a row is available, false when done; throws Error otherwise. A failure
+  /// that passes_while_writer_works() before the first row is waited out.
   bool step();
   void reset();
 
@@ -41,6 +47,7 @@ class Statement {
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
   std::string path_;
+  bool gave_row_ = false;  ///< since the last reset: a retry then would repeat rows
 };
 
 /// How a connection may touch the files of a database.

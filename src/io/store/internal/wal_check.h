@@ -21,6 +21,7 @@ struct WalCheck {
   bool header_valid = false;     ///< magic, format version, page size and checksum verify
   bool header_damaged = false;   ///< the header fails while whole frames follow it: all are ignored
   uint32_t page_size = 0;        ///< from the header (0 when it is not a valid page size)
+  uint32_t salt1 = 0, salt2 = 0; ///< from the header: which frames belong to this log
   int64_t frames = 0;            ///< whole frames in the file (a torn frame at the end is not one)
   int64_t valid_frames = 0;      ///< leading frames SQLite accepts
   int64_t committed_frames = 0;  ///< of those, up to the last commit frame: what a reader sees
@@ -37,11 +38,37 @@ struct WalCheck {
   bool damaged() const { return header_damaged || damaged_frames > 0; }
 };
 
-/// Checks the bytes of a log.
-WalCheck check_wal(std::string_view bytes);
+/// No limit on the frames checked: all of them, as SQLite's recovery reads a log.
+constexpr int64_t kEveryFrame = INT64_MAX;
+
+/// Checks the bytes of a log: its first `frame_limit` frames (those a live writer's index says
+/// are committed; any after them are being written and are not judged).
+WalCheck check_wal(std::string_view bytes, int64_t frame_limit = kEveryFrame);
 
 /// Checks the log at `path`, reading one frame at a time; a missing file is an empty log.
 /// Throws Error naming the file when it cannot be read.
-WalCheck check_wal_file(const std::string& path);
+WalCheck check_wal_file(const std::string& path, int64_t frame_limit = kEveryFrame);
+
+/// What a live writer's index (run.db-shm) says of its log: SQLite's readers take the committed
+/// frames from it and never look past them. Layout of the header ("WAL-index header", two
+/// copies that must agree, checksummed in native byte order):
+/// https://www.sqlite.org/walformat.html#the_wal_index_file_format
+struct WalIndex {
+  bool valid = false;        ///< both copies agree, initialised, version and checksum verify
+  int64_t committed_frames = 0;  ///< mxFrame: frames a reader of the live log reads
+  uint32_t salt1 = 0, salt2 = 0;  ///< the salts of the log it indexes
+};
+
+/// Reads the index header at `path`; invalid when missing, short, being written or damaged.
+/// The file stays open for the life of the process: closing any descriptor of a file drops
+/// every POSIX lock this process holds on it, SQLite's own included.
+WalIndex read_wal_index(const std::string& path);
+
+/// True while a connection has the log's index open: SQLite's connections hold a shared lock
+/// on its "dead man switch" byte (offset 128 of run.db-shm) while open, and a reader trusts
+/// the index, not recovery, only then. Locks of this very process count too (Linux's open
+/// file description locks see them), so a writer in the same process is live.
+/// Kept open like read_wal_index's file, for the same reason.
+bool wal_index_in_use(const std::string& path);
 
 }  // namespace gradscope::internal
