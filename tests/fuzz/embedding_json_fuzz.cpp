@@ -47,15 +47,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace gradscope;
   const cli::LoadedRun& run = saved_run();
   gradscope::put_run_document(run.path, "embedding.json", std::string(reinterpret_cast<const char*>(data), size));
-  try {
-    const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
-    const EmbeddingRunSummary* e = embedding ? &*embedding : nullptr;
-    if (e) g_rendered = g_rendered + render_embedding_findings(*e).size();
-    g_rendered = g_rendered + embedding_verdict(e).size() +
-                 render_run_json(run.meta, run.report, run.flow, e).size();
-    g_rendered = g_rendered + static_cast<std::size_t>(run_unhealthy(run.report, run.flow, e));
-    g_rendered = g_rendered + fuzz::render_html_page(run, e).size();
-  } catch (const Error&) {
-  }
+  fuzz::within_budget(size, [&] {
+    try {
+      const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
+      const EmbeddingRunSummary* e = embedding ? &*embedding : nullptr;
+      if (e) g_rendered = g_rendered + render_embedding_findings(*e).size();
+      g_rendered = g_rendered + embedding_verdict(e).size() +
+                   render_run_json(run.meta, run.report, run.flow, e).size();
+      g_rendered = g_rendered + static_cast<std::size_t>(run_unhealthy(run.report, run.flow, e));
+      g_rendered = g_rendered + fuzz::render_html_page(run, e).size();
+    } catch (const Error&) {
+    }
+  });
   return 0;
 }

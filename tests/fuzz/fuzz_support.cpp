@@ -26,6 +26,13 @@ class NullBuffer : public std::streambuf {
 
 }  // namespace
 
+void check_budget(std::size_t size, double seconds) {
+  const double budget = kBudgetFixedSeconds + kBudgetSecondsPerByte * static_cast<double>(size);
+  if (seconds > budget)
+    die("slow input: " + std::to_string(seconds) + " s for " + std::to_string(size) + " bytes (budget " +
+        std::to_string(budget) + " s): work grows faster than the input");
+}
+
 ScratchDir::ScratchDir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gradscope-fuzz-XXXXXX";

@@ -27,4 +27,12 @@ void write_embedding_seeds(const std::filesystem::path& out, const std::filesyst
 /// in $GRADSCOPE_DATA_DIR, else the checkout's data/ (`make data`).
 void write_tree_seeds(const std::filesystem::path& out);
 
+/// <out>/compress_inputs: a profile, recipes, row profiles and row recipes as the writers
+/// write them (each after the byte that chooses its reader), and one cut short.
+void write_compress_seeds(const std::filesystem::path& out);
+
+/// <out>/lsp_transport: framed sessions as an editor sends them (initialize, a Python and a
+/// C++ file opened and changed, hovers, shutdown, exit), and framing cut short or damaged.
+void write_lsp_seeds(const std::filesystem::path& out);
+
 }  // namespace gradscope::fuzz

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     gradscope::fuzz::write_embedding_seeds(out, work);
     fs::remove_all(work);
     gradscope::fuzz::write_tree_seeds(out);
+    gradscope::fuzz::write_compress_seeds(out);
+    gradscope::fuzz::write_lsp_seeds(out);
     for (const auto& dir : fs::directory_iterator(out)) {
       if (!dir.is_directory()) continue;
       const auto n = std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator());

@@ -3,7 +3,7 @@
 // evaluated on rows that take every kind of branch (zero, NaN, huge, negative, fractional),
 // whole and round by round, and transformed: a model that checks out but cannot be evaluated
 // safely shows as a crash. Anything else (a crash, a sanitizer report, another exception, a
-// hang, unbounded memory) is a bug.
+// hang, an input over its time budget (fuzz_support.h), unbounded memory) is a bug.
 //
 //   extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
 //     return gradscope::fuzz::fuzz_tree_model(data, size, gradscope::ModelFormat::kCatBoostJson);
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_support.h"
 #include "gradscope/core/error.h"
 #include "gradscope/trees/read_model.h"
 
@@ -43,10 +44,12 @@ inline void evaluate(const TreeEnsemble& m) {
 
 inline int fuzz_tree_model(const uint8_t* data, std::size_t size, ModelFormat format) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  try {
-    evaluate(parse_tree_model(text, "<fuzz input>", format));
-  } catch (const Error&) {
-  }
+  within_budget(size, [&] {
+    try {
+      evaluate(parse_tree_model(text, "<fuzz input>", format));
+    } catch (const Error&) {
+    }
+  });
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace gradscope {
 namespace {
@@ -15,11 +16,16 @@ struct Collector {
   std::map<Key, InteractionPair> pairs;
   std::set<Key> in_tree;
 
-  // The lower split on `lower` credits each distinct feature split on above it once.
+  // The lower split on `lower` credits each distinct feature split on in `above` (its
+  // ancestors, the root first) once, looking at the last kInteractionReach of them only: a
+  // short list, searched in place.
   void credit(int32_t lower, double gain, const std::vector<int32_t>& above) {
-    std::set<int32_t> seen;
-    for (const int32_t upper : above) {
-      if (upper == lower || !seen.insert(upper).second) continue;
+    seen.clear();
+    const std::size_t from = above.size() - std::min(above.size(), static_cast<std::size_t>(kInteractionReach));
+    for (std::size_t i = from; i < above.size(); ++i) {
+      const int32_t upper = above[i];
+      if (upper == lower || std::find(seen.begin(), seen.end(), upper) != seen.end()) continue;
+      seen.push_back(upper);
       const Key k{std::min(lower, upper), std::max(lower, upper)};
       InteractionPair& p = pairs[k];
       p.a = k.first;
@@ -29,6 +35,7 @@ struct Collector {
       if (in_tree.insert(k).second) ++p.trees;
     }
   }
+  std::vector<int32_t> seen;
 };
 
 void walk_binary(const Tree& tree, Collector& c) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "gradscope/core/error.h"
+#include "internal/json_dom.h"
 
 namespace gradscope::internal {
 namespace {
@@ -41,20 +42,55 @@ std::string shown(const nlohmann::ordered_json& value) {
   }
 }
 
+namespace {
+
+// JsonDom with parse_bounded's limits checked at each event.
+class BoundedJson : public JsonDom {
+ public:
+  BoundedJson(Json& root, int max_depth, std::size_t max_members)
+      : JsonDom(root), max_depth_(max_depth), max_members_(max_members) {}
+  bool start_object(std::size_t n) {
+    enter();
+    members_.push_back(0);
+    return JsonDom::start_object(n);
+  }
+  bool start_array(std::size_t n) {
+    enter();
+    members_.push_back(0);
+    return JsonDom::start_array(n);
+  }
+  bool key(Json::string_t& k) {
+    if (++members_.back() > max_members_)
+      throw Error("malformed: an object of more than " + std::to_string(max_members_) + " members");
+    return JsonDom::key(k);
+  }
+  bool end_object() {
+    members_.pop_back();
+    return JsonDom::end_object();
+  }
+  bool end_array() {
+    members_.pop_back();
+    return JsonDom::end_array();
+  }
+
+ private:
+  void enter() {
+    // The document itself is depth 0, as nlohmann counts for its parse callbacks.
+    if (static_cast<int>(members_.size()) + 1 > max_depth_)
+      throw Error("malformed: nested more than " + std::to_string(max_depth_) + " deep");
+  }
+  int max_depth_;
+  std::size_t max_members_;
+  std::vector<std::size_t> members_;  // keys so far of each open container (arrays: unused)
+};
+
+}  // namespace
+
 nlohmann::ordered_json parse_bounded(const std::string& text, int max_depth, std::size_t max_members) {
-  using Json = nlohmann::ordered_json;
-  std::vector<std::size_t> members;  // of each object open at this point
-  return Json::parse(text, [&](int depth, Json::parse_event_t event, Json&) {
-    if (depth > max_depth) throw Error("malformed: nested more than " + std::to_string(max_depth) + " deep");
-    if (event == Json::parse_event_t::object_start) {
-      members.push_back(0);
-    } else if (event == Json::parse_event_t::key && ++members.back() > max_members) {
-      throw Error("malformed: an object of more than " + std::to_string(max_members) + " members");
-    } else if (event == Json::parse_event_t::object_end) {
-      members.pop_back();
-    }
-    return true;
-  });
+  nlohmann::ordered_json doc;
+  BoundedJson dom(doc, max_depth, max_members);
+  nlohmann::ordered_json::sax_parse(text, &dom);
+  return doc;
 }
 
 Field::Field(const Json& value, std::string path) : value_(value), path_(std::move(path)) {}

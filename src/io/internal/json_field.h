@@ -65,10 +65,10 @@ class Field {
   std::string path_;
 };
 
-/// `text` parsed, refusing while it parses nesting deeper than `max_depth` and objects of more
-/// than `max_members` members (Error "malformed: ..."): ordered objects look each key up one by
-/// one, so one object of a million members would take hours. Throws nlohmann's exceptions for
-/// text that is not JSON.
+/// `text` parsed in time linear in its size (internal/json_dom.h), refusing while it parses
+/// nesting deeper than `max_depth` and objects of more than `max_members` members (Error
+/// "malformed: ..."): a reader looks a key up in its object member by member. Throws
+/// nlohmann's exceptions for text that is not JSON.
 nlohmann::ordered_json parse_bounded(const std::string& text, int max_depth, std::size_t max_members);
 
 /// What the JSON library said of text it could not parse, without its internal tag

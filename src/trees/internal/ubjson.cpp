@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gradscope/core/error.h"
+#include "internal/json_dom.h"
 #include "internal/packed_numbers.h"
 
 namespace gradscope::trees_internal {
@@ -11,15 +12,15 @@ namespace {
 constexpr std::size_t kMaxMembers = 100000;                     // as parse_model_json
 constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);  // a container without a count
 
-// nlohmann's DOM builder, with the bounds of parse_ubjson checked at every event, the members
+// The linear-time DOM builder (internal/json_dom.h), with the bounds of parse_ubjson checked at every event, the members
 // named in `skip` (at any depth) left out of the document, and the arrays of numbers named in
 // `pack` kept as one packed value each (packed_numbers.h).
 class BoundedDom {
  public:
-  using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
+  using Dom = internal::JsonDom;
   BoundedDom(Json& result, std::size_t max_values, int max_depth,
              const std::vector<std::string>& skip, const std::vector<std::string>& pack)
-      : dom_(result, true),
+      : dom_(result),
         max_values_(max_values),
         max_depth_(max_depth),
         skip_(skip),

@@ -7,9 +7,11 @@
 //
 // A pair (a, b) co-occurs when a split on one lies below a split on the other on a root-to-leaf
 // path: the lower split found gain inside the region the upper one carved, which is what an
-// interaction is to a tree. Each split credits every distinct other feature split on above it
-// once, with its own gain (a count of 1 when the file has no gains). CatBoost's oblivious trees
-// split every path the same way, so each level credits the features of the levels above. The
+// interaction is to a tree. Each split credits every distinct other feature split on above it,
+// up to kInteractionReach levels up, once, with its own gain (a count of 1 when the file has no
+// gains). CatBoost's oblivious trees split every path the same way, so each level credits the
+// features of the levels above (as far). The reach keeps the work linear in the size of the
+// model: a 100,000-deep chain of splits on distinct features has 5e9 pairs of ancestors. The
 // variance inflation factor of a pair, 1 / (1 - r^2) with r the Pearson correlation of the two
 // columns over the data, is the VIF of either feature regressed on the other; above
 // TreeThresholds::interaction_vif the two carry the same signal and the "interaction" is the
@@ -25,6 +27,10 @@
 #include "gradscope/core/trees/thresholds.h"
 
 namespace gradscope {
+
+/// How many levels above a split its interactions are looked for: deeper than any tree the
+/// libraries grow by default (XGBoost's max_depth 6, LightGBM's 31 leaves, CatBoost's depth 6).
+constexpr int kInteractionReach = 64;
 
 /// One pair of features, a < b.
 struct InteractionPair {
