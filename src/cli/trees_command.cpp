@@ -96,7 +96,7 @@ void add_trees_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--label", opt->label,
                   "label column of --data and --valid (for the training and validation loss)");
   cmd->add_option("--valid", opt->valid, "CSV of validation rows, same columns (needs --label)");
-  cmd->add_option("--window", opt->window, "rounds per window (default: max(5, rounds / 20))")
+  cmd->add_option("--window", opt->window, "rounds per window of the views (default: max(5, rounds / 20)); the rules always judge on the default windows")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--out", opt->out,
                   "run folder to write (default: gradscope-runs/trees-<model name>)");

@@ -132,6 +132,33 @@ TEST(TreeRules, GrowingStepsExplodeShrinkingOnesDoNot) {
   EXPECT_EQ(find(analyze_tree_dynamics(shrink, {&d}), TreeFlag::kExploding), nullptr);
 }
 
+// Steps shrinking 3% a round with a 2-round burst at 4x (rounds 150-151): windows of 2 see the
+// burst double the smallest window before it, the rules' windows of 10 (200 rounds) do not.
+TEST(TreeRules, TheViewsWindowChangesNoVerdict) {
+  const TreeData d = two_points(20);
+  const TreeEnsemble burst = pushing(
+      200, [](int r) { return (r == 150 || r == 151 ? 4.0 : 1.0) * std::pow(0.97, r); },
+      TreeLink::kIdentity, "reg:squarederror");
+  const TreeDynamicsReport judged = analyze_tree_dynamics(burst, {&d});
+  EXPECT_EQ(judged.window, 10);
+  EXPECT_EQ(find(judged, TreeFlag::kExploding), nullptr);
+  for (const int window : {2, 5, 7, 50, 200}) {
+    SCOPED_TRACE(window);
+    TreeThresholds t;
+    t.window = window;
+    const TreeDynamicsReport r = analyze_tree_dynamics(burst, {&d}, t);
+    EXPECT_EQ(r.window, window);  // the views use it
+    ASSERT_EQ(r.findings.size(), judged.findings.size());
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      EXPECT_EQ(r.findings[i].flag, judged.findings[i].flag);
+      EXPECT_EQ(r.findings[i].first_round, judged.findings[i].first_round);
+      EXPECT_EQ(r.findings[i].detail, judged.findings[i].detail);
+      EXPECT_EQ(r.findings[i].value, judged.findings[i].value);
+    }
+    EXPECT_EQ(r.not_judged, judged.not_judged);
+  }
+}
+
 TEST(TreeRules, OneFeatureWithMostOfTheGainIsConcentrated) {
   auto model = [](double a, double b) {
     std::vector<Tree> trees;

@@ -67,13 +67,13 @@ bool stalled(TreeDynamicsReport& r) {
 }
 
 // A tail of rounds that each add almost nothing: stop where it starts.
-void stagnant_tail(TreeDynamicsReport& r) {
+void stagnant_tail(TreeDynamicsReport& r, const std::vector<WindowDynamics>& windows) {
   const TreeThresholds& t = r.thresholds;
   double peak = 0;
   std::size_t peak_window = 0;
-  for (std::size_t w = 0; w < r.windows.size(); ++w)
-    if (r.windows[w].contribution > peak) {
-      peak = r.windows[w].contribution;
+  for (std::size_t w = 0; w < windows.size(); ++w)
+    if (windows[w].contribution > peak) {
+      peak = windows[w].contribution;
       peak_window = w;
     }
   if (!(peak > 0)) return;
@@ -86,7 +86,7 @@ void stagnant_tail(TreeDynamicsReport& r) {
   }
   const int32_t tail = r.rounds - start;
   if (tail < t.stagnant_rounds) return;
-  const WindowDynamics& busiest = r.windows[peak_window];
+  const WindowDynamics& busiest = windows[peak_window];
   r.findings.push_back({TreeFlag::kStagnant, start, largest / peak, t.stagnant_fraction,
                         "largest mean |round output| from round " + std::to_string(start) +
                             " on, as a fraction of the busiest window's mean",
@@ -132,15 +132,15 @@ void overfitting(TreeDynamicsReport& r) {
        -1});
 }
 
-void exploding(TreeDynamicsReport& r) {
+void exploding(TreeDynamicsReport& r, const std::vector<WindowDynamics>& windows) {
   const TreeThresholds& t = r.thresholds;
   const bool data = have_contributions(r);
   auto measure = [&](const WindowDynamics& w) { return data ? w.contribution : w.leaf_mean_abs; };
-  if (r.windows.size() < 2) return;
+  if (windows.size() < 2) return;
   std::size_t min_w = 0, worst = 0, worst_min = 0, first = 0;
   double ratio = 0;
-  for (std::size_t w = 1; w < r.windows.size(); ++w) {
-    const double low = measure(r.windows[min_w]), now = measure(r.windows[w]);
+  for (std::size_t w = 1; w < windows.size(); ++w) {
+    const double low = measure(windows[min_w]), now = measure(windows[w]);
     if (low > 0 && now / low > ratio) {
       ratio = now / low;
       worst = w;
@@ -150,17 +150,17 @@ void exploding(TreeDynamicsReport& r) {
     if (now < low) min_w = w;
   }
   if (first == 0) return;
-  const WindowDynamics &a = r.windows[worst_min], &b = r.windows[worst];
+  const WindowDynamics &a = windows[worst_min], &b = windows[worst];
   const std::string what = data ? "mean |round output|" : "mean |leaf value|";
   auto span = [](const WindowDynamics& w) {
     return "rounds " + std::to_string(w.first_round) + "-" + std::to_string(w.last_round);
   };
   r.findings.push_back(
-      {TreeFlag::kExploding, r.windows[first].first_round, ratio, t.exploding_growth,
+      {TreeFlag::kExploding, windows[first].first_round, ratio, t.exploding_growth,
        "largest window mean of the " + what + " over the smallest window mean before it",
        what + " " + num(measure(a)) + " in " + span(a) + ", " + num(measure(b)) + " in " + span(b),
        "the rounds' steps grow instead of shrinking from round " +
-           std::to_string(r.windows[first].first_round) +
+           std::to_string(windows[first].first_round) +
            ": lower the learning rate (eta), cap the step (max_delta_step), and check the labels' "
            "scale",
        -1});
@@ -194,16 +194,20 @@ void concentrated(TreeDynamicsReport& r) {
 void judge_trees(TreeDynamicsReport& r) {
   r.findings.clear();
   r.not_judged.clear();
+  // The rules' own scale, not the views' windows (thresholds.window): a way of looking at the
+  // rounds must not change what is said of them.
+  const int32_t window = rule_window(r.rounds);
+  const std::vector<WindowDynamics> windows = windows_of(r, window);
   if (r.rounds == 0) {
     r.not_judged.push_back("all rules: the model has no trees");
     return;
   }
   if (have_train_loss(r)) {
-    if (!stalled(r) && have_contributions(r)) stagnant_tail(r);
+    if (!stalled(r) && have_contributions(r)) stagnant_tail(r, windows);
   } else {
     r.not_judged.push_back("STAGNANT from the start: " +
                            loss_missing(r, "labelled reference rows (--data with --label)"));
-    if (have_contributions(r)) stagnant_tail(r);
+    if (have_contributions(r)) stagnant_tail(r, windows);
   }
   if (!have_contributions(r))
     r.not_judged.push_back("STAGNANT later rounds: needs reference rows (--data)");
@@ -216,11 +220,11 @@ void judge_trees(TreeDynamicsReport& r) {
                      "labelled reference rows (--data with --label) and labelled validation rows "
                      "(--valid)"));
   const std::size_t before = r.findings.size();
-  exploding(r);
+  exploding(r, windows);
   const bool diverging = r.findings.size() > before;
-  if (r.windows.size() < 2)
+  if (windows.size() < 2)
     r.not_judged.push_back("EXPLODING: needs at least 2 windows (" + rounds_text(r.rounds) +
-                           ", windows of " + std::to_string(r.window) + ")");
+                           ", windows of " + std::to_string(window) + ")");
   // Gains grow with the residuals: a diverging model's last rounds hold nearly all of it, so
   // the share says which feature those rounds split on, not what the model rests on.
   if (r.features.empty())

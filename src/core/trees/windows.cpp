@@ -13,8 +13,7 @@ using Shares = std::map<int32_t, double>;
 
 int32_t window_size(const TreeThresholds& t, int32_t rounds) {
   if (rounds <= 0) return 0;
-  const int32_t automatic = std::max<int32_t>(5, (rounds + 19) / 20);
-  return std::min(t.window > 0 ? t.window : automatic, rounds);
+  return t.window > 0 ? std::min(t.window, rounds) : rule_window(rounds);
 }
 
 // What a feature weighs in a round: its gain, or its splits when the file has no gains.
@@ -65,36 +64,46 @@ void concentration(WindowDynamics& w, const Shares& shares, const Shares* previo
 
 }  // namespace
 
-void measure_windows(TreeDynamicsReport& report) {
+int32_t rule_window(int32_t rounds) {
+  if (rounds <= 0) return 0;
+  return std::min(std::max<int32_t>(5, (rounds + 19) / 20), rounds);
+}
+
+std::vector<WindowDynamics> windows_of(const TreeDynamicsReport& report, int32_t size) {
   const std::vector<RoundDynamics>& rounds = report.per_round;
   const int32_t n = static_cast<int32_t>(rounds.size());
-  report.window = window_size(report.thresholds, n);
-  report.windows.clear();
-  if (n > 0) {
-    // Windows as equal as integers allow: each holds `window` or `window` - 1 rounds.
-    const int32_t count = (n + report.window - 1) / report.window;
-    Shares previous;
-    for (int32_t w = 0; w < count; ++w) {
-      WindowDynamics win;
-      win.first_round = static_cast<int32_t>(int64_t{w} * n / count);
-      win.last_round = static_cast<int32_t>(int64_t{w + 1} * n / count) - 1;
-      win.contribution = mean_over(rounds, win.first_round, win.last_round,
-                                   [](auto& r) { return r.contribution; });
-      win.leaf_mean_abs = mean_over(rounds, win.first_round, win.last_round,
-                                    [](auto& r) { return r.leaf_mean_abs; });
-      win.velocity =
-          mean_over(rounds, win.first_round, win.last_round, [](auto& r) { return r.velocity; });
-      Shares shares;
-      for (int32_t r = win.first_round; r <= win.last_round; ++r)
-        for (const FeatureSplits& f : rounds[static_cast<std::size_t>(r)].features)
-          shares[f.feature] += weight(f, report.has_gain);
-      concentration(win, shares, w > 0 ? &previous : nullptr);
-      previous = std::move(shares);
-      win.train_loss = rounds[static_cast<std::size_t>(win.last_round)].train_loss;
-      win.valid_loss = rounds[static_cast<std::size_t>(win.last_round)].valid_loss;
-      report.windows.push_back(win);
-    }
+  std::vector<WindowDynamics> windows;
+  if (n == 0 || size <= 0) return windows;
+  // Windows as equal as integers allow: each holds `size` or `size` - 1 rounds.
+  const int32_t count = (n + size - 1) / size;
+  Shares previous;
+  for (int32_t w = 0; w < count; ++w) {
+    WindowDynamics win;
+    win.first_round = static_cast<int32_t>(int64_t{w} * n / count);
+    win.last_round = static_cast<int32_t>(int64_t{w + 1} * n / count) - 1;
+    win.contribution = mean_over(rounds, win.first_round, win.last_round,
+                                 [](auto& r) { return r.contribution; });
+    win.leaf_mean_abs = mean_over(rounds, win.first_round, win.last_round,
+                                  [](auto& r) { return r.leaf_mean_abs; });
+    win.velocity =
+        mean_over(rounds, win.first_round, win.last_round, [](auto& r) { return r.velocity; });
+    Shares shares;
+    for (int32_t r = win.first_round; r <= win.last_round; ++r)
+      for (const FeatureSplits& f : rounds[static_cast<std::size_t>(r)].features)
+        shares[f.feature] += weight(f, report.has_gain);
+    concentration(win, shares, w > 0 ? &previous : nullptr);
+    previous = std::move(shares);
+    win.train_loss = rounds[static_cast<std::size_t>(win.last_round)].train_loss;
+    win.valid_loss = rounds[static_cast<std::size_t>(win.last_round)].valid_loss;
+    windows.push_back(win);
   }
+  return windows;
+}
+
+void measure_windows(TreeDynamicsReport& report) {
+  const std::vector<RoundDynamics>& rounds = report.per_round;
+  report.window = window_size(report.thresholds, static_cast<int32_t>(rounds.size()));
+  report.windows = windows_of(report, report.window);
 
   std::map<int32_t, FeatureTotal> totals;
   double all = 0;

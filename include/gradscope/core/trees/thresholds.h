@@ -15,9 +15,10 @@ namespace gradscope {
 
 /// Thresholds of STAGNANT, OVERFITTING, EXPLODING, CONCENTRATED and the interaction filter.
 struct TreeThresholds {
-  /// Rounds per window of the timeline, the concentration and EXPLODING; 0 picks
+  /// Rounds per window of the views (the timeline, concentration and drift); 0 picks
   /// max(5, ceil(rounds / 20)): at most about 20 windows, each of at least 5 rounds so one
-  /// odd tree does not make a window.
+  /// odd tree does not make a window. The rules judge on windows of that automatic size
+  /// whatever this says, so a view never changes a verdict.
   int window = 0;
   /// STAGNANT (stalled): with labels, all rounds together removed less than this share of the
   /// training loss of the base score. A working learning rate memorises even random labels

@@ -28,7 +28,13 @@ void measure_data(const TreeEnsemble& model, const TreeDynamicsInput& input,
 double wasserstein1(const std::vector<std::pair<double, double>>& a,
                     const std::vector<std::pair<double, double>>& b);
 
-/// The windows and feature totals of report.per_round.
+/// The windows the rules judge on, whatever window the views use: max(5, ceil(rounds / 20))
+/// rounds (at most the rounds), so that --window, a way to look, never changes a verdict.
+int32_t rule_window(int32_t rounds);
+/// report.per_round in windows of `size` rounds (as equal as integers allow).
+std::vector<WindowDynamics> windows_of(const TreeDynamicsReport& report, int32_t size);
+/// The views' windows (thresholds.window, else rule_window) and feature totals of
+/// report.per_round.
 void measure_windows(TreeDynamicsReport& report);
 
 /// STAGNANT, OVERFITTING, EXPLODING and CONCENTRATED with their evidence, and what could not
