@@ -1,6 +1,7 @@
 // EmbeddingRows state updates and the embedding rules, against double-precision references.
 #include "gradscope/core/embedding/rows.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -218,6 +219,45 @@ TEST(EmbeddingRules, PlantedZombiesAndDeadRowsWindowedRule) {
   // Chance flags: 10 rows x Phi(-0.53 x sqrt(32))^2 = 10 x Phi(-3)^2 = 1.8e-5 -> 1 - 6e-6.
   EXPECT_NEAR(rep.diagnostics[0].confidence, 1.0 - 10 * std::pow(0.0013498980316301, 2) / 3, 1e-9);
   EXPECT_EQ(rep.diagnostics[1].type, "DEAD_ROWS");
+}
+
+// Rows 0-3 reverse every update for 33 updates (two complete windows of 16 cosines), then rows
+// 0-1 keep reversing while rows 2-3 move one way for `after` more updates; rows 4-9 move
+// steadily throughout. A zombie is a row that still reverses now.
+EmbeddingRows stopping_rows(int after) {
+  EmbeddingRows rows(10, 2);
+  const float up[2] = {1, 0}, down[2] = {-1, 0}, steady[2] = {0, 0.5f};
+  for (int t = 0; t < 33 + after; ++t)
+    for (int r = 0; r < 10; ++r) {
+      rows.expose(r, t);
+      rows.count_lookups(r, 1, 0);
+      const bool reversing = r < 2 || (r < 4 && t < 33);
+      rows.record_update(r, reversing ? (t % 2 ? down : up) : r < 4 ? up : steady, 1.0);
+    }
+  return rows;
+}
+
+TEST(EmbeddingRules, ARowThatStoppedReversingIsNotAZombieNow) {
+  // Seven updates after the windows (under half a window): the windows still decide.
+  EmbeddingReport rep = diagnose_embedding("items", stopping_rows(7), 40, EmbeddingRuleOptions{});
+  EXPECT_EQ(rep.stats.zombie_rows, 4);
+  EXPECT_EQ(rep.stats.zombie_rows_stopped, 0);
+  // Eight and more (half a window) with a positive mean cosine: rows 2-3 stopped.
+  for (const int after : {8, 15}) {
+    SCOPED_TRACE(after);
+    rep = diagnose_embedding("items", stopping_rows(after), 33 + after, EmbeddingRuleOptions{});
+    EXPECT_EQ(rep.stats.zombie_rows_judged, 10);
+    EXPECT_EQ(rep.stats.zombie_rows, 2);
+    EXPECT_EQ(rep.stats.zombie_rows_stopped, 2);
+    ASSERT_FALSE(rep.diagnostics.empty());
+    EXPECT_EQ(rep.diagnostics[0].type, "ZOMBIE_ROWS");
+    EXPECT_EQ(rep.diagnostics[0].example_rows, (std::vector<int64_t>{0, 1}));
+    EXPECT_THAT(rep.diagnostics[0].premise, ::testing::HasSubstr("2 more rows oscillated so but stopped since: not flagged"));
+  }
+  // After 16 more, the stop is itself a complete window above the threshold.
+  rep = diagnose_embedding("items", stopping_rows(16), 49, EmbeddingRuleOptions{});
+  EXPECT_EQ(rep.stats.zombie_rows, 2);
+  EXPECT_EQ(rep.stats.zombie_rows_stopped, 0);
 }
 
 TEST(EmbeddingRules, PopularityBiasConfidenceRamps) {

@@ -76,7 +76,13 @@ double EmbeddingRows::mean_cosine(int64_t row) const {
 
 ZombieWindows EmbeddingRows::windows(int64_t row) const {
   const Scalars& x = scalars(row);
-  return {x.windows, x.last_cosine, x.last_norm, x.prior_cosine, x.prior_norm};
+  return {x.windows,
+          x.last_cosine,
+          x.last_norm,
+          x.prior_cosine,
+          x.prior_norm,
+          x.window_n,
+          x.window_n ? x.window_cosine / x.window_n : std::numeric_limits<double>::quiet_NaN()};
 }
 
 void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {

@@ -49,6 +49,7 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
   for (int64_t r = 0; r < rows.rows(); ++r) {
     if (rows.windows(r).completed < 2) continue;
     ++s.zombie_rows_judged;
+    if (stopped_zombie(rows, r, t)) ++s.zombie_rows_stopped;
     if (!is_windowed_zombie(rows, r, t)) continue;
     ++s.zombie_rows;
     if (examples.size() < max_ex) examples.push_back(r);
@@ -71,7 +72,11 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
               " updates the mean cosine between consecutive updates was below " + num(below) +
               " (chance in " + num(rows.dim()) + " dimensions: z " + num(t.zombie_z) + "; effect: " +
               num(t.zombie_oscillation) + "), and their updates did not shrink below " + num(t.zombie_damping) +
-              "x. Over the whole run their mean consecutive cosine is " + num(s.zombie_mean_cosine) + ".";
+              "x, and they still reverse in their latest updates. Over the whole run their mean consecutive cosine is " +
+              num(s.zombie_mean_cosine) + "." +
+              (s.zombie_rows_stopped ? " " + num(s.zombie_rows_stopped) +
+                                           " more rows oscillated so but stopped since: not flagged."
+                                     : std::string());
   d.implies = kZombieImplies;
   d.action = kZombieAction;
   d.advice = kZombieAdvice;
@@ -79,6 +84,7 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
   d.confidence = std::clamp(1.0 - chance / static_cast<double>(s.zombie_rows), 0.0, 1.0);
   d.evidence = {{"zombie_rows", double(s.zombie_rows)},
                 {"rows_judged", double(s.zombie_rows_judged)},
+                {"rows_stopped", double(s.zombie_rows_stopped)},
                 {"window", double(t.zombie_window)},
                 {"cosine_threshold", below},
                 {"zombie_z", t.zombie_z},

@@ -78,6 +78,9 @@ struct EmbeddingStats {
   int64_t never_updated_rows = 0;  ///< exposed, but never really changed by the optimizer
   int64_t zombie_rows = 0;
   int64_t zombie_rows_judged = 0;  ///< rows with the updates the zombie rule needs
+  /// Rows that oscillated over two complete windows but stopped since (stopped_zombie): not
+  /// flagged.
+  int64_t zombie_rows_stopped = 0;
   double zombie_mean_cosine = 0;   ///< whole-run mean consecutive-update cosine of zombie rows (NaN: none)
   double sampler_tv = 0;           ///< TV distance of negatives from the declared sampler (NaN: not judged)
   double sampler_tv_chance = 0;    ///< its expectation for a correct sampler with as many draws
@@ -118,8 +121,13 @@ double zombie_cosine_threshold(const Thresholds& t, int64_t dim);
 
 /// The windowed zombie rule for one row (Thresholds::zombie_window): two complete windows,
 /// both below zombie_cosine_threshold, the last one's updates not shrunk below
-/// zombie_damping x the one before.
+/// zombie_damping x the one before, and still reversing now: the updates since (when half a
+/// window or more) have a negative mean consecutive cosine.
 bool is_windowed_zombie(const EmbeddingRows& rows, int64_t row, const Thresholds& t);
+
+/// A row whose two complete windows oscillated but whose updates since (half a window or more)
+/// no longer point back on average: it stopped, and is not a zombie now.
+bool stopped_zombie(const EmbeddingRows& rows, int64_t row, const Thresholds& t);
 
 /// The windowed rule's z-score of a row: the weaker of its two windows' -mean x sqrt(dim x
 /// window), the number of standard deviations past chance (NaN before two windows).

@@ -38,6 +38,8 @@ struct ZombieWindows {
   double last_norm = 0;     ///< mean ||delta|| of the same updates
   double prior_cosine = 0;  ///< the window before it
   double prior_norm = 0;
+  int current_updates = 0;  ///< cosines in the window being filled (fewer than zombie_window)
+  double current_cosine = 0;  ///< their mean (NaN when there are none)
 };
 
 /// Per-row state of one table. Rows are identified by their index in [0, rows).
