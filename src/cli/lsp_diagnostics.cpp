@@ -66,8 +66,8 @@ void node_markdown(const LspRun& run, const std::string& node,
     out += "| evidence | value | threshold |\n|---|---|---|\n";
     for (const FindingMeasure& m : f->evidence) {
       const std::string threshold =
-          m.comparison.empty() ? "" : m.comparison + " " + exact_number(m.threshold);
-      out += "| " + md(m.name) + " | " + exact_number(m.value) + " | " + md(threshold) + " |\n";
+          m.comparison.empty() ? "" : m.comparison + " " + shown_number(m.threshold);
+      out += "| " + md(m.name) + " | " + shown_number(m.value) + " | " + md(threshold) + " |\n";
     }
     out += "\n";
   }

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -212,13 +215,24 @@ TEST_F(AgentJson, EachPathologyGivesItsFindingWithTheReportsNumbers) {
         doc.at("gradscope_report").at("thresholds").at("channel_frac").get<double>()};
     if (!ev->at("threshold").is_null()) held.push_back(ev->at("threshold").get<double>());
     if (!ev->at("first_step").is_null()) held.push_back(ev->at("first_step").get<double>());
-    const std::string premise = f->at("premise");
-    const std::vector<std::string> texts = {ev->at("measure"), ev->at("detail")};
+    // Shown with four significant digits; the margin "(1.58x the threshold)" is value / threshold.
+    std::string premise = f->at("premise");
+    const auto margin = premise.find("x the threshold)");
+    if (margin != std::string::npos) {
+      const auto open = premise.rfind(" (", margin);
+      const double ratio = std::stod(premise.substr(open + 2, margin - open - 2));
+      const double expect = ev->at("value").get<double>() / ev->at("threshold").get<double>();
+      EXPECT_NEAR(ratio, expect, 5e-3 * std::fabs(expect)) << premise;
+      premise.erase(open, margin + 16 - open);
+    }
+    const std::vector<std::string> texts = {ev->at("measure"), ev->at("detail"), " (at the threshold)"};
+    const auto shown = [&](double v, double h) { return v == h || std::fabs(v - h) <= 5e-4 * std::fabs(h); };
     for (double v : numbers_in(premise, texts))
-      EXPECT_NE(std::find(held.begin(), held.end(), v), held.end()) << v << " in: " << premise;
+      EXPECT_TRUE(std::any_of(held.begin(), held.end(), [&](double h) { return shown(v, h); }))
+          << v << " in: " << premise;
     const std::vector<double> written = numbers_in(premise, texts);
-    EXPECT_NE(std::find(written.begin(), written.end(), ev->at("value").get<double>()),
-              written.end())
+    EXPECT_TRUE(std::any_of(written.begin(), written.end(),
+                            [&](double v) { return shown(v, ev->at("value").get<double>()); }))
         << premise;
   }
 }

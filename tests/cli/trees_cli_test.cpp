@@ -202,8 +202,9 @@ TEST_F(TreesCli, ReportLsHtmlAndDiffWorkOnTreeRuns) {
   EXPECT_EQ(finding.at("evidence")[0].at("threshold"), saved.at("threshold"));
   EXPECT_EQ(finding.at("evidence")[0].at("comparison"), "<");
   EXPECT_THAT(finding.at("premise").get<std::string>(),
-              HasSubstr(" = " + exact_number(saved.at("value").get<double>()) + " < " +
-                        exact_number(saved.at("threshold").get<double>()) + ", from round 0 of 30"));
+              HasSubstr(" = " + shown_number(saved.at("value").get<double>()) + " < " +
+                        shown_number(saved.at("threshold").get<double>())));
+  EXPECT_THAT(finding.at("premise").get<std::string>(), HasSubstr("x the threshold), from round 0 of 30"));
   const Result healthy_json = run("report runs2/a --json");
   EXPECT_EQ(healthy_json.code, 0);
   EXPECT_EQ(Json::parse(healthy_json.out).at("findings"), Json::array());

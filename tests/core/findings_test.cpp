@@ -98,7 +98,9 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
       const FlagGuidance& g = nonfinite_guidance(e.flag, report.nonfinite_origin.phase);
       EXPECT_EQ(f->action, std::string(g.action));
       EXPECT_EQ(f->implies, std::string(g.implies));
-      if (e.flag != Flag::kNaN && e.flag != Flag::kInf) EXPECT_EQ(f->action, std::string(flag_advice(e.flag)));
+      if (e.flag != Flag::kNaN && e.flag != Flag::kInf) {
+        EXPECT_EQ(f->action, std::string(flag_advice(e.flag)));
+      }
       EXPECT_FALSE(f->expected_effect.empty());
       // Each number of the premise is one the report holds, exactly.
       const std::set<double> held = {e.value,
@@ -107,11 +109,24 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
                                      static_cast<double>(n.steps),
                                      static_cast<double>(n.channels),
                                      static_cast<double>(n.nonfinite_steps)};
-      const std::vector<double> written = numbers_in(f->premise, {e.measure, e.detail});
+      // The margin, "(1.58x the threshold)", is checked below; the other numbers are the
+      // report's own, shown with four significant digits.
+      std::string premise = f->premise;
+      const auto margin = premise.find("x the threshold)");
+      if (margin != std::string::npos) {
+        const auto open = premise.rfind(" (", margin);
+        const double ratio = std::stod(premise.substr(open + 2, margin - open - 2));
+        EXPECT_NEAR(ratio, e.value / e.threshold, 5e-3 * std::fabs(e.value / e.threshold)) << premise;
+        premise.erase(open, margin + 16 - open);
+      }
+      const std::vector<double> written = numbers_in(premise, {e.measure, e.detail, " (at the threshold)"});
       EXPECT_FALSE(written.empty());
-      for (double v : written) EXPECT_EQ(held.count(v), 1u) << v;
-      // The measured value itself is in the premise and the evidence.
-      EXPECT_THAT(f->premise, HasSubstr(exact_number(e.value)));
+      for (double v : written) {
+        bool shown = false;
+        for (double h : held) shown = shown || v == h || std::fabs(v - h) <= 5e-4 * std::fabs(h);
+        EXPECT_TRUE(shown) << v << " in " << f->premise;
+      }
+      // The measured value is in the evidence with every digit.
       ASSERT_FALSE(f->evidence.empty());
       EXPECT_EQ(f->evidence[0].name, e.measure);
       EXPECT_EQ(f->evidence[0].value, e.value);
@@ -120,8 +135,8 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
   const Finding* v = find(all, "VANISHING", "vanish");
   EXPECT_EQ(v->evidence[0].threshold, report.thresholds.grad_lo);
   EXPECT_EQ(v->evidence[0].comparison, "<");
-  EXPECT_THAT(v->premise, HasSubstr(" = " + exact_number(v->evidence[0].value) +
-                                    " < grad_lo 1e-07, first at step 0; 20 steps recorded"));
+  // 3e-9 against 1e-7: the value with four significant digits and its margin.
+  EXPECT_THAT(v->premise, HasSubstr(" = 3e-09 < grad_lo 1e-07 (0.03x the threshold), first at step 0; 20 steps recorded"));
   EXPECT_THAT(find(all, "NAN", "nan")->premise, HasSubstr("first at step 2"));
   EXPECT_EQ(find(all, "NAN", "nan")->since_step, 2);
   const Finding* rolled = find(all, "VANISHING", "enc");
@@ -308,13 +323,29 @@ TEST(Findings, EmbeddingAndTreeFindingsKeepTheirRulesTexts) {
   EXPECT_EQ(t[0].node, "trees");
   EXPECT_EQ(t[0].since_step, 6);
   EXPECT_EQ(t[0].action, "Stop at round 6.");
-  EXPECT_THAT(t[0].premise, HasSubstr("relative rise = 3.15 > 0.02, from round 6 of 200"));
+  EXPECT_THAT(t[0].premise, HasSubstr("relative rise = 3.15 > 0.02 (158x the threshold), from round 6 of 200"));
   EXPECT_EQ(t[0].confidence, Confidence::kHigh);
   // Relative margin |value - threshold| / |threshold|: >= 1 high, >= 0.25 medium.
   trees.findings[0].value = 0.03;  // 0.5 past
   EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kMedium);
   trees.findings[0].value = 0.022;  // 0.1 past
   EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kLow);
+}
+
+TEST(Findings, ShownNumbersKeepFourDigitsAndCountsInFull) {
+  EXPECT_EQ(shown_number(3.154526382119251), "3.155");
+  EXPECT_EQ(shown_number(0.009993087595168836), "0.009993");
+  EXPECT_EQ(shown_number(216000), "216000");
+  EXPECT_EQ(shown_number(1e6), "1000000");
+  EXPECT_EQ(shown_number(1.5e-7), "1.5e-07");
+  EXPECT_EQ(shown_number(-0.5), "-0.5");
+  EXPECT_EQ(shown_number(kNaN), "nan");
+  EXPECT_EQ(shown_number(-kInf), "-inf");
+  EXPECT_EQ(versus_threshold(0.009993087595168836, 0.01), "at the threshold");
+  EXPECT_EQ(versus_threshold(3.154526382119251, 2), "1.58x the threshold");
+  EXPECT_EQ(versus_threshold(1e-5, 0.01), "0.001x the threshold");
+  EXPECT_EQ(versus_threshold(1, 0), "");
+  EXPECT_EQ(versus_threshold(kNaN, 1), "");
 }
 
 TEST(Findings, ExactNumberReadsBackToTheSameDouble) {

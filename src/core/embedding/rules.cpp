@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "gradscope/core/findings/numbers.h"
 #include "gradscope/core/embedding/math.h"
 #include "gradscope/core/embedding/report.h"
 
@@ -12,11 +13,8 @@ namespace gradscope {
 namespace {
 constexpr double kStricter = 1.25;  // confidence: thresholds made 25% stricter
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
+// Four significant digits, whole numbers (counts) in full (findings/numbers.h).
+std::string num(double v) { return shown_number(v); }
 
 // Linear ramp: 0 at the threshold, 1 at the stricter threshold.
 double ramp(double value, double threshold, double stricter) {

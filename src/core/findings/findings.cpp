@@ -1,9 +1,9 @@
-// Every verdict as a Finding. Premises are built from the report's own numbers with
-// exact_number, so an agent (or a test) can match each number to the report's value.
+// Every verdict as a Finding. Premises show the report's own numbers with four significant
+// digits (shown_number) and how far past its threshold a value is; the evidence keeps every
+// digit, so an agent (or a test) can match each number to the report's value.
 #include "gradscope/core/findings/findings.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 namespace gradscope {
@@ -63,6 +63,12 @@ const char* comparison_of(Flag f) {
 
 bool is_roll_up(const Evidence& e) { return e.measure == "submodules flagged"; }
 
+// " (at the threshold)", " (1.58x the threshold)", or nothing.
+std::string margin_text(double value, double threshold) {
+  const std::string words = versus_threshold(value, threshold);
+  return words.empty() ? words : " (" + words + ")";
+}
+
 std::string since_text(int64_t step) {
   return step >= 0 ? ", first at step " + std::to_string(step) : std::string();
 }
@@ -71,25 +77,25 @@ std::string module_premise(const Evidence& e, const NodeReport& n, const Thresho
   const std::string steps = "; " + std::to_string(n.steps) + " steps recorded";
   const std::string detail = e.detail.empty() ? "" : " (" + e.detail + ")";
   if (is_roll_up(e))
-    return exact_number(e.value) + " submodules flagged " + flag_name(e.flag) + detail;
+    return shown_number(e.value) + " submodules flagged " + flag_name(e.flag) + detail;
   switch (e.flag) {
     case Flag::kNaN:
     case Flag::kInf:
-      return exact_number(e.value) + " " + e.measure + ", first in " + site_name(e.site) +
+      return shown_number(e.value) + " " + e.measure + ", first in " + site_name(e.site) +
              since_text(e.first_step);
     case Flag::kFrozen:
     case Flag::kNoData:
       // The measured count is 0: the rule saw nothing, and says what it looked for.
-      return exact_number(e.value) + " " + e.measure + detail + steps;
+      return shown_number(e.value) + " " + e.measure + detail + steps;
     case Flag::kDeadChannels:
     case Flag::kIgnoredChannels:
-      return exact_number(e.value) + " of " + std::to_string(n.channels) +
-             " channels: " + e.measure + " (channel_frac " + exact_number(t.channel_frac) +
-             ", dead_frac " + exact_number(e.threshold) + ")" + detail + steps;
+      return shown_number(e.value) + " of " + std::to_string(n.channels) +
+             " channels: " + e.measure + " (channel_frac " + shown_number(t.channel_frac) +
+             ", dead_frac " + shown_number(e.threshold) + ")" + detail + steps;
     default:
-      return e.measure + " = " + exact_number(e.value) + " " + comparison_of(e.flag) + " " +
-             threshold_name(e.flag) + " " + exact_number(e.threshold) + since_text(e.first_step) +
-             detail + steps;
+      return e.measure + " = " + shown_number(e.value) + " " + comparison_of(e.flag) + " " +
+             threshold_name(e.flag) + " " + shown_number(e.threshold) + margin_text(e.value, e.threshold) +
+             since_text(e.first_step) + detail + steps;
   }
 }
 
@@ -186,15 +192,6 @@ const char* tree_effect(TreeFlag f) {
 
 }  // namespace
 
-std::string exact_number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
-  return std::string(buf, res.ptr);
-}
-
 Confidence module_confidence(const Evidence& e, const NodeReport& n, const Thresholds& t) {
   Confidence c = Confidence::kHigh;  // NAN, INF, FROZEN, NO_DATA, roll-ups: observed facts
   if (!is_roll_up(e)) {
@@ -262,9 +259,9 @@ std::optional<Finding> flow_finding(const FlowSummary& flow, const Thresholds& t
   }
   f.premise = std::string("gradient flow ") + flow_health_name(flow.health) + ": " +
               std::to_string(flow.issue_frames) + " of " + std::to_string(flow.frames) +
-              " frames (issue ratio " + exact_number(flow.issue_ratio) +
-              ") had a node with gradient L2 < grad_lo " + exact_number(t.grad_lo) +
-              " or > grad_hi " + exact_number(t.grad_hi) + " or non-finite; " +
+              " frames (issue ratio " + shown_number(flow.issue_ratio) +
+              ") had a node with gradient L2 < grad_lo " + shown_number(t.grad_lo) +
+              " or > grad_hi " + shown_number(t.grad_hi) + " or non-finite; " +
               std::to_string(vanishing) + " vanishing and " + std::to_string(exploding) +
               " exploding node-frames" + since_text(f.since_step);
   const FlowTexts texts = flow_texts(flow.health);
@@ -331,8 +328,8 @@ std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
                  : std::string("trees");
     f.since_step = t.first_round;
     const char* cmp = t.flag == TreeFlag::kStagnant ? "<" : ">";
-    f.premise = t.measure + " = " + exact_number(t.value) + " " + cmp + " " +
-                exact_number(t.threshold) + ", from round " + std::to_string(t.first_round) +
+    f.premise = t.measure + " = " + shown_number(t.value) + " " + cmp + " " +
+                shown_number(t.threshold) + margin_text(t.value, t.threshold) + ", from round " + std::to_string(t.first_round) +
                 " of " + std::to_string(r.rounds) + ": " + t.detail;
     f.implies = tree_implies(t.flag);
     f.action = t.advice;  // the tree rules name the round or feature in it

@@ -34,9 +34,9 @@ std::optional<Finding> loss_scale_finding(const LossScaleReport& ls) {
   f.since_step = ls.first_skipped;
   auto steps_text = [](int64_t n) { return std::to_string(n) + (n == 1 ? " step" : " steps"); };
   f.premise = std::string(warning ? "warning" : "informational") + ": " + steps_text(ls.skipped) + " of " +
-              std::to_string(ls.steps) + " skipped on overflow (steps " + step_ranges(ls) + "); loss scale " + exact_number(ls.first_scale) +
-              " at the first step, " + exact_number(ls.last_scale) + " at the last, lowest " +
-              exact_number(ls.min_scale) + "; " +
+              std::to_string(ls.steps) + " skipped on overflow (steps " + step_ranges(ls) + "); loss scale " + shown_number(ls.first_scale) +
+              " at the first step, " + shown_number(ls.last_scale) + " at the last, lowest " +
+              shown_number(ls.min_scale) + "; " +
               (ls.first_fit < 0 ? std::string("no step fit the scale")
                                 : "first fit at step " + std::to_string(ls.first_fit) + ", then " +
                                       std::to_string(ls.skipped_after_fit) + " of " +

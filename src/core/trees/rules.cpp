@@ -5,16 +5,14 @@
 #include <cstdio>
 #include <string>
 
+#include "gradscope/core/findings/numbers.h"
 #include "trees/internal/parts.h"
 
 namespace gradscope::tree_internal {
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
+// Four significant digits, whole numbers (counts) in full (findings/numbers.h).
+std::string num(double v) { return shown_number(v); }
 
 std::string pct(double v) {
   char buf[32];

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/findings/numbers.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/audit/flags.h"
 #include "gradscope/core/audit/report.h"
@@ -77,9 +78,6 @@ const FlagGuidance& loss_scale_guidance(bool warning);
 /// LOSS_SCALE_OVERFLOW (kind "loss_scale", node "") when a loss scaler skipped any step; its
 /// premise says whether it is informational or a warning, with the counts and the scales.
 std::optional<Finding> loss_scale_finding(const LossScaleReport& loss_scale);
-
-/// A double in the shortest text that parses back to the same value ("1e-09", "0.25", "nan").
-std::string exact_number(double value);
 
 /// Confidence of a module flag from its evidence: how far the value is past the threshold
 /// (orders of magnitude for gradient and update ratios, share of the remaining range for
