@@ -208,9 +208,12 @@ TEST(EmbeddingRules, PlantedZombiesAndDeadRowsGradTracerRule) {
 
 TEST(EmbeddingRules, PlantedZombiesAndDeadRowsWindowedRule) {
   // 12 updates are fewer than the two windows of 16 cosines the rule needs: no verdict yet.
-  EXPECT_EQ(diagnose_embedding("items", planted_rows(12), 12, EmbeddingRuleOptions{}).stats.zombie_rows_judged, 0);
+  const EmbeddingStats early = diagnose_embedding("items", planted_rows(12), 12, EmbeddingRuleOptions{}).stats;
+  EXPECT_EQ(early.zombie_rows_judged, 0);
+  EXPECT_EQ(early.zombie_rows_unjudged, 10);  // rows 0-9 moved 12 times; row 12 never really
   const EmbeddingReport rep = diagnose_embedding("items", planted_rows(33), 33, EmbeddingRuleOptions{});
   EXPECT_EQ(rep.stats.zombie_rows_judged, 10);  // 32 cosines each: two windows
+  EXPECT_EQ(rep.stats.zombie_rows_unjudged, 0);
   EXPECT_EQ(rep.stats.zombie_rows, 3);
   EXPECT_DOUBLE_EQ(rep.stats.zombie_mean_cosine, -1.0);
   ASSERT_GE(rep.diagnostics.size(), 2u);

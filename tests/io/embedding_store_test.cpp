@@ -58,6 +58,8 @@ EmbeddingRunSummary sample() {
   s.never_exposed_rows = 170;
   s.never_updated_rows = 3;
   s.zombie_rows = 2;
+  s.zombie_rows_stopped = 4;
+  s.zombie_rows_unjudged = 11;
   s.median_velocity = 1e-300;
   s.saliency_median = std::numeric_limits<double>::infinity();  // non-finite: NaN back
   s.effective_rank = -1;  // not measured
@@ -115,6 +117,8 @@ void expect_same(const EmbeddingRunSummary& a, const EmbeddingRunSummary& b) {
     EXPECT_EQ(s.never_exposed_rows, u.never_exposed_rows);
     EXPECT_EQ(s.never_updated_rows, u.never_updated_rows);
     EXPECT_EQ(s.zombie_rows, u.zombie_rows);
+    EXPECT_EQ(s.zombie_rows_stopped, u.zombie_rows_stopped);
+    EXPECT_EQ(s.zombie_rows_unjudged, u.zombie_rows_unjudged);
     expect_same(s.median_velocity, u.median_velocity, "median velocity");
     expect_same(s.effective_rank, u.effective_rank, "effective rank");
     EXPECT_EQ(s.effective_rank_rows, u.effective_rank_rows);

@@ -45,7 +45,10 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
   std::vector<double> z, updates;
   double cosine_sum = 0;
   for (int64_t r = 0; r < rows.rows(); ++r) {
-    if (rows.windows(r).completed < 2) continue;
+    if (rows.windows(r).completed < 2) {
+      if (rows.updates(r) > 0) ++s.zombie_rows_unjudged;
+      continue;
+    }
     ++s.zombie_rows_judged;
     if (stopped_zombie(rows, r, t)) ++s.zombie_rows_stopped;
     if (!is_windowed_zombie(rows, r, t)) continue;
@@ -74,7 +77,10 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
               num(s.zombie_mean_cosine) + "." +
               (s.zombie_rows_stopped ? " " + num(s.zombie_rows_stopped) +
                                            " more rows oscillated so but stopped since: not flagged."
-                                     : std::string());
+                                     : std::string()) +
+              (s.zombie_rows_unjudged ? " " + num(s.zombie_rows_unjudged) + " updated rows had fewer than " +
+                                            num(2 * t.zombie_window + 1) + " updates: not judged."
+                                      : std::string());
   d.implies = kZombieImplies;
   d.action = kZombieAction;
   d.advice = kZombieAdvice;
@@ -83,6 +89,7 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
   d.evidence = {{"zombie_rows", double(s.zombie_rows)},
                 {"rows_judged", double(s.zombie_rows_judged)},
                 {"rows_stopped", double(s.zombie_rows_stopped)},
+                {"rows_not_judged", double(s.zombie_rows_unjudged)},
                 {"window", double(t.zombie_window)},
                 {"cosine_threshold", below},
                 {"zombie_z", t.zombie_z},

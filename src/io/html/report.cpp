@@ -192,7 +192,9 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
         {"exposure entropy", fixed(s.exposure_entropy, "{:.3f}")},
         {"never exposed", std::to_string(s.never_exposed_rows)},
         {"zombie rows", std::to_string(s.zombie_rows) + " of " + std::to_string(s.zombie_rows_judged) + " judged" +
-                            (s.zombie_rows_stopped ? ", " + std::to_string(s.zombie_rows_stopped) + " stopped" : std::string())},
+                            (s.zombie_rows_stopped ? ", " + std::to_string(s.zombie_rows_stopped) + " stopped" : std::string()) +
+                            (s.zombie_rows_unjudged ? ", " + std::to_string(s.zombie_rows_unjudged) + " with too few updates to judge"
+                                                    : std::string())},
         {"negatives' TV (chance)", fixed(s.sampler_tv, "{:.3f}") + " (" + fixed(s.sampler_tv_chance, "{:.3f}") + ")"},
         {"effective rank", s.effective_rank < 0 ? std::string("-") : fixed(s.effective_rank, "{:.1f}")}};
     for (const auto& [k, v] : cells) out += "<th>" + std::string(k) + "</th>";

@@ -81,6 +81,8 @@ struct EmbeddingStats {
   /// Rows that oscillated over two complete windows but stopped since (stopped_zombie): not
   /// flagged.
   int64_t zombie_rows_stopped = 0;
+  /// Rows with real updates, but fewer than the 2 x zombie_window + 1 the rule needs: not judged.
+  int64_t zombie_rows_unjudged = 0;
   double zombie_mean_cosine = 0;   ///< whole-run mean consecutive-update cosine of zombie rows (NaN: none)
   double sampler_tv = 0;           ///< TV distance of negatives from the declared sampler (NaN: not judged)
   double sampler_tv_chance = 0;    ///< its expectation for a correct sampler with as many draws

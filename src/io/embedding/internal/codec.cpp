@@ -25,6 +25,7 @@ Json report_to_json(const EmbeddingReport& r) {
       {"zombie_rows", s.zombie_rows},
       {"zombie_rows_judged", s.zombie_rows_judged},
       {"zombie_rows_stopped", s.zombie_rows_stopped},
+      {"zombie_rows_unjudged", s.zombie_rows_unjudged},
       {"zombie_mean_cosine", json_number(s.zombie_mean_cosine)},
       {"sampler_tv", json_number(s.sampler_tv)},
       {"sampler_tv_chance", json_number(s.sampler_tv_chance)},
@@ -73,6 +74,7 @@ EmbeddingReport report_from_json(const Field& j) {
   st.negative_lookups = s.has("negative_lookups") ? s.at("negative_lookups").count() : 0;
   st.zombie_rows_judged = s.has("zombie_rows_judged") ? s.at("zombie_rows_judged").count() : 0;
   st.zombie_rows_stopped = s.has("zombie_rows_stopped") ? s.at("zombie_rows_stopped").count() : 0;
+  st.zombie_rows_unjudged = s.has("zombie_rows_unjudged") ? s.at("zombie_rows_unjudged").count() : 0;
   st.zombie_mean_cosine = s.has("zombie_mean_cosine") ? s.at("zombie_mean_cosine").number_in(-1, 1) : kNaN;
   st.sampler_tv = s.has("sampler_tv") ? s.at("sampler_tv").number_in(0, 1) : kNaN;
   st.sampler_tv_chance = s.has("sampler_tv_chance") ? s.at("sampler_tv_chance").number_in(0, 1) : kNaN;
