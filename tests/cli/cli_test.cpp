@@ -18,6 +18,7 @@
 
 #include "../common/require_data.h"
 #include "cli_process.h"
+#include "embedding_fixture.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/store/run_writer.h"
@@ -530,20 +531,9 @@ TEST(CliRuns, ReportShowsSavedEmbeddingFindingsAndFailsOnThem) {
   const fs::path dir = temp_dir("report-emb");
   const std::string r_dir = make_run(dir / "r", 3, false).string();
   ASSERT_EQ(run("report " + r_dir).code, 0);  // healthy before the tables are saved
-  gradscope::EmbeddingRunSummary summary;
-  gradscope::EmbeddingTableSummary table;
-  table.report.layer = "item";
-  table.report.stats.num_embeddings = 40;
-  table.report.stats.active_coverage_pct = 75;
-  table.report.stats.popularity_gini = 0.288;
-  gradscope::EmbeddingDiagnostic zombie;
-  zombie.type = "ZOMBIE_ROWS";
-  zombie.premise = "8 of 30 exposed rows oscillate";
-  zombie.action = "LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX";
-  zombie.advice = "Lower this table's learning rate.";
-  zombie.confidence = 0.75;
-  table.report.diagnostics = {zombie};
-  summary.tables = {table};
+  gradscope::EmbeddingRunSummary summary = gradscope::test::zombie_table_summary(0.75);
+  summary.tables[0].report.stats.active_coverage_pct = 75;
+  summary.tables[0].report.stats.popularity_gini = 0.288;
   gradscope::save_embedding_summary(r_dir, summary);
   Result r = run("report " + r_dir);
   EXPECT_EQ(r.code, 1);

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "embedding_fixture.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/store/run_documents.h"
 #include "lsp_client.h"
@@ -225,19 +226,7 @@ TEST_F(LspTest, EmbeddingFindingsSavedInTheRunSitOnTheTablesDefinition) {
   auto c = start({"lsp", "--run", run.string()});
   const fs::path file = kFixtures / "recommender.py";
   EXPECT_EQ(open(*c, file, "python")["diagnostics"], Json::array());
-  EmbeddingRunSummary summary;
-  EmbeddingTableSummary table;
-  table.report.layer = "item";
-  table.report.stats.num_embeddings = 40;
-  EmbeddingDiagnostic zombie;
-  zombie.type = "ZOMBIE_ROWS";
-  zombie.premise = "8 of 30 exposed rows oscillate";
-  zombie.action = "LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX";
-  zombie.advice = "Lower this table's learning rate.";
-  zombie.confidence = 0.99;
-  table.report.diagnostics = {zombie};
-  summary.tables = {table};
-  save_embedding_summary(run.string(), summary);
+  save_embedding_summary(run.string(), test::zombie_table_summary(0.99));
   ASSERT_EQ(stored_run_documents(run.string()), std::vector<std::string>{"embedding.json"});
   const Json findings = run_findings(run);
   const Json expected = expected_diagnostics(findings, read_file(file), {{"item", {"self.item = nn.Embedding", "item"}}});

@@ -195,7 +195,8 @@ void judge_trees(TreeDynamicsReport& r) {
   // The rules' own scale, not the views' windows (thresholds.window): a way of looking at the
   // rounds must not change what is said of them.
   const int32_t window = rule_window(r.rounds);
-  const std::vector<WindowDynamics> windows = windows_of(r, window);
+  const std::vector<WindowDynamics> own = r.window == window ? std::vector<WindowDynamics>{} : windows_of(r, window);
+  const std::vector<WindowDynamics>& windows = r.window == window ? r.windows : own;  // the views' when the same
   if (r.rounds == 0) {
     r.not_judged.push_back("all rules: the model has no trees");
     return;
