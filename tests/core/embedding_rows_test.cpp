@@ -124,10 +124,14 @@ TEST(EmbeddingRows, NeighbouringRecordsStayApart) {
       EXPECT_EQ(table.velocity(r), alone[r].velocity(0));
       EXPECT_EQ(table.mean_cosine(r), alone[r].mean_cosine(0));
       EXPECT_EQ(table.windows(r).last_cosine, alone[r].windows(0).last_cosine);
+      EXPECT_EQ(table.windows(r).last_step, alone[r].windows(0).last_step);
+      EXPECT_EQ(table.short_windows(r).last_cosine, alone[r].short_windows(0).last_cosine);
+      EXPECT_EQ(table.short_windows(r).prior_norm, alone[r].short_windows(0).prior_norm);
     }
   }
-  EXPECT_EQ(EmbeddingRows::bytes_per_row(64), 512);
-  EXPECT_EQ(EmbeddingRows::bytes_per_row(1), 128);  // 86 bytes, padded to two lines
+  EXPECT_EQ(EmbeddingRows::bytes_per_row(64), 512);  // 112 + 384 = 496 bytes
+  EXPECT_EQ(EmbeddingRows::bytes_per_row(1), 128);  // 118 bytes, padded to two lines
+  EXPECT_EQ(EmbeddingRows::bytes_per_row(3), 192);  // 130 bytes, three lines
 }
 
 // A copy (e.g. a vector of tables kept after training) holds the state, not a view of it.
@@ -207,10 +211,17 @@ TEST(EmbeddingRules, PlantedZombiesAndDeadRowsGradTracerRule) {
 }
 
 TEST(EmbeddingRules, PlantedZombiesAndDeadRowsWindowedRule) {
-  // 12 updates are fewer than the two windows of 16 cosines the rule needs: no verdict yet.
-  const EmbeddingStats early = diagnose_embedding("items", planted_rows(12), 12, EmbeddingRuleOptions{}).stats;
-  EXPECT_EQ(early.zombie_rows_judged, 0);
-  EXPECT_EQ(early.zombie_rows_unjudged, 10);  // rows 0-9 moved 12 times; row 12 never really
+  // 4 updates (3 cosines) are fewer than even two short windows of 2: no verdict yet.
+  const EmbeddingStats earliest = diagnose_embedding("items", planted_rows(4), 4, EmbeddingRuleOptions{}).stats;
+  EXPECT_EQ(earliest.zombie_rows_judged, 0);
+  EXPECT_EQ(earliest.zombie_rows_unjudged, 10);  // rows 0-9 moved 4 times; row 12 never really
+  // 12 updates: two short windows of 2 cosines, too few for the long ones; in 2 dimensions a
+  // window of 2 random cosines has sd 1 / sqrt(4), 3 of them is -1.5: nothing can pass.
+  const EmbeddingReport early = diagnose_embedding("items", planted_rows(12), 12, EmbeddingRuleOptions{});
+  EXPECT_EQ(early.stats.zombie_rows_judged, 10);
+  EXPECT_EQ(early.stats.zombie_rows_judged_short, 10);
+  EXPECT_EQ(early.stats.zombie_rows_unjudged, 0);
+  EXPECT_EQ(early.stats.zombie_rows, 0);
   const EmbeddingReport rep = diagnose_embedding("items", planted_rows(33), 33, EmbeddingRuleOptions{});
   EXPECT_EQ(rep.stats.zombie_rows_judged, 10);  // 32 cosines each: two windows
   EXPECT_EQ(rep.stats.zombie_rows_unjudged, 0);
@@ -219,8 +230,11 @@ TEST(EmbeddingRules, PlantedZombiesAndDeadRowsWindowedRule) {
   ASSERT_GE(rep.diagnostics.size(), 2u);
   EXPECT_EQ(rep.diagnostics[0].type, "ZOMBIE_ROWS");
   EXPECT_EQ(rep.diagnostics[0].example_rows, (std::vector<int64_t>{0, 1, 2}));
-  // Chance flags: 10 rows x Phi(-0.53 x sqrt(32))^2 = 10 x Phi(-3)^2 = 1.8e-5 -> 1 - 6e-6.
-  EXPECT_NEAR(rep.diagnostics[0].confidence, 1.0 - 10 * std::pow(0.0013498980316301, 2) / 3, 1e-9);
+  EXPECT_EQ(rep.diagnostics[0].rows, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(rep.stats.zombie_rows_judged_short, 0);
+  // 10 rows are too few to estimate the null: random directions, the two windows taken as one.
+  // Chance flags 10 rows x Phi(-0.53 x sqrt(32)) = 10 x Phi(-3) = 0.0135 -> 1 - 0.0135 / 3.
+  EXPECT_NEAR(rep.diagnostics[0].confidence, 1.0 - 10 * 0.0013498980316301 / 3, 1e-9);
   EXPECT_EQ(rep.diagnostics[1].type, "DEAD_ROWS");
 }
 
@@ -255,7 +269,12 @@ TEST(EmbeddingRules, ARowThatStoppedReversingIsNotAZombieNow) {
     ASSERT_FALSE(rep.diagnostics.empty());
     EXPECT_EQ(rep.diagnostics[0].type, "ZOMBIE_ROWS");
     EXPECT_EQ(rep.diagnostics[0].example_rows, (std::vector<int64_t>{0, 1}));
-    EXPECT_THAT(rep.diagnostics[0].premise, ::testing::HasSubstr("2 more rows oscillated so but stopped since: not flagged"));
+    // The 33rd update, at step 32, completed the second (last oscillating) window.
+    EXPECT_EQ(rep.stats.zombie_stopped_step, 32);
+    EXPECT_EQ(rep.stats.zombie_stopped_rows, (std::vector<int64_t>{2, 3}));
+    EXPECT_THAT(rep.diagnostics[0].premise,
+                ::testing::HasSubstr("2 more rows oscillated so but stopped since (their last oscillating window "
+                                     "ended at step 32, median): not flagged"));
   }
   // After 16 more, the stop is itself a complete window above the threshold.
   rep = diagnose_embedding("items", stopping_rows(16), 49, EmbeddingRuleOptions{});
@@ -275,6 +294,41 @@ TEST(EmbeddingRules, PopularityBiasConfidenceRamps) {
   EXPECT_DOUBLE_EQ(g, rep.stats.popularity_gini);  // one lookup a step: both counts agree
   EXPECT_GT(g, 0.85);
   EXPECT_DOUBLE_EQ(d.confidence, 1.0);
+}
+
+
+// The short windows: windows of zombie_window / 8 cosines, kept beside the long ones. A row in
+// the plane turned by angle a_t at update t has cos(Delta_t, Delta_t-1) = cos(a_t) exactly.
+TEST(EmbeddingRows, ShortWindowsAreMeansOfAnEighthOfTheWindowOfCosines) {
+  EXPECT_EQ(zombie_short_window(16), 2);
+  EXPECT_EQ(zombie_short_window(64), 8);
+  EXPECT_EQ(zombie_short_window(15), 1);
+  EXPECT_EQ(zombie_short_window(2), 1);
+  EmbeddingRows rows(1, 2);
+  std::vector<double> cosines;
+  double angle = 0;
+  for (int t = 0; t < 16; ++t) {  // 16 updates: 15 cosines, seven short windows and 1 over
+    const double turn = 0.2 * t;
+    if (t > 0) cosines.push_back(std::cos(turn));
+    angle += t > 0 ? turn : 0;
+    const float d[2] = {static_cast<float>(std::cos(angle)), static_cast<float>(std::sin(angle))};
+    rows.expose(0, 10 + t);
+    rows.record_update(0, d, 1.0);
+  }
+  const auto mean = [&](int from, int n) {
+    double s = 0;
+    for (int i = from; i < from + n; ++i) s += cosines[static_cast<std::size_t>(i)];
+    return s / n;
+  };
+  const ZombieWindows w = rows.short_windows(0);
+  EXPECT_EQ(w.completed, 2);
+  EXPECT_NEAR(w.prior_cosine, mean(10, 2), 2e-3);  // bfloat16 previous update: 3 digits
+  EXPECT_NEAR(w.last_cosine, mean(12, 2), 2e-3);
+  EXPECT_EQ(w.current_updates, 1);
+  EXPECT_NEAR(w.current_cosine, mean(14, 1), 2e-3);
+  EXPECT_NEAR(w.last_norm, 1.0, 1e-6);
+  EXPECT_EQ(rows.windows(0).completed, 0);  // 15 cosines: no long window yet
+  EXPECT_EQ(rows.windows(0).last_step, -1);
 }
 
 }  // namespace

@@ -60,6 +60,9 @@ EmbeddingRunSummary sample() {
   s.zombie_rows = 2;
   s.zombie_rows_stopped = 4;
   s.zombie_rows_unjudged = 11;
+  s.zombie_rows_judged_short = 7;
+  s.zombie_stopped_rows = {40, 41, 99, 5000, 6001};
+  s.zombie_stopped_step = 0;  // a step, not "none" (-1, written as null)
   s.median_velocity = 1e-300;
   s.saliency_median = std::numeric_limits<double>::infinity();  // non-finite: NaN back
   s.effective_rank = -1;  // not measured
@@ -75,6 +78,7 @@ EmbeddingRunSummary sample() {
   d.confidence = kNaN;
   d.evidence = {{"zombie_rows", 2}, {"exposed_rows", 6000}, {"median_velocity", kNaN}};  // not sorted
   d.example_rows = {17, 4};
+  d.rows = {4, 17};
   r.diagnostics = {d};
 
   EmbeddingProfile p;
@@ -119,6 +123,9 @@ void expect_same(const EmbeddingRunSummary& a, const EmbeddingRunSummary& b) {
     EXPECT_EQ(s.zombie_rows, u.zombie_rows);
     EXPECT_EQ(s.zombie_rows_stopped, u.zombie_rows_stopped);
     EXPECT_EQ(s.zombie_rows_unjudged, u.zombie_rows_unjudged);
+    EXPECT_EQ(s.zombie_rows_judged_short, u.zombie_rows_judged_short);
+    EXPECT_EQ(s.zombie_stopped_rows, u.zombie_stopped_rows);
+    EXPECT_EQ(s.zombie_stopped_step, u.zombie_stopped_step);
     expect_same(s.median_velocity, u.median_velocity, "median velocity");
     expect_same(s.effective_rank, u.effective_rank, "effective rank");
     EXPECT_EQ(s.effective_rank_rows, u.effective_rank_rows);
@@ -139,6 +146,7 @@ void expect_same(const EmbeddingRunSummary& a, const EmbeddingRunSummary& b) {
         expect_same(d.evidence[k].second, e.evidence[k].second, d.evidence[k].first);
       }
       EXPECT_EQ(d.example_rows, e.example_rows);
+      EXPECT_EQ(d.rows, e.rows);
     }
     const EmbeddingProfile &p = a.tables[t].profile, &q = b.tables[t].profile;
     EXPECT_EQ(p.layer, q.layer);

@@ -223,33 +223,34 @@ bool has_zombies(const EmbeddingReport& rep) {
   return false;
 }
 
-// K (zombie_window) longer than the run: no row can have the 2K + 1 real updates the rule
-// needs, so ZOMBIE_ROWS is absent although rows flip at every step; warnings() says it was not
-// judged (before, only zombie_rows_judged = 0 did), and the verdict comes once the run is long
-// enough.
+// A run shorter than the fewest updates the rule judges a row on (two short windows of
+// zombie_window / 8 = 2 cosines: 5 updates): ZOMBIE_ROWS is absent although rows flip at every
+// step; warnings() says it was not judged (before, only zombie_rows_judged = 0 did), and the
+// verdict comes once the run is long enough.
 TEST(EmbeddingTrackerBadInput, AZombieWindowLongerThanTheRunIsSaidNotJudged) {
   Embedding emb = table();
-  EmbeddingTracker tracker(emb, "item");  // zombie_window 16: 33 updates needed
-  step_flips(tracker, emb, 20);
+  EmbeddingTracker tracker(emb, "item");  // zombie_window 16: short windows of 2, 5 updates
+  step_flips(tracker, emb, 4);
   EXPECT_EQ(tracker.report().stats.zombie_rows_judged, 0);
   EXPECT_FALSE(has_zombies(tracker.report()));
   EXPECT_THAT(tracker.warnings(),
-              ::testing::ElementsAre("embedding 'item': zombie_window 16 needs 33 real updates "
-                                     "of a row and 20 steps were tracked: no row can be judged, "
-                                     "ZOMBIE_ROWS is not judged yet"));
-  step_flips(tracker, emb, 20);
+              ::testing::ElementsAre("embedding 'item': ZOMBIE_ROWS needs 5 real updates of a row (two windows "
+                                     "of 2 cosines, zombie_window 16 / 8) and 4 steps were tracked: no row can "
+                                     "be judged, ZOMBIE_ROWS is not judged yet"));
+  step_flips(tracker, emb, 36);
   const EmbeddingReport rep = tracker.report();
   EXPECT_EQ(rep.stats.zombie_rows_judged, 5);
+  EXPECT_EQ(rep.stats.zombie_rows_judged_short, 0);  // 40 updates: the long windows
   EXPECT_EQ(rep.stats.zombie_rows, 5);
   EXPECT_TRUE(has_zombies(rep));
   EXPECT_TRUE(tracker.warnings().empty());
   EmbeddingTrackerOptions every4;
-  every4.track_every = 4;  // 40 steps, 10 of them tracked
+  every4.track_every = 4;  // 16 steps, 4 of them tracked
   Embedding other = table();
   EmbeddingTracker sparse_tracking(other, "other", every4);
-  step_flips(sparse_tracking, other, 40);
+  step_flips(sparse_tracking, other, 16);
   EXPECT_THAT(sparse_tracking.warnings(),
-              ::testing::ElementsAre(HasSubstr("10 steps were tracked")));
+              ::testing::ElementsAre(HasSubstr("4 steps were tracked")));
 }
 
 // A table of dim 1: cosines between updates are +-1 and the chance level of a window's mean

@@ -236,9 +236,9 @@ TEST(EmbeddingTracker, HealthyMatrixFactorisationHasNoZombies) {
 }
 
 TEST(EmbeddingHub, JudgesEachTableWithItsOwnOptions) {
-  // The default (windowed) rule judges a row after two windows of 16 real updates, too many
-  // for 20 steps; GradTracer's rule judges every exposed row. The window size is per-row
-  // state, so the users' windows of 2 are judged under any rules.
+  // The default (windowed) rule judges a row on two windows of 16 real updates, too many for
+  // 20 steps, or else on two short windows of 2; GradTracer's rule judges every exposed row. The
+  // window size is per-row state, so the users' windows of 2 are judged under any rules.
   at::manual_seed(2);
   Embedding users(EmbeddingOptions(30, 4)), items(EmbeddingOptions(40, 4));
   EmbeddingTrackerOptions user_options, item_options;
@@ -261,7 +261,8 @@ TEST(EmbeddingHub, JudgesEachTableWithItsOwnOptions) {
   EXPECT_EQ(own.tables[1].stats.zombie_rows_judged, own.tables[1].stats.exposed_rows);
   const EmbeddingHubReport defaults = hub.report(EmbeddingRuleOptions{});  // explicit rules win
   EXPECT_EQ(defaults.tables[0].stats.zombie_rows_judged, own.tables[0].stats.zombie_rows_judged);
-  EXPECT_EQ(defaults.tables[1].stats.zombie_rows_judged, 0);
+  EXPECT_GT(defaults.tables[1].stats.zombie_rows_judged, 0);
+  EXPECT_EQ(defaults.tables[1].stats.zombie_rows_judged_short, defaults.tables[1].stats.zombie_rows_judged);
   ASSERT_EQ(own.correlations.size(), 1u);
   EXPECT_EQ(own.correlations[0].steps, 20);
 }

@@ -39,7 +39,7 @@ EmbeddingRows::EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions opt
   check_rate(options.gradient_ema, "gradient_ema");
   if (options.zombie_window < 1 || options.zombie_window > 65535)
     throw Error("embedding rows: zombie_window must be in [1, 65535]");
-  static_assert(sizeof(Scalars) == kMeanOffset, "bytes_per_row counts 80 bytes of scalars");
+  static_assert(sizeof(Scalars) == kMeanOffset, "bytes_per_row counts 112 bytes of scalars");
   static_assert(alignof(Scalars) <= alignof(Line), "records start on a line");
   stride_ = bytes_per_row(dim);
   // Every line is written here (zeroes, then each row's scalars), so the pages of a large
@@ -74,16 +74,31 @@ double EmbeddingRows::mean_cosine(int64_t row) const {
   return x.cosines ? x.cosine_sum / x.cosines : std::numeric_limits<double>::quiet_NaN();
 }
 
+bool EmbeddingRows::Windows::add(double c, double d, int size) {
+  cosine += static_cast<float>(c);
+  norm += static_cast<float>(d);
+  if (++n < size) return false;
+  prior_cosine = last_cosine;  // a window complete: shift it in
+  prior_norm = last_norm;
+  last_cosine = cosine / n;
+  last_norm = norm / n;
+  cosine = norm = 0;
+  n = 0;
+  if (completed < 2) ++completed;
+  return true;
+}
+
+ZombieWindows EmbeddingRows::Windows::view(int32_t last_step) const {
+  return {completed, last_cosine, last_norm, prior_cosine, prior_norm, n,
+          n ? cosine / n : std::numeric_limits<double>::quiet_NaN(), last_step};
+}
+
 ZombieWindows EmbeddingRows::windows(int64_t row) const {
   const Scalars& x = scalars(row);
-  return {x.windows,
-          x.last_cosine,
-          x.last_norm,
-          x.prior_cosine,
-          x.prior_norm,
-          x.window_n,
-          x.window_n ? x.window_cosine / x.window_n : std::numeric_limits<double>::quiet_NaN()};
+  return x.windows.view(x.last_window_step);
 }
+
+ZombieWindows EmbeddingRows::short_windows(int64_t row) const { return scalars(row).short_windows.view(-1); }
 
 void EmbeddingRows::record_gradient(int64_t row, const float* __restrict g) {
   Scalars& x = scalars(row);
@@ -137,17 +152,8 @@ void EmbeddingRows::record_update(int64_t row, const float* delta, double row_no
         x.cosine_sum += cosine;
         ++x.cosines;
       }
-      x.window_cosine += static_cast<float>(cosine);
-      x.window_norm += static_cast<float>(norm);
-      if (++x.window_n == options_.zombie_window) {  // a window complete: shift it in
-        x.prior_cosine = x.last_cosine;
-        x.prior_norm = x.last_norm;
-        x.last_cosine = x.window_cosine / x.window_n;
-        x.last_norm = x.window_norm / x.window_n;
-        x.window_cosine = x.window_norm = 0;
-        x.window_n = 0;
-        if (x.windows < 2) ++x.windows;
-      }
+      if (x.windows.add(cosine, norm, options_.zombie_window)) x.last_window_step = x.last_seen;
+      x.short_windows.add(cosine, norm, zombie_short_window(options_.zombie_window));
     }
   }
   for (int64_t j = 0; j < dim_; ++j) prev[j] = float_to_bfloat16(delta[j]);

@@ -8,6 +8,7 @@
 #include "gradscope/core/findings/numbers.h"
 #include "gradscope/core/embedding/math.h"
 #include "gradscope/core/embedding/report.h"
+#include "gradscope/core/embedding/zombie_null.h"
 
 namespace gradscope {
 namespace {
@@ -38,48 +39,101 @@ constexpr const char* kZombieAdvice =
     "tracker's auto_fix to damp these rows' gradients.";
 constexpr const char* kZombieEffect = "The rows settle; check HR@k or NDCG@k before and after.";
 
-// The default rule: evidence over two windows, tested against chance.
+// Where the table's rows stand on one ladder of windows (long: zombie_window cosines; short:
+// a quarter of that, for rows too rare for two long windows).
+struct Ladder {
+  int window = 0;
+  ZombieNull null;
+  int64_t judged = 0, flagged = 0;
+};
+
+std::string null_text(const Ladder& l, int64_t dim) {
+  const ZombieNull& n = l.null;
+  if (!n.estimated)
+    return "chance from random directions in " + num(dim) + " dimensions, the two windows taken as one (" +
+           num(n.rows) + " rows are too few to estimate it from the table)";
+  if (n.table_oscillates)
+    return "this table's typical row reverses itself (median window " + num(n.centre) + " < " +
+           "the effect): chance from random directions in " + num(dim) + " dimensions";
+  return "chance from this table's rows: median window " + num(n.centre) + ", spread " + num(n.spread) +
+         ", correlation " + num(n.correlation) + " between a row's two windows";
+}
+
+// The default rule: evidence over two windows, tested against the table's own null.
 void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::size_t max_ex, EmbeddingReport& rep) {
   EmbeddingStats& s = rep.stats;
-  std::vector<int64_t> examples;
-  std::vector<double> z, updates;
+  Ladder lon, sho;
+  lon.window = t.zombie_window;
+  sho.window = zombie_short_window(t.zombie_window);
+  {
+    std::vector<ZombieWindows> long_w, short_w;
+    for (int64_t r = 0; r < rows.rows(); ++r) {
+      if (const ZombieWindows w = rows.windows(r); w.completed >= 2) long_w.push_back(w);
+      if (const ZombieWindows w = rows.short_windows(r); w.completed >= 2) short_w.push_back(w);
+    }
+    lon.null = estimate_zombie_null(long_w, rows.dim(), lon.window, t);
+    sho.null = estimate_zombie_null(short_w, rows.dim(), sho.window, t);
+  }
+  std::vector<int64_t> flagged;
+  std::vector<double> z, updates, stopped_steps;
   double cosine_sum = 0;
   for (int64_t r = 0; r < rows.rows(); ++r) {
-    if (rows.windows(r).completed < 2) {
+    const ZombieWindows lw = rows.windows(r);
+    const bool on_long = lw.completed >= 2;
+    const ZombieWindows w = on_long ? lw : rows.short_windows(r);
+    Ladder& l = on_long ? lon : sho;
+    const ZombieVerdict v = judge_zombie_windows(w, l.window, l.null.threshold, t);
+    if (v == ZombieVerdict::kNotJudged) {
       if (rows.updates(r) > 0) ++s.zombie_rows_unjudged;
       continue;
     }
     ++s.zombie_rows_judged;
-    if (stopped_zombie(rows, r, t)) ++s.zombie_rows_stopped;
-    if (!is_windowed_zombie(rows, r, t)) continue;
+    ++l.judged;
+    if (!on_long) ++s.zombie_rows_judged_short;
+    if (v == ZombieVerdict::kStopped) {
+      ++s.zombie_rows_stopped;
+      if (s.zombie_stopped_rows.size() < kMaxListedRows) s.zombie_stopped_rows.push_back(r);
+      if (on_long) stopped_steps.push_back(static_cast<double>(w.last_step));
+    }
+    if (v != ZombieVerdict::kZombie) continue;
     ++s.zombie_rows;
-    if (examples.size() < max_ex) examples.push_back(r);
-    z.push_back(zombie_z_score(rows, r, t));
+    ++l.flagged;
+    if (flagged.size() < kMaxListedRows) flagged.push_back(r);
+    z.push_back(l.null.z_of(std::max(w.last_cosine, w.prior_cosine)));
     updates.push_back(rows.updates(r));
     cosine_sum += rows.mean_cosine(r);
   }
+  if (!stopped_steps.empty()) s.zombie_stopped_step = static_cast<int64_t>(median_of(stopped_steps));
   s.zombie_mean_cosine = s.zombie_rows ? cosine_sum / s.zombie_rows : std::numeric_limits<double>::quiet_NaN();
   if (s.zombie_rows == 0) return;
-  const double below = zombie_cosine_threshold(t, rows.dim());
-  // Rows that independent update directions would flag: each window below `below` with
-  // probability Phi(below x sqrt(dim x window)) (normal approximation of the window mean),
-  // two windows independently.
-  const double one = normal_cdf(below * std::sqrt(static_cast<double>(rows.dim()) * t.zombie_window));
-  const double chance = static_cast<double>(s.zombie_rows_judged) * one * one;
+  // Rows the null would flag: on each ladder, rows judged x P(both windows below the threshold).
+  const double chance = static_cast<double>(lon.judged) * lon.null.both_below(lon.null.threshold) +
+                        static_cast<double>(sho.judged) * sho.null.both_below(sho.null.threshold);
   EmbeddingDiagnostic d;
   d.type = "ZOMBIE_ROWS";
-  d.premise = num(s.zombie_rows) + " of " + num(s.zombie_rows_judged) + " rows with " + num(2 * t.zombie_window) +
-              "+ updates flip direction: in each of their last two windows of " + num(t.zombie_window) +
-              " updates the mean cosine between consecutive updates was below " + num(below) +
-              " (chance in " + num(rows.dim()) + " dimensions: z " + num(t.zombie_z) + "; effect: " +
-              num(t.zombie_oscillation) + "), and their updates did not shrink below " + num(t.zombie_damping) +
-              "x, and they still reverse in their latest updates. Over the whole run their mean consecutive cosine is " +
-              num(s.zombie_mean_cosine) + "." +
-              (s.zombie_rows_stopped ? " " + num(s.zombie_rows_stopped) +
-                                           " more rows oscillated so but stopped since: not flagged."
-                                     : std::string()) +
+  const std::string on_short =
+      s.zombie_rows_judged_short
+          ? " (" + num(sho.window) + " for the " + num(s.zombie_rows_judged_short) + " rows with fewer than " +
+                num(2 * lon.window + 1) + " updates: below " + num(sho.null.threshold) + "; " +
+                null_text(sho, rows.dim()) + ")"
+          : std::string();
+  d.premise = num(s.zombie_rows) + " of " + num(s.zombie_rows_judged) +
+              " rows judged flip direction: in each of their last two windows of " + num(lon.window) +
+              " updates the mean cosine between consecutive updates was below " + num(lon.null.threshold) + " (" +
+              null_text(lon, rows.dim()) + "; effect: " + num(t.zombie_oscillation) + ")" + on_short +
+              ", their updates did not shrink below " + num(t.zombie_damping) +
+              "x, and they still reverse in their latest updates. Chance would flag " + num(chance) +
+              " such rows. Over the whole run their mean consecutive cosine is " + num(s.zombie_mean_cosine) + "." +
+              (s.zombie_rows_stopped
+                   ? " " + num(s.zombie_rows_stopped) + " more rows oscillated so but stopped since" +
+                         (s.zombie_stopped_step >= 0
+                              ? " (their last oscillating window ended at step " + num(s.zombie_stopped_step) +
+                                    ", median)"
+                              : std::string()) +
+                         ": not flagged."
+                   : std::string()) +
               (s.zombie_rows_unjudged ? " " + num(s.zombie_rows_unjudged) + " updated rows had fewer than " +
-                                            num(2 * t.zombie_window + 1) + " updates: not judged."
+                                            num(2 * sho.window + 1) + " updates: not judged."
                                       : std::string());
   d.implies = kZombieImplies;
   d.action = kZombieAction;
@@ -88,17 +142,32 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
   d.confidence = std::clamp(1.0 - chance / static_cast<double>(s.zombie_rows), 0.0, 1.0);
   d.evidence = {{"zombie_rows", double(s.zombie_rows)},
                 {"rows_judged", double(s.zombie_rows_judged)},
+                {"rows_judged_on_short_windows", double(s.zombie_rows_judged_short)},
+                {"zombies_on_short_windows", double(sho.flagged)},
                 {"rows_stopped", double(s.zombie_rows_stopped)},
                 {"rows_not_judged", double(s.zombie_rows_unjudged)},
-                {"window", double(t.zombie_window)},
-                {"cosine_threshold", below},
+                {"window", double(lon.window)},
+                {"short_window", double(sho.window)},
+                {"cosine_threshold", lon.null.threshold},
+                {"short_cosine_threshold", sho.null.threshold},
+                {"null_rows", double(lon.null.rows)},
+                {"null_estimated", lon.null.estimated ? 1.0 : 0.0},
+                {"table_oscillates", lon.null.table_oscillates ? 1.0 : 0.0},
+                {"null_centre", lon.null.centre},
+                {"null_spread", lon.null.spread},
+                {"null_correlation", lon.null.correlation},
+                {"short_null_centre", sho.null.centre},
+                {"short_null_spread", sho.null.spread},
+                {"short_null_correlation", sho.null.correlation},
                 {"zombie_z", t.zombie_z},
                 {"zombie_damping", t.zombie_damping},
                 {"median_z_of_flagged", median_of(z)},
                 {"median_updates_of_flagged", median_of(updates)},
                 {"whole_run_mean_cosine_of_flagged", s.zombie_mean_cosine},
-                {"rows_chance_would_flag", chance}};
-  d.example_rows = examples;
+                {"rows_chance_would_flag", chance},
+                {"rows_listed", double(flagged.size())}};
+  d.example_rows.assign(flagged.begin(), flagged.begin() + static_cast<std::ptrdiff_t>(std::min(max_ex, flagged.size())));
+  d.rows = std::move(flagged);
   rep.diagnostics.push_back(std::move(d));
 }
 
@@ -113,7 +182,7 @@ void add_gradtracer_zombies(const EmbeddingRows& rows, const Thresholds& t, std:
     ++s.zombie_rows_judged;
     if (!is_zombie(rows, r, s.median_velocity, t)) continue;
     ++s.zombie_rows;
-    if (zombies.size() < max_ex) zombies.push_back(r);
+    if (zombies.size() < kMaxListedRows) zombies.push_back(r);
     if (is_zombie(rows, r, s.median_velocity, t, kStricter)) ++strict;
     if (rows.cosines(r) > 0) cosine_sum += rows.mean_cosine(r);
   }
@@ -137,8 +206,10 @@ void add_gradtracer_zombies(const EmbeddingRows& rows, const Thresholds& t, std:
                 {"zombie_oscillation", t.zombie_oscillation},
                 {"zombie_velocity_ratio", t.zombie_velocity_ratio},
                 {"rows_passing_stricter_thresholds", double(strict)},
-                {"whole_run_mean_cosine_of_flagged", s.zombie_mean_cosine}};
-  d.example_rows = zombies;
+                {"whole_run_mean_cosine_of_flagged", s.zombie_mean_cosine},
+                {"rows_listed", double(zombies.size())}};
+  d.example_rows.assign(zombies.begin(), zombies.begin() + static_cast<std::ptrdiff_t>(std::min(max_ex, zombies.size())));
+  d.rows = std::move(zombies);
   rep.diagnostics.push_back(std::move(d));
 }
 

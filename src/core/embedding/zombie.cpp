@@ -19,29 +19,34 @@ double zombie_cosine_threshold(const Thresholds& t, int64_t dim) {
 namespace {
 
 // Two complete windows below the threshold, the last not damped.
-bool oscillated_in_windows(const EmbeddingRows& rows, const ZombieWindows& w, const Thresholds& t) {
-  if (w.completed < 2) return false;
-  const double below = zombie_cosine_threshold(t, rows.dim());
-  return w.last_cosine < below && w.prior_cosine < below && w.last_norm >= t.zombie_damping * w.prior_norm;
+bool oscillated_in_windows(const ZombieWindows& w, double below, const Thresholds& t) {
+  return w.completed >= 2 && w.last_cosine < below && w.prior_cosine < below &&
+         w.last_norm >= t.zombie_damping * w.prior_norm;
 }
 
 // The updates since the last complete window, half a window of them or more, no longer point
 // back on average. A row that reversed for 32 updates and then moved on (mean cosine +0.10 over
 // its last 13) was flagged from its stale windows at confidence 1.00.
-bool stopped_reversing(const ZombieWindows& w, const Thresholds& t) {
-  return 2 * w.current_updates >= t.zombie_window && !(w.current_cosine < 0);
+bool stopped_reversing(const ZombieWindows& w, int window) {
+  return 2 * w.current_updates >= window && !(w.current_cosine < 0);
 }
 
 }  // namespace
 
+ZombieVerdict judge_zombie_windows(const ZombieWindows& w, int window, double below, const Thresholds& t) {
+  if (w.completed < 2) return ZombieVerdict::kNotJudged;
+  if (!oscillated_in_windows(w, below, t)) return ZombieVerdict::kHealthy;
+  return stopped_reversing(w, window) ? ZombieVerdict::kStopped : ZombieVerdict::kZombie;
+}
+
 bool is_windowed_zombie(const EmbeddingRows& rows, int64_t row, const Thresholds& t) {
-  const ZombieWindows w = rows.windows(row);
-  return oscillated_in_windows(rows, w, t) && !stopped_reversing(w, t);
+  return judge_zombie_windows(rows.windows(row), t.zombie_window, zombie_cosine_threshold(t, rows.dim()), t) ==
+         ZombieVerdict::kZombie;
 }
 
 bool stopped_zombie(const EmbeddingRows& rows, int64_t row, const Thresholds& t) {
-  const ZombieWindows w = rows.windows(row);
-  return oscillated_in_windows(rows, w, t) && stopped_reversing(w, t);
+  return judge_zombie_windows(rows.windows(row), t.zombie_window, zombie_cosine_threshold(t, rows.dim()), t) ==
+         ZombieVerdict::kStopped;
 }
 
 double zombie_z_score(const EmbeddingRows& rows, int64_t row, const Thresholds& t) {

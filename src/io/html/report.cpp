@@ -177,6 +177,19 @@ std::string fixed(double v, const char* fmt_spec) {
   return std::isfinite(v) ? fmt::format(fmt::runtime(fmt_spec), v) : std::string("-");
 }
 
+// Every row a finding names (ZOMBIE_ROWS: every flagged row), folded; the first kShownRows ids,
+// the rest in the run's JSON.
+std::string listed_rows(const EmbeddingDiagnostic& d) {
+  constexpr std::size_t kShownRows = 2000;
+  if (d.rows.empty()) return {};
+  std::string ids;
+  for (std::size_t i = 0; i < std::min(kShownRows, d.rows.size()); ++i) ids += (i ? ", " : "") + std::to_string(d.rows[i]);
+  if (d.rows.size() > kShownRows)
+    ids += " and " + std::to_string(d.rows.size() - kShownRows) + " more (gradscope report --json lists them)";
+  return "<details><summary>" + esc(d.type) + ": the " + std::to_string(d.rows.size()) +
+         " rows</summary><p class=\"mono\">" + ids + "</p></details>\n";
+}
+
 std::string embedding_section(const EmbeddingRunSummary& summary, const std::vector<Chart>& charts) {
   std::string out = "<section id=\"embedding\"><h2>Embedding tables</h2>\n";
   for (std::size_t i = 0; i < summary.tables.size(); ++i) {
@@ -192,6 +205,9 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
         {"exposure entropy", fixed(s.exposure_entropy, "{:.3f}")},
         {"never exposed", std::to_string(s.never_exposed_rows)},
         {"zombie rows", std::to_string(s.zombie_rows) + " of " + std::to_string(s.zombie_rows_judged) + " judged" +
+                            (s.zombie_rows_judged_short
+                                 ? " (" + std::to_string(s.zombie_rows_judged_short) + " on short windows)"
+                                 : std::string()) +
                             (s.zombie_rows_stopped ? ", " + std::to_string(s.zombie_rows_stopped) + " stopped" : std::string()) +
                             (s.zombie_rows_unjudged ? ", " + std::to_string(s.zombie_rows_unjudged) + " with too few updates to judge"
                                                     : std::string())},
@@ -213,6 +229,7 @@ std::string embedding_section(const EmbeddingRunSummary& summary, const std::vec
                          esc(f.premise), esc(f.implies), esc(f.action));
     }
     if (!findings.empty()) out += "</ul>\n";
+    for (const EmbeddingDiagnostic& d : r.diagnostics) out += listed_rows(d);
     out += "<div class=\"grid\">\n";
     const std::string prefix = "embedding-" + std::to_string(i) + "-";
     for (const Chart& c : charts)

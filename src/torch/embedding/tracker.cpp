@@ -180,11 +180,13 @@ std::vector<std::string> EmbeddingTracker::warnings() const {
   // Verdicts report() cannot reach with the tracker's own options, said here so that their
   // absence is not read as a clean bill of health.
   const int64_t tracked = (s.step + s.options.track_every - 1) / s.options.track_every;
-  const int64_t needed = 2 * static_cast<int64_t>(s.options.thresholds.zombie_window) + 1;
+  // The fewest updates a row is judged on: two short windows (rows.h).
+  const int shortest = zombie_short_window(s.options.thresholds.zombie_window);
+  const int64_t needed = 2 * static_cast<int64_t>(shortest) + 1;
   if (s.options.zombie_rule == ZombieRule::kWindowed && tracked > 0 && tracked < needed)
-    w.push_back(s.who() + "zombie_window " + std::to_string(s.options.thresholds.zombie_window) +
-                " needs " + std::to_string(needed) + " real updates of a row and " +
-                std::to_string(tracked) +
+    w.push_back(s.who() + "ZOMBIE_ROWS needs " + std::to_string(needed) + " real updates of a row (two windows of " +
+                std::to_string(shortest) + " cosines, zombie_window " +
+                std::to_string(s.options.thresholds.zombie_window) + " / 8) and " + std::to_string(tracked) +
                 " steps were tracked: no row can be judged, ZOMBIE_ROWS is not judged yet");
   if (s.options.negative_sampler.kind == NegativeSampler::Kind::kPopularity) {
     uint64_t negatives = 0;

@@ -7,7 +7,7 @@
 //
 // Pure functions of EmbeddingRows (no LibTorch). Confidence (docs/embedding.md has each
 // formula): ZOMBIE_ROWS (windowed rule), 1 - (rows chance would flag) / (rows flagged), where
-// chance is independent update directions; for a single number (POPULARITY_BIAS,
+// chance is the table's own null (zombie_null.h); for a single number (POPULARITY_BIAS,
 // NEGATIVE_SAMPLER_SKEW, REPRESENTATION_COLLAPSE), 1 when it passes a threshold made 25%
 // stricter, otherwise the fraction of the way from the threshold to the stricter one; for
 // GradTracer's zombie rule, the share of flagged rows that pass its thresholds made 25%
@@ -81,8 +81,17 @@ struct EmbeddingStats {
   /// Rows that oscillated over two complete windows but stopped since (stopped_zombie): not
   /// flagged.
   int64_t zombie_rows_stopped = 0;
-  /// Rows with real updates, but fewer than the 2 x zombie_window + 1 the rule needs: not judged.
+  /// Of the rows judged, those with too few updates for two windows of zombie_window, judged on
+  /// two short windows (zombie_short_window(zombie_window) cosines each).
+  int64_t zombie_rows_judged_short = 0;
+  /// Rows with real updates, but fewer than the 2 x zombie_short_window + 1 the rule needs: not
+  /// judged.
   int64_t zombie_rows_unjudged = 0;
+  /// The stopped rows (zombie_rows_stopped), ascending, at most kMaxListedRows.
+  std::vector<int64_t> zombie_stopped_rows;
+  /// Median step at which the stopped rows' last oscillating window (of zombie_window) ended;
+  /// -1 when none stopped on such windows.
+  int64_t zombie_stopped_step = -1;
   double zombie_mean_cosine = 0;   ///< whole-run mean consecutive-update cosine of zombie rows (NaN: none)
   double sampler_tv = 0;           ///< TV distance of negatives from the declared sampler (NaN: not judged)
   double sampler_tv_chance = 0;    ///< its expectation for a correct sampler with as many draws
@@ -104,7 +113,14 @@ struct EmbeddingDiagnostic {
   double confidence = 0;
   std::vector<std::pair<std::string, double>> evidence;  ///< named numbers, thresholds too
   std::vector<int64_t> example_rows;
+  /// Every row the finding is about, ascending (ZOMBIE_ROWS: every flagged row), at most
+  /// kMaxListedRows; empty for findings that list examples only.
+  std::vector<int64_t> rows;
 };
+
+/// The most rows a report lists by id (ZOMBIE_ROWS' rows, the stopped rows): 100,000 ids take
+/// about 0.7 MB of a saved summary.
+constexpr std::size_t kMaxListedRows = 100000;
 
 /// The report of one table.
 struct EmbeddingReport {
@@ -130,6 +146,11 @@ bool is_windowed_zombie(const EmbeddingRows& rows, int64_t row, const Thresholds
 /// A row whose two complete windows oscillated but whose updates since (half a window or more)
 /// no longer point back on average: it stopped, and is not a zombie now.
 bool stopped_zombie(const EmbeddingRows& rows, int64_t row, const Thresholds& t);
+
+/// What the windowed rule says of a row's windows of `window` cosines with the window threshold
+/// `below` (is_windowed_zombie uses zombie_cosine_threshold; the report the table's null).
+enum class ZombieVerdict { kNotJudged, kHealthy, kZombie, kStopped };
+ZombieVerdict judge_zombie_windows(const ZombieWindows& w, int window, double below, const Thresholds& t);
 
 /// The windowed rule's z-score of a row: the weaker of its two windows' -mean x sqrt(dim x
 /// window), the number of standard deviations past chance (NaN before two windows).

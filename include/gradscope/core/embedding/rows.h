@@ -7,10 +7,11 @@
 //   rows.record_update(row, delta_ptr, row_norm_before);    // after - before the optimizer
 //   double snr = rows.snr(row);                             // NaN until two gradients
 //   ZombieWindows w = rows.windows(row);                    // consecutive-update cosines
+//   ZombieWindows s = rows.short_windows(row);              // the same over K/8 cosines
 //
 // Standard library only: the LibTorch tracker (gradscope/torch/embedding/tracker.h) gathers the
 // touched rows and feeds them here, so every update is O(dim) and never touches other rows.
-// A row's record: 80 bytes of counters and running sums, its gradient mean (4 x dim, float32)
+// A row's record: 112 bytes of counters and running sums, its gradient mean (4 x dim, float32)
 // and its previous update (2 x dim, bfloat16), padded to whole 64-byte cache lines. dim 64:
 // 512 bytes; 10M rows: 5.1 GB. Row indices outside [0, rows) throw Error.
 #pragma once
@@ -29,6 +30,11 @@ struct EmbeddingRowsOptions {
   int zombie_window = 16;         ///< cosines per window of the zombie statistic (Thresholds)
 };
 
+/// Cosines per short window: zombie_window / 8, at least 1. Rows with too few updates for two
+/// windows of zombie_window are judged on two short windows (a 1M-row table's rows are mostly
+/// rare: 16-cosine windows left most of them unjudged).
+constexpr int zombie_short_window(int zombie_window) { return zombie_window / 8 > 1 ? zombie_window / 8 : 1; }
+
 /// A row's last two complete windows of zombie_window cosines between consecutive real
 /// updates: their mean cosine and mean update norm. Windows follow one another without
 /// overlap, so each window's mean is over cosines of its own updates.
@@ -40,6 +46,7 @@ struct ZombieWindows {
   double prior_norm = 0;
   int current_updates = 0;  ///< cosines in the window being filled (fewer than zombie_window)
   double current_cosine = 0;  ///< their mean (NaN when there are none)
+  int32_t last_step = -1;   ///< the step of the update that completed the last window (-1: none)
 };
 
 /// Per-row state of one table. Rows are identified by their index in [0, rows).
@@ -48,8 +55,8 @@ class EmbeddingRows {
   /// Zeroed state for `rows` x `dim`. Throws Error for negative sizes or bad EMA rates.
   EmbeddingRows(int64_t rows, int64_t dim, EmbeddingRowsOptions options = {});
 
-  /// Bytes of state per row for a table of width `dim`: 80 + 6 x dim rounded up to 64.
-  static constexpr int64_t bytes_per_row(int64_t dim) { return (80 + 6 * dim + 63) / 64 * 64; }
+  /// Bytes of state per row for a table of width `dim`: 112 + 6 x dim rounded up to 64.
+  static constexpr int64_t bytes_per_row(int64_t dim) { return (112 + 6 * dim + 63) / 64 * 64; }
 
   int64_t rows() const { return rows_; }
   int64_t dim() const { return dim_; }
@@ -92,6 +99,8 @@ class EmbeddingRows {
   uint32_t cosines(int64_t row) const { return scalars(row).cosines; }
   double mean_cosine(int64_t row) const;
   ZombieWindows windows(int64_t row) const;
+  /// The same over windows of zombie_short_window(zombie_window) cosines (last_step not kept).
+  ZombieWindows short_windows(int64_t row) const;
 
   /// The parts of a row's record one pass reads: kGradient (counters and gradient mean, for
   /// expose, count_lookups, record_gradient) or kUpdate (counters and previous update).
@@ -101,6 +110,17 @@ class EmbeddingRows {
   void prefetch(int64_t row, Part part) const;
 
  private:
+  // Consecutive windows of a fixed number of cosines: sums over the window being filled, and
+  // the means of the last two complete ones.
+  struct Windows {
+    float cosine = 0, norm = 0;  // sums over the window being filled
+    float last_cosine = 0, last_norm = 0, prior_cosine = 0, prior_norm = 0;  // window means
+    uint16_t n = 0, completed = 0;  // cosines in the window being filled; complete ones, <= 2
+
+    // Adds a cosine and its update's norm; true when that completes a window.
+    bool add(double cosine, double norm, int size);
+    ZombieWindows view(int32_t last_step) const;
+  };
   struct Scalars {
     double cosine_sum = 0;           // over the whole run (a float would drift past ~1e5 terms)
     uint32_t exposure = 0;
@@ -110,9 +130,9 @@ class EmbeddingRows {
     float grad_var = 0;
     uint32_t lookups = 0, negatives = 0;
     uint32_t cosines = 0;
-    float window_cosine = 0, window_norm = 0;  // sums over the window being filled
-    uint16_t window_n = 0, windows = 0;
-    float last_cosine = 0, last_norm = 0, prior_cosine = 0, prior_norm = 0;  // window means
+    Windows windows;                // of zombie_window cosines
+    int32_t last_window_step = -1;  // last_seen when the last of them completed
+    Windows short_windows;          // of zombie_short_window(zombie_window) cosines
   };
   // One record per row (Scalars, gradient mean, previous update), so that a touched row on a
   // table larger than the caches costs one page and its TLB entry, not three; records start
@@ -147,7 +167,7 @@ class EmbeddingRows {
     return reinterpret_cast<uint16_t*>(record(row) + kMeanOffset + 4 * dim_);
   }
 
-  static constexpr int64_t kMeanOffset = 80;  // sizeof(Scalars)
+  static constexpr int64_t kMeanOffset = 112;  // sizeof(Scalars)
   int64_t rows_, dim_, stride_;
   EmbeddingRowsOptions options_;
   std::vector<Line> lines_;

@@ -25,7 +25,10 @@ Json report_to_json(const EmbeddingReport& r) {
       {"zombie_rows", s.zombie_rows},
       {"zombie_rows_judged", s.zombie_rows_judged},
       {"zombie_rows_stopped", s.zombie_rows_stopped},
+      {"zombie_rows_judged_short", s.zombie_rows_judged_short},
       {"zombie_rows_unjudged", s.zombie_rows_unjudged},
+      {"zombie_stopped_rows", s.zombie_stopped_rows},
+      {"zombie_stopped_step", s.zombie_stopped_step >= 0 ? Json(s.zombie_stopped_step) : Json()},
       {"zombie_mean_cosine", json_number(s.zombie_mean_cosine)},
       {"sampler_tv", json_number(s.sampler_tv)},
       {"sampler_tv_chance", json_number(s.sampler_tv_chance)},
@@ -40,6 +43,7 @@ Json report_to_json(const EmbeddingReport& r) {
     Json evidence = Json::object();
     for (const auto& [name, value] : d.evidence) evidence[name] = json_number(value);
     evidence["example_rows"] = d.example_rows;
+    if (!d.rows.empty()) evidence["rows"] = d.rows;
     diags.push_back({{"type", d.type},
                      {"premise", d.premise},
                      {"implies", d.implies},
@@ -75,6 +79,10 @@ EmbeddingReport report_from_json(const Field& j) {
   st.zombie_rows_judged = s.has("zombie_rows_judged") ? s.at("zombie_rows_judged").count() : 0;
   st.zombie_rows_stopped = s.has("zombie_rows_stopped") ? s.at("zombie_rows_stopped").count() : 0;
   st.zombie_rows_unjudged = s.has("zombie_rows_unjudged") ? s.at("zombie_rows_unjudged").count() : 0;
+  st.zombie_rows_judged_short = s.has("zombie_rows_judged_short") ? s.at("zombie_rows_judged_short").count() : 0;
+  if (s.has("zombie_stopped_rows")) st.zombie_stopped_rows = s.at("zombie_stopped_rows").counts();
+  if (s.has("zombie_stopped_step") && !s.at("zombie_stopped_step").json().is_null())  // null: none stopped
+    st.zombie_stopped_step = s.at("zombie_stopped_step").count();
   st.zombie_mean_cosine = s.has("zombie_mean_cosine") ? s.at("zombie_mean_cosine").number_in(-1, 1) : kNaN;
   st.sampler_tv = s.has("sampler_tv") ? s.at("sampler_tv").number_in(0, 1) : kNaN;
   st.sampler_tv_chance = s.has("sampler_tv_chance") ? s.at("sampler_tv_chance").number_in(0, 1) : kNaN;
@@ -99,6 +107,7 @@ EmbeddingReport report_from_json(const Field& j) {
     // Named numbers (thresholds among them, so of any sign), in the order written.
     for (const auto& [name, value] : jd.at("evidence").members()) {
       if (name == "example_rows") d.example_rows = value.counts();
+      else if (name == "rows") d.rows = value.counts();
       else d.evidence.emplace_back(name, value.number());
     }
     r.diagnostics.push_back(std::move(d));
