@@ -57,7 +57,11 @@ TEST(TreeInteractions, EachSplitCreditsTheDistinctFeaturesAboveItWithItsGain) {
   EXPECT_TRUE(std::isnan(r.kept[0].vif));
 }
 
-TEST(TreeInteractions, CollinearPairsAreDroppedAndListed) {
+// f2 = f0 + small noise: one signal. f2 is merged into f0 (more gain) before the pairs are
+// formed, so f2's splits count as f0's: the pair (0, 1) gains the deep f2 split under f1, and
+// f2 under f0 is one signal split twice, no pair. Before, (0, 2) was listed as a dropped pair
+// and (1, 2) suggested beside (0, 1): one interaction suggested once per copy of a feature.
+TEST(TreeInteractions, NearDuplicateFeaturesAreMergedBeforePairsAreFormed) {
   const TreeEnsemble m = test::ensemble({three_features(),
                                          [] {
                                            Tree t = three_features();
@@ -67,21 +71,27 @@ TEST(TreeInteractions, CollinearPairsAreDroppedAndListed) {
                                         4);
   std::mt19937_64 gen(4);
   TreeData d = test::random_data(gen, 500, 4, [](const double*) { return 0.0; });
-  // f2 = f0 + small noise: r near 1, VIF far above 10. f1 independent.
   std::normal_distribution<double> noise(0, 0.05);
   for (std::size_t i = 0; i < d.rows; ++i) d.x[i * 4 + 2] = d.x[i * 4] + noise(gen);
   const InteractionReport r = suggest_interactions(m, &d);
   EXPECT_TRUE(r.filtered);
-  ASSERT_EQ(r.dropped.size(), 1u);
-  EXPECT_EQ(r.dropped[0].a, 0);
-  EXPECT_EQ(r.dropped[0].b, 2);
-  EXPECT_GT(r.dropped[0].vif, 10);
-  EXPECT_NEAR(r.dropped[0].vif, 1 / (1 - std::pow(column_correlation(d, 0, 2), 2)), 1e-9);
-  ASSERT_EQ(r.kept.size(), 2u);
+  ASSERT_EQ(r.merged.size(), 1u);
+  EXPECT_EQ(r.merged[0].a, 2);  // f2 (gain 6) into f0 (gain 16)
+  EXPECT_EQ(r.merged[0].b, 0);
+  EXPECT_GT(r.merged[0].vif, 5);
+  EXPECT_NEAR(r.merged[0].vif, 1 / (1 - std::pow(column_correlation(d, 0, 2), 2)), 1e-9);
+  EXPECT_TRUE(r.dropped.empty());
+  ASSERT_EQ(r.kept.size(), 1u);
+  EXPECT_EQ(r.kept[0].a, 0);
   EXPECT_EQ(r.kept[0].b, 1);
+  EXPECT_DOUBLE_EQ(r.kept[0].gain, 2 * (3 + 1));  // f1 under f0, and f2 (as f0) under f1
+  EXPECT_EQ(r.kept[0].count, 4);
   EXPECT_EQ(r.kept[0].trees, 2);
+  EXPECT_EQ(r.pairs, 1);
   EXPECT_LT(r.kept[0].vif, 1.1);
 
+  // Without data nothing is merged: three pairs.
+  EXPECT_EQ(suggest_interactions(m, nullptr).kept.size(), 3u);
   TreeThresholds one;
   one.max_interactions = 1;
   EXPECT_EQ(suggest_interactions(m, &d, one).kept.size(), 1u);

@@ -96,6 +96,10 @@ TEST(TreeRules, OverfittingStartsWhereTheValidationLossTurns) {
   EXPECT_EQ(r.best_valid_rounds, best);
   EXPECT_NEAR(f->value, (valid_loss(60) - valid_loss(best)) / valid_loss(best), 1e-5);
   EXPECT_GT(r.valid_rise_z, 3);
+  // 30 wrong rows of 200 against 170 that gain: no sign flip of the rows comes near it.
+  EXPECT_GE(f->confidence, 0.999);
+  EXPECT_FALSE(f->tentative());
+  EXPECT_FALSE(r.healthy());
 
   // Stopped 5 rounds after the turn: fewer than overfit_rounds (10) rounds of rise.
   const TreeDynamicsReport early =
@@ -103,13 +107,39 @@ TEST(TreeRules, OverfittingStartsWhereTheValidationLossTurns) {
   EXPECT_EQ(find(early, TreeFlag::kOverfitting), nullptr);
 }
 
-TEST(TreeRules, ASmallRiseThatAFewRowsCouldMakeIsNotOverfitting) {
-  // 4 validation rows; one is wrong. The rise is large in relative terms but rests on one row.
+TEST(TreeRules, ALargeRiseOnATinyValidationSetIsATentativeFindingThatSaysWhy) {
+  // 4 validation rows; one (x = 1, y = 0) is wrong. Closed form: the mean loss
+  // (3 log(1 + e^-z) + log(1 + e^z)) / 4 is lowest where sigmoid(z) = 3/4, z = ln 3 (round 11 of
+  // steps 0.1) and 81% higher at z = 4: a large rise, but one row makes all of it, so the
+  // paired z is below 3 and 4 rows' signs can be flipped 16 ways: p >= 1/16.
   const TreeData train = two_points(200), valid = two_points(4, 1);
   const TreeDynamicsReport r =
       analyze_tree_dynamics(pushing(40, [](int) { return 0.1; }), {&train, &valid});
+  auto mean_loss = [](double z) { return (3 * std::log1p(std::exp(-z)) + std::log1p(std::exp(z))) / 4; };
+  EXPECT_EQ(r.best_valid_rounds, 11);
   EXPECT_LT(r.valid_rise_z, 3);
-  EXPECT_EQ(find(r, TreeFlag::kOverfitting), nullptr);
+  const TreeFinding* f = find(r, TreeFlag::kOverfitting);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->value, (mean_loss(4.0) - mean_loss(1.1)) / mean_loss(1.1), 1e-5);
+  EXPECT_GT(f->value, r.thresholds.overfit_large_rise);
+  EXPECT_LE(f->confidence, 1 - 1.0 / 16 + 1e-12);
+  EXPECT_GT(f->confidence, 0);
+  EXPECT_TRUE(f->tentative());
+  EXPECT_TRUE(r.healthy()) << "a tentative finding does not count against the run";
+  EXPECT_EQ(r.valid_rise_rows, 1);
+  EXPECT_EQ(r.valid_errors_best, 1);  // the flipped row, at both rounds
+  EXPECT_EQ(r.valid_errors_last, 1);
+  EXPECT_THAT(f->detail, HasSubstr("1 of 4 rows carry half of the rise"));
+  EXPECT_THAT(f->detail, HasSubstr("misclassified validation rows 1 -> 1 of 4: the loss and the "
+                                   "errors disagree"));
+  EXPECT_THAT(f->advice, HasSubstr("possibly: the validation set (4 rows) is too small"));
+
+  // The same rise with overfit_large_rise above it: nothing below the strict z.
+  TreeThresholds strict;
+  strict.overfit_large_rise = 1.0;
+  const TreeDynamicsReport quiet = analyze_tree_dynamics(
+      pushing(40, [](int) { return 0.1; }), {&train, &valid}, strict);
+  EXPECT_EQ(find(quiet, TreeFlag::kOverfitting), nullptr);
 }
 
 TEST(TreeRules, GrowingStepsExplodeShrinkingOnesDoNot) {

@@ -7,6 +7,7 @@
 
 #include "../core/tree_builders.h"
 #include "gradscope/core/audit/rules.h"
+#include "gradscope/core/findings/numbers.h"
 #include "gradscope/io/html/report.h"
 #include "gradscope/io/render/run_report.h"
 #include "gradscope/io/trees/text.h"
@@ -68,20 +69,29 @@ TEST(TreeRender, TheRunVerdictAndJsonCountTheTrees) {
   EXPECT_EQ(doc.at("trees").at("model").at("feature_names")[0], kHostile);  // JSON keeps the value
 }
 
-TEST(TreeRender, ThePageDrawsTheRoundsAndEscapesNames) {
-  const TreeRunSummary s = concentrated();
+// The page's input for a tree run alone: no module nodes, no frames, no series.
+struct TreePage {
   RunMetadata meta;
-  const Report report = build_report({});
+  Report report = build_report({});
   Timeline timeline;
   FlowSummary flow;
   std::vector<NodeSeries> series;
-  HtmlReportInput in;
-  in.meta = &meta;
-  in.report = &report;
-  in.timeline = &timeline;
-  in.flow = &flow;
-  in.series = &series;
-  in.trees = &s;
+  HtmlReportInput input(const TreeRunSummary& s) const {
+    HtmlReportInput in;
+    in.meta = &meta;
+    in.report = &report;
+    in.timeline = &timeline;
+    in.flow = &flow;
+    in.series = &series;
+    in.trees = &s;
+    return in;
+  }
+};
+
+TEST(TreeRender, ThePageDrawsTheRoundsAndEscapesNames) {
+  const TreeRunSummary s = concentrated();
+  const TreePage page_of;
+  HtmlReportInput in = page_of.input(s);
   const std::vector<Chart> charts = build_charts(in);
   std::vector<std::string> names;
   for (const Chart& c : charts) names.push_back(c.name);
@@ -112,6 +122,56 @@ TEST(TreeRender, ThePageDrawsTheRoundsAndEscapesNames) {
   EXPECT_THAT(fewer[0].spec, Not(HasSubstr("mean |round output|")));
   EXPECT_THAT(render_html(in, fewer, {"v", "vl", "ve", "versions"}),
               HasSubstr("No loss curve: the run has no labelled rows or no metric."));
+}
+
+// A large validation rise on 4 rows, one of them wrong: OVERFITTING below the strict z, with
+// the confidence its permutation test computed (at most 15/16 for 4 rows): tentative.
+TreeRunSummary tentative_overfit() {
+  std::vector<Tree> trees;
+  for (int32_t r = 0; r < 40; ++r) trees.push_back(test::stump(r, 0, 0.5, -0.1, 0.1));
+  const TreeEnsemble m = test::ensemble(trees, 1, 1, TreeLink::kSigmoid, "binary:logistic");
+  TreeData train, valid;
+  train.cols = valid.cols = 1;
+  for (int i = 0; i < 200; ++i) {
+    train.x.push_back(i % 2);
+    train.y.push_back(i % 2);
+  }
+  valid.x = {0, 0, 1, 1};
+  valid.y = {0, 0, 0, 1};
+  train.rows = 200;
+  valid.rows = 4;
+  return {"m.json", "t.csv", "v.csv", "y", analyze_tree_dynamics(m, {&train, &valid})};
+}
+
+TEST(TreeRender, ATentativeFindingShowsItsConfidenceAndDoesNotMakeTheRunUnhealthy) {
+  const TreeRunSummary s = tentative_overfit();
+  ASSERT_EQ(s.report.findings.size(), 1u);
+  const TreeFinding& f = s.report.findings[0];
+  ASSERT_TRUE(f.tentative());
+  const std::string text = render_tree_findings(s);
+  EXPECT_THAT(text, HasSubstr("findings: 1 (1 tentative: not counted against the run)"));
+  EXPECT_THAT(text, HasSubstr("OVERFITTING from round 11 (confidence " +
+                              shown_number(f.confidence) + ", tentative): possibly"));
+  EXPECT_EQ(tree_verdict(&s), "");
+  EXPECT_EQ(tree_run_verdict(s), "verdict: healthy: no tree finding");
+  const Report healthy_nodes = build_report({});
+  FlowSummary flow;
+  EXPECT_FALSE(run_unhealthy(healthy_nodes, flow, nullptr, &s));
+  const nlohmann::json doc =
+      nlohmann::json::parse(render_run_json(RunMetadata{}, healthy_nodes, flow, nullptr, &s));
+  EXPECT_EQ(doc.at("run").at("unhealthy"), false);
+  const nlohmann::json& agent = doc.at("findings")[0];
+  EXPECT_EQ(agent.at("type"), "OVERFITTING");
+  EXPECT_EQ(agent.at("confidence"), "low");
+  EXPECT_THAT(agent.at("premise").get<std::string>(),
+              HasSubstr("confidence " + shown_number(f.confidence) +
+                        " (tentative: not counted against the run)"));
+  EXPECT_DOUBLE_EQ(doc.at("trees").at("findings")[0].at("confidence").get<double>(), f.confidence);
+
+  const TreePage page_of;
+  const HtmlReportInput in = page_of.input(s);
+  EXPECT_THAT(render_html(in, build_charts(in), {"v", "vl", "ve", "versions"}),
+              HasSubstr("(tentative: not counted against the run)"));
 }
 
 }  // namespace

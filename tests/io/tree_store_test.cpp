@@ -82,6 +82,53 @@ TEST(TreeStore, ARunHoldsEveryRoundsRecordsAndItsAnalysisLoadsBackExactly) {
   std::filesystem::remove_all(dir);
 }
 
+// A version 1 file (before computed confidences) still reads: the new fields take their
+// "none" values and the threshold its default; every other number comes back as written.
+TEST(TreeStore, AVersion1FileReadsWithoutTheConfidenceFields) {
+  const TreeRunSummary s = sample();
+  ASSERT_TRUE(std::isfinite(s.report.valid_rise_confidence));
+  Json doc = internal::tree_summary_to_json(s);
+  Json& body = doc["gradscope_tree_run"];
+  body["version"] = 1;
+  for (const char* key :
+       {"valid_rise_confidence", "valid_rise_rows", "valid_errors_best", "valid_errors_last"})
+    body["data"].erase(key);
+  body["thresholds"].erase("overfit_large_rise");
+  for (Json& f : body["findings"]) f.erase("confidence");
+  const TreeRunSummary back = internal::tree_summary_from_json(doc);
+  EXPECT_TRUE(std::isnan(back.report.valid_rise_confidence));
+  EXPECT_EQ(back.report.valid_rise_rows, -1);
+  EXPECT_EQ(back.report.valid_errors_last, -1);
+  EXPECT_EQ(back.report.thresholds.overfit_large_rise, TreeThresholds{}.overfit_large_rise);
+  EXPECT_EQ(back.report.valid_rise_z, s.report.valid_rise_z);
+  ASSERT_EQ(back.report.findings.size(), s.report.findings.size());
+  EXPECT_TRUE(std::isnan(back.report.findings[0].confidence));
+  // And a version 2 finding's confidence comes back as written.
+  Json v2 = internal::tree_summary_to_json(s);
+  v2["gradscope_tree_run"]["findings"][0]["confidence"] = 0.75;
+  EXPECT_EQ(internal::tree_summary_from_json(v2).report.findings[0].confidence, 0.75);
+}
+
+// A binary model on labelled rows: its interaction pairs are tested, and the test's numbers
+// (gain, p, the pairs without evidence) come back exactly.
+TEST(TreeStore, TestedInteractionsLoadBackExactly) {
+  std::mt19937_64 gen(8);
+  std::vector<Tree> trees;
+  for (int32_t r = 0; r < 6; ++r) trees.push_back(test::random_tree(gen, r, 0, 3, 3));
+  const TreeEnsemble m = test::ensemble(trees, 3, 1, TreeLink::kSigmoid, "binary:logistic");
+  const TreeData d = test::random_data(gen, 300, 3, [](const double* x) {
+    return x[0] * x[1] > 0 ? 1.0 : 0.0;
+  });
+  TreeRunSummary s{"m.json", "d.csv", "", "y", analyze_tree_dynamics(m, {&d})};
+  ASSERT_TRUE(s.report.interactions.tested);
+  ASSERT_FALSE(s.report.interactions.kept.empty());
+  ASSERT_FALSE(s.report.interactions.no_evidence.empty());
+  const TreeRunSummary back = internal::tree_summary_from_json(internal::tree_summary_to_json(s));
+  EXPECT_EQ(dumped(back), dumped(s));
+  EXPECT_EQ(back.report.interactions.kept[0].p_value, s.report.interactions.kept[0].p_value);
+  EXPECT_EQ(back.report.interactions.test_rows, 300);
+}
+
 TEST(TreeStore, ARunNeedsARoundAndAMissingFileIsNoSummary) {
   const auto dir = test::fresh_dir("tree-empty");
   TreeRunSummary s;
@@ -106,8 +153,14 @@ std::string load_error(const std::string& name, F edit) {
 }
 
 TEST(TreeStore, DamagedFilesAreErrorsNamingTheFileAndField) {
-  EXPECT_THAT(load_error("tv", [](Json& b) { b["version"] = 2; }),
-              HasSubstr("gradscope_tree_run.version: 2 is newer than this gradscope reads (1)"));
+  EXPECT_THAT(load_error("tv", [](Json& b) { b["version"] = 3; }),
+              HasSubstr("gradscope_tree_run.version: 3 is newer than this gradscope reads (2)"));
+  EXPECT_THAT(load_error("tr", [](Json& b) { b["data"]["valid_rise_confidence"] = 1.5; }),
+              HasSubstr("data.valid_rise_confidence"));
+  EXPECT_THAT(load_error("te", [](Json& b) { b["data"]["valid_errors_last"] = 31; }),
+              HasSubstr("data.valid_errors_last: must be an integer from -1 to 30, got 31"));
+  EXPECT_THAT(load_error("tk", [](Json& b) { b["findings"][0]["confidence"] = -0.5; }),
+              HasSubstr("findings[0].confidence"));
   const std::string short_column =
       load_error("tc", [](Json& b) { b["rounds"]["velocity"].erase(0); });
   EXPECT_THAT(short_column, HasSubstr("tree file '"));

@@ -6,6 +6,8 @@ set(GRADSCOPE_TREE_CORE_TESTS
   ${CMAKE_CURRENT_LIST_DIR}/../core/tree_dynamics_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../core/tree_rules_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../core/tree_interactions_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../core/tree_overfit_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../core/tree_interaction_cv_test.cpp
 )
 add_executable(tree_core_tests ${GRADSCOPE_TREE_CORE_TESTS})
 target_link_libraries(tree_core_tests PRIVATE gradscope_core GTest::gtest_main GTest::gmock)
@@ -31,6 +33,8 @@ add_executable(tree_dynamics_live_tests
   ${CMAKE_CURRENT_LIST_DIR}/dynamics_faults_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dynamics_controls_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dynamics_fixtures_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/overfit_calibration_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/interaction_live_test.cpp
 )
 target_link_libraries(tree_dynamics_live_tests PRIVATE gradscope_xgboost xgboost::xgboost
   nlohmann_json::nlohmann_json GTest::gtest_main GTest::gmock)

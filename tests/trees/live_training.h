@@ -91,12 +91,13 @@ struct Trained {
   }
 };
 
-/// Trains with `params` (base_score 0.5 and nthread 2 unless given) on a split of `all`
-/// that keeps `valid_fraction` of the rows for validation (seed 7).
-inline std::unique_ptr<Trained> train_live(const TreeData& all, double valid_fraction,
-                                           std::map<std::string, std::string> params, int rounds) {
+/// Trains with `params` (base_score 0.5 and nthread 2 unless given) on `train`, with `valid`
+/// in the booster's cache.
+inline std::unique_ptr<Trained> train_on(TreeData train, TreeData valid,
+                                         std::map<std::string, std::string> params, int rounds) {
   auto t = std::make_unique<Trained>();
-  std::tie(t->train, t->valid) = split_rows(all, valid_fraction, 7);
+  t->train = std::move(train);
+  t->valid = std::move(valid);
   t->train_m = std::make_unique<XGBoostMatrix>(t->train);
   t->valid_m = std::make_unique<XGBoostMatrix>(t->valid);
   t->booster = std::make_unique<XGBoostBooster>(
@@ -108,6 +109,15 @@ inline std::unique_ptr<Trained> train_live(const TreeData& all, double valid_fra
   for (int i = 0; i < rounds; ++i) t->booster->update(i, *t->train_m);
   t->model = parse_xgboost_json(t->booster->save_json(), "live booster");
   return t;
+}
+
+/// train_on a split of `all` that keeps `valid_fraction` of the rows for validation (split
+/// seed 7 unless given).
+inline std::unique_ptr<Trained> train_live(const TreeData& all, double valid_fraction,
+                                           std::map<std::string, std::string> params, int rounds,
+                                           uint64_t split_seed = 7) {
+  auto [train, valid] = split_rows(all, valid_fraction, split_seed);
+  return train_on(std::move(train), std::move(valid), std::move(params), rounds);
 }
 
 /// The metrics from XGBoost's margins (rows x outputs), written out here as their definitions

@@ -342,6 +342,16 @@ std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
                                      : Confidence::kMedium;
     f.evidence = {{t.measure, t.value, t.threshold, cmp},
                   {"rounds", static_cast<double>(r.rounds), kNone, ""}};
+    // A rule that computes the probability its finding is real (OVERFITTING's permutation
+    // test) is ranked by that, not by the margin: a 3.9x rise on 5 rows is not sure.
+    if (std::isfinite(t.confidence)) {
+      f.confidence = t.confidence >= 0.99             ? Confidence::kHigh
+                     : t.confidence >= kTreeConfident ? Confidence::kMedium
+                                                      : Confidence::kLow;
+      f.premise += "; confidence " + shown_number(t.confidence) +
+                   (t.tentative() ? " (tentative: not counted against the run)" : "");
+      f.evidence.push_back({"confidence_score", t.confidence, kNone, ""});
+    }
     out.push_back(std::move(f));
   }
   return out;

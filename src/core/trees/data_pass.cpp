@@ -2,74 +2,18 @@
 // outputs, and a running raw score per row and output to which every tree is added as the
 // library adds it, so the loss after round r costs O(rows), not a prediction of r rounds.
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "trees/internal/parts.h"
+#include "trees/internal/running_scores.h"
 
 namespace gradscope::tree_internal {
 namespace {
 
 using Atoms = std::vector<std::pair<double, double>>;
-
-// Raw scores of every row of one data set after the trees added so far, kept exactly as
-// predict_raw sums them: XGBoost in float32 from the base margin, tree by tree; LightGBM and
-// CatBoost in double, scaled, averaged (random forests) and offset at the end.
-class RunningScores {
- public:
-  RunningScores(const TreeEnsemble& model, const TreeData& data)
-      : m_(model),
-        data_(data),
-        k_(static_cast<std::size_t>(model.num_outputs)),
-        sum_(data.rows * k_),
-        raw_(k_) {
-    if (xgboost())
-      for (std::size_t i = 0; i < data.rows; ++i)
-        for (std::size_t c = 0; c < k_; ++c)
-          sum_[i * k_ + c] = static_cast<float>(model.base_score[c]);
-  }
-
-  void add(std::size_t row, int32_t output, double out) {
-    double& s = sum_[row * k_ + static_cast<std::size_t>(output)];
-    if (xgboost())
-      s = static_cast<float>(s) + static_cast<float>(out);
-    else
-      s += out;
-  }
-
-  // The metric of the model made of the first `rounds` rounds; per-row losses into `rows`.
-  double loss(TreeLoss loss, int32_t rounds, Stats* rows) {
-    losses_.resize(data_.rows);
-    double sum = 0;
-    for (std::size_t i = 0; i < data_.rows; ++i) {
-      for (std::size_t c = 0; c < k_; ++c) {
-        double v = sum_[i * k_ + c];
-        if (!xgboost()) {
-          if (m_.average_output && rounds > 0) v /= rounds;
-          v = v * m_.scale + m_.base_score[c];
-        }
-        raw_[c] = v;
-      }
-      sum += losses_[i] = row_loss(m_, loss, raw_.data(), data_.y[i]);
-    }
-    if (rows)
-      *rows = compute(TensorView::contiguous(losses_.data(), DType::kFloat64,
-                                             {static_cast<int64_t>(losses_.size())}));
-    return finish_loss(loss, sum, data_.rows);
-  }
-
-  /// The per-row losses of the last loss() call.
-  const std::vector<double>& losses() const { return losses_; }
-
- private:
-  bool xgboost() const { return m_.dialect == TreeDialect::kXGBoost; }
-
-  const TreeEnsemble& m_;
-  const TreeData& data_;
-  std::size_t k_;
-  std::vector<double> sum_, raw_, losses_;
-};
 
 // The distribution of one output's round values over the rows as sorted atoms. One tree per
 // output: its leaves weighted by the rows they hold (O(leaves log leaves)); several (parallel
@@ -98,28 +42,44 @@ int32_t best_rounds(const TreeDynamicsReport& report) {
 
 // How far the per-row validation loss rose from the best prefix to the whole model, in
 // standard errors: mean(d) / (sd(d) / sqrt(n)) of the paired differences d_i. A rise a few
-// rows could make by chance stays below a few standard errors.
-double paired_rise_z(const TreeEnsemble& m, const TreeData& valid, TreeLoss loss, int32_t best,
-                     const std::vector<double>& final_losses) {
+// rows could make by chance stays below a few standard errors. Also how few rows carry half of
+// the rise, and the misclassified rows at the best prefix (a second O(best x rows) pass).
+void describe_rise(const TreeEnsemble& m, const TreeData& valid, int32_t best,
+                   const std::vector<double>& final_losses, TreeDynamicsReport& report) {
   RunningScores at_best(m, valid);
   for (const Tree& tree : m.trees) {
     if (tree.round >= best) break;
     for (std::size_t i = 0; i < valid.rows; ++i)
       at_best.add(i, tree.output, tree_output(m, tree, valid.row(i)));
   }
-  at_best.loss(loss, best, nullptr);
+  at_best.loss(report.loss, best, nullptr);
+  report.valid_errors_best = at_best.errors(report.loss, best);
   const std::vector<double>& base = at_best.losses();
   const double n = static_cast<double>(valid.rows);
   double mean = 0, m2 = 0;
+  std::vector<double> rises;
   for (std::size_t i = 0; i < valid.rows; ++i) {  // Welford: one pass, no cancellation
     const double d = final_losses[i] - base[i], delta = d - mean;
     mean += delta / static_cast<double>(i + 1);
     m2 += delta * (d - mean);
+    if (d > 0) rises.push_back(d);
   }
-  if (valid.rows < 2) return std::numeric_limits<double>::quiet_NaN();
+  // The fewest rows whose increases add up to half the net rise: the largest ones first.
+  std::sort(rises.begin(), rises.end(), std::greater<double>());
+  double carried = 0;
+  for (std::size_t i = 0; i < rises.size() && mean > 0; ++i) {
+    carried += rises[i];
+    if (carried >= 0.5 * mean * n) {
+      report.valid_rise_rows = static_cast<int64_t>(i + 1);
+      break;
+    }
+  }
+  if (valid.rows < 2) return;
   const double se = std::sqrt(m2 / (n - 1) / n);
-  if (se > 0) return mean / se;
-  return mean > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  if (se > 0)
+    report.valid_rise_z = mean / se;
+  else
+    report.valid_rise_z = mean > 0 ? std::numeric_limits<double>::infinity() : 0.0;
 }
 
 Atoms leaf_atoms(const TreeEnsemble& m, const Tree& tree, const std::vector<int64_t>& counts,
@@ -211,9 +171,11 @@ void measure_data(const TreeEnsemble& m, const TreeDynamicsInput& in, TreeDynami
   }
   if (!valid_loss) return;
   report.best_valid_rounds = best_rounds(report);
-  if (report.best_valid_rounds < report.rounds)
-    report.valid_rise_z =
-        paired_rise_z(m, *in.validation, report.loss, report.best_valid_rounds, valid->losses());
+  report.valid_errors_last = valid->errors(report.loss, report.rounds);
+  if (report.best_valid_rounds < report.rounds) {
+    describe_rise(m, *in.validation, report.best_valid_rounds, valid->losses(), report);
+    report.valid_rise_confidence = rise_confidence(m, *in.validation, report);
+  }
 }
 
 }  // namespace gradscope::tree_internal

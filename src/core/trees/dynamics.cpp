@@ -48,6 +48,14 @@ const char* tree_flag_name(TreeFlag flag) {
   return "?";
 }
 
+bool TreeFinding::tentative() const { return confidence < kTreeConfident; }  // NaN: false
+
+bool TreeDynamicsReport::healthy() const {
+  for (const TreeFinding& f : findings)
+    if (!f.tentative()) return false;
+  return true;
+}
+
 const std::string& TreeDynamicsReport::feature_name(int32_t f) const {
   static const std::string unknown = "?";
   return f >= 0 && static_cast<std::size_t>(f) < feature_names.size()
@@ -89,8 +97,15 @@ TreeDynamicsReport analyze_tree_dynamics(const TreeEnsemble& model, const TreeDy
   tree_internal::measure_data(model, in, r);
   tree_internal::measure_windows(r);
   tree_internal::judge_trees(r);
-  r.interactions =
-      suggest_interactions(model, in.reference ? in.reference : in.validation, thresholds);
+  // The pairs are filtered and tested on the rows given, labelled ones first.
+  const TreeData* rows = in.reference && in.reference->labelled() ? in.reference
+                         : in.validation                          ? in.validation
+                                                                  : in.reference;
+  r.interactions = suggest_interactions(model, rows, thresholds);
+  if (rows && rows->labelled() && (r.loss == TreeLoss::kLogLoss || r.loss == TreeLoss::kRmse))
+    test_interactions(r.interactions, *rows,
+                      r.loss == TreeLoss::kLogLoss ? InteractionModel::kLogistic
+                                                   : InteractionModel::kLeastSquares);
   return r;
 }
 

@@ -15,6 +15,13 @@ struct Collector {
   bool by_gain = true;
   std::map<Key, InteractionPair> pairs;
   std::set<Key> in_tree;
+  std::map<int32_t, int32_t> same_as;  // a near-duplicate feature -> the one it is merged into
+  std::map<int32_t, double> weight;    // each feature's split gain (its count without gains)
+
+  int32_t signal(int32_t f) const {
+    const auto it = same_as.find(f);
+    return it == same_as.end() ? f : it->second;
+  }
 
   // The lower split on `lower` credits each distinct feature split on in `above` (its
   // ancestors, the root first) once, looking at the last kInteractionReach of them only: a
@@ -48,8 +55,9 @@ void walk_binary(const Tree& tree, Collector& c) {
     const TreeNode& n = tree.nodes[static_cast<std::size_t>(i)];
     if (n.is_leaf()) continue;
     path.resize(depth);
-    c.credit(n.feature, n.gain, path);
-    path.push_back(n.feature);
+    c.credit(c.signal(n.feature), n.gain, path);
+    c.weight[n.feature] += std::isfinite(n.gain) ? n.gain : 1;
+    path.push_back(c.signal(n.feature));
     stack.push_back({n.right, depth + 1});
     stack.push_back({n.left, depth + 1});
   }
@@ -58,8 +66,9 @@ void walk_binary(const Tree& tree, Collector& c) {
 void walk_oblivious(const Tree& tree, Collector& c) {
   std::vector<int32_t> above;
   for (const ObliviousSplit& l : tree.levels) {
-    c.credit(l.feature, InteractionPair::kNone, above);
-    above.push_back(l.feature);
+    c.credit(c.signal(l.feature), InteractionPair::kNone, above);
+    c.weight[l.feature] += 1;
+    above.push_back(c.signal(l.feature));
   }
 }
 
@@ -101,10 +110,11 @@ double column_correlation(const TreeData& d, int32_t a, int32_t b) {
   return std::clamp(sab / std::sqrt(saa * sbb), -1.0, 1.0);
 }
 
-InteractionReport suggest_interactions(const TreeEnsemble& model, const TreeData* data,
-                                       const TreeThresholds& t) {
-  Collector c;
-  c.by_gain = all_splits_have_gain(model);
+namespace {
+
+void walk(const TreeEnsemble& model, Collector& c) {
+  c.pairs.clear();
+  c.weight.clear();
   for (const Tree& tree : model.trees) {
     c.in_tree.clear();
     if (tree.oblivious())
@@ -112,7 +122,69 @@ InteractionReport suggest_interactions(const TreeEnsemble& model, const TreeData
     else
       walk_binary(tree, c);
   }
+}
+
+double vif_of(double r) { return std::isnan(r) ? InteractionPair::kNone : 1.0 / (1.0 - r * r); }
+
+// Near-duplicate features carry one signal: a tree splits on whichever of them is handy, and
+// every partner of one appears as a partner of each (texture x area, x perimeter and x radius on
+// breast_cancer, r > 0.99 among the last three, were three suggestions of one pair). The
+// features of the best 4 x max_interactions pairs, most gain first, are each merged into the
+// first earlier one whose columns' VIF exceeds interaction_vif; the pairs are then formed on
+// what is left. Returns the merges (a merged into b) with their r and VIF.
+std::vector<InteractionPair> merge_near_duplicates(const Collector& c, const TreeData& data,
+                                                   const TreeThresholds& t,
+                                                   std::map<int32_t, int32_t>& same_as) {
+  std::vector<InteractionPair> ranked;
+  for (const auto& [k, p] : c.pairs) ranked.push_back(p);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const InteractionPair& x, const InteractionPair& y) { return x.gain > y.gain; });
+  std::vector<int32_t> features;
+  const std::size_t top = std::min(ranked.size(), static_cast<std::size_t>(4 * std::max(0, t.max_interactions)));
+  for (std::size_t i = 0; i < top; ++i)
+    for (const int32_t f : {ranked[i].a, ranked[i].b})
+      if (std::find(features.begin(), features.end(), f) == features.end()) features.push_back(f);
+  std::stable_sort(features.begin(), features.end(), [&](int32_t x, int32_t y) {
+    return c.weight.at(x) > c.weight.at(y) || (c.weight.at(x) == c.weight.at(y) && x < y);
+  });
+  std::vector<int32_t> kept;
+  std::vector<InteractionPair> merged;
+  for (const int32_t f : features) {
+    bool duplicate = false;
+    for (const int32_t g : kept) {
+      const double r = column_correlation(data, f, g);
+      if (!(vif_of(r) > t.interaction_vif)) continue;
+      InteractionPair m;
+      m.a = f;
+      m.b = g;
+      m.correlation = r;
+      m.vif = vif_of(r);
+      merged.push_back(m);
+      same_as[f] = g;
+      duplicate = true;
+      break;
+    }
+    if (!duplicate) kept.push_back(f);
+  }
+  return merged;
+}
+
+}  // namespace
+
+InteractionReport suggest_interactions(const TreeEnsemble& model, const TreeData* data,
+                                       const TreeThresholds& t) {
+  Collector c;
+  c.by_gain = all_splits_have_gain(model);
+  walk(model, c);
   InteractionReport r;
+  if (data) {
+    std::map<int32_t, int32_t> same_as;
+    r.merged = merge_near_duplicates(c, *data, t, same_as);
+    if (!same_as.empty()) {
+      c.same_as = std::move(same_as);
+      walk(model, c);  // the pairs again, on one feature per signal
+    }
+  }
   r.by_gain = c.by_gain;
   r.filtered = data != nullptr;
   r.pairs = static_cast<int64_t>(c.pairs.size());
@@ -132,8 +204,7 @@ InteractionReport suggest_interactions(const TreeEnsemble& model, const TreeData
     if (data) {
       p.correlation = column_correlation(*data, p.a, p.b);
       // |r| = 1 gives 1 / 0 = +Inf: perfectly collinear, dropped.
-      p.vif = std::isnan(p.correlation) ? InteractionPair::kNone
-                                        : 1.0 / (1.0 - p.correlation * p.correlation);
+      p.vif = vif_of(p.correlation);
       if (p.vif > t.interaction_vif) {
         r.dropped.push_back(p);
         continue;

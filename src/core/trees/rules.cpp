@@ -99,6 +99,19 @@ void stagnant_tail(TreeDynamicsReport& r, const std::vector<WindowDynamics>& win
                         -1});
 }
 
+// What the misclassifications say beside the loss: a logloss can rise through fewer, more
+// confident wrong predictions with the same errors, which early stopping on the error would
+// not see; or through more errors.
+std::string errors_text(const TreeDynamicsReport& r) {
+  const int64_t a = r.valid_errors_best, b = r.valid_errors_last;
+  if (a < 0 || b < 0) return "";
+  const std::string counts = "misclassified validation rows " + std::to_string(a) + " -> " +
+                             std::to_string(b) + " of " + std::to_string(r.validation_rows);
+  if (b > a) return "; " + counts + ": more errors";
+  return "; " + counts + ": the loss and the errors disagree: the rise is wrong predictions made " +
+         "more confident, not more errors";
+}
+
 void overfitting(TreeDynamicsReport& r) {
   const TreeThresholds& t = r.thresholds;
   const int32_t best = r.best_valid_rounds;
@@ -106,28 +119,53 @@ void overfitting(TreeDynamicsReport& r) {
   const double t_best = loss_after(r, best, false), t_last = loss_after(r, r.rounds, false);
   if (!(v_best > 0)) return;
   const double rise = (v_last - v_best) / v_best;
-  if (r.rounds - best < t.overfit_rounds || !(rise > t.overfit_rise) ||
-      !(r.valid_rise_z > t.overfit_z) || !(t_last < t_best))
-    return;
+  if (r.rounds - best < t.overfit_rounds || !(rise > t.overfit_rise) || !(t_last < t_best)) return;
+  // Below the strict z a large rise is still reported, with the confidence the rows support:
+  // a small validation set cannot reach overfit_z even when the rise is real.
+  const bool strict = r.valid_rise_z > t.overfit_z;
+  if (!strict && !(rise > t.overfit_large_rise && r.valid_rise_z > 0)) return;
   const std::string loss = tree_loss_name(r.loss);
-  r.findings.push_back(
-      {TreeFlag::kOverfitting, best, rise, t.overfit_rise,
-       "rise of the validation " + loss + " from its lowest point to the last round, relative",
-       "validation " + loss + " lowest after " + rounds_text(best) + " (" + num(v_best) + "), " +
-           num(v_last) + " after " + rounds_text(r.rounds) + "; training " + loss + " fell from " +
-           num(t_best) + " to " + num(t_last) + " over the same rounds; the per-row rise is " +
-           num(r.valid_rise_z) + " standard errors (paired over " +
-           std::to_string(r.validation_rows) + " rows)",
-       best == 0
-           ? std::string(
-                 "no round lowered the validation loss: what the trees learn does not hold on new "
-                 "rows; check that the label is right and that the two sets come from one source")
-           : "the model overfits from round " + std::to_string(best) + ": keep the first " +
-                 rounds_text(best) +
-                 " (or early stopping on the validation set), or regularise: shallower trees, "
-                 "larger "
-                 "min_child_weight or lambda, row and column subsampling",
-       -1});
+  std::string detail =
+      "validation " + loss + " lowest after " + rounds_text(best) + " (" + num(v_best) + "), " +
+      num(v_last) + " after " + rounds_text(r.rounds) + "; training " + loss + " fell from " +
+      num(t_best) + " to " + num(t_last) + " over the same rounds; the per-row rise is " +
+      num(r.valid_rise_z) + " standard errors (paired over " + std::to_string(r.validation_rows) +
+      " rows" + (strict ? ")" : ", below overfit_z " + num(t.overfit_z) + ")");
+  if (r.valid_rise_rows > 0)
+    detail += "; " + std::to_string(r.valid_rise_rows) + " of " +
+              std::to_string(r.validation_rows) + " rows carry half of the rise";
+  detail += errors_text(r);
+  if (std::isfinite(r.valid_rise_confidence))
+    detail += "; confidence " + num(r.valid_rise_confidence) +
+              " (permutation test against every earlier prefix)";
+  std::string advice =
+      best == 0
+          ? std::string(
+                "no round lowered the validation loss: what the trees learn does not hold on new "
+                "rows; check that the label is right and that the two sets come from one source")
+          : "the model overfits from round " + std::to_string(best) + ": keep the first " +
+                rounds_text(best) +
+                " (or early stopping on the validation set), or regularise: shallower trees, "
+                "larger min_child_weight or lambda, row and column subsampling";
+  if (!strict)
+    advice = "possibly: the validation set (" + std::to_string(r.validation_rows) +
+             " rows) is too small to be sure, " +
+             (r.valid_rise_rows > 0 ? std::to_string(r.valid_rise_rows) + " rows carry half the rise"
+                                    : std::string("few rows carry the rise")) +
+             "; confirm on more validation rows or by cross-validation before acting. If it "
+             "holds, " +
+             advice;
+  TreeFinding f{TreeFlag::kOverfitting,
+                best,
+                rise,
+                t.overfit_rise,
+                "rise of the validation " + loss + " from its lowest point to the last round, "
+                                                   "relative",
+                detail,
+                advice,
+                -1};
+  f.confidence = r.valid_rise_confidence;
+  r.findings.push_back(f);
 }
 
 void exploding(TreeDynamicsReport& r, const std::vector<WindowDynamics>& windows) {

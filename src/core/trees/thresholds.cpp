@@ -29,6 +29,8 @@ void TreeThresholds::validate() const {
           "must be finite and >= 0");
   require(std::isfinite(overfit_z) && overfit_z >= 0, "overfit_z", overfit_z,
           "must be finite and >= 0");
+  require(std::isfinite(overfit_large_rise) && overfit_large_rise >= 0, "overfit_large_rise",
+          overfit_large_rise, "must be finite and >= 0");
   require(overfit_rounds >= 1, "overfit_rounds", overfit_rounds, "must be >= 1");
   require(std::isfinite(exploding_growth) && exploding_growth > 1, "exploding_growth",
           exploding_growth, "must be finite and > 1");

@@ -230,25 +230,44 @@ std::string windows_table(const TreeDynamicsReport& r) {
 
 std::string interactions_list(const TreeDynamicsReport& r) {
   const InteractionReport& in = r.interactions;
-  if (in.kept.empty() && in.dropped.empty())
+  if (in.kept.empty() && in.dropped.empty() && in.no_evidence.empty() && in.merged.empty())
     return "<p class=\"note\">No two features share a path.</p>\n";
   std::string out = fmt::format(
       "<p>Pairs split on one root-to-leaf path, ranked by the {} of the lower split; "
-      "{}.</p>\n<ul>\n",
+      "{}; {}.</p>\n<ul>\n",
       in.by_gain ? "gain" : "count",
       in.filtered ? fmt::format("pairs with VIF above {} dropped as collinear",
                                 format_measure(r.thresholds.interaction_vif))
-                  : "not VIF-filtered (no data)");
+                  : "not VIF-filtered (no data)",
+      in.tested ? fmt::format("each tested by {}-fold cross-validation on {} rows (held-out loss "
+                              "reduction on top of the pairs above it, Bonferroni-corrected p)",
+                              kInteractionFolds, in.test_rows)
+                : "not tested (no labelled rows for the metric)");
+  auto single = [](const InteractionPair& p) {
+    return p.count == 1 ? std::string("; rests on a single split") : std::string();
+  };
   for (const InteractionPair& p : in.kept)
     out += fmt::format(
-        "<li><b class=\"mono\">{} &times; {}</b>: {:.1f}% of the pairs' {}, {} splits in {} trees, "
-        "r {}, VIF {}</li>\n",
-        esc(r.feature_name(p.a)), esc(r.feature_name(p.b)), 100 * p.share,
-        in.by_gain ? "gain" : "count", p.count, p.trees, cell(p.correlation), cell(p.vif));
+        "<li><b class=\"mono\">{} &times; {}</b>: {}{:.1f}% of the pairs' {}, {} splits in {} "
+        "trees, r {}, VIF {}{}</li>\n",
+        esc(r.feature_name(p.a)), esc(r.feature_name(p.b)), esc(interaction_test_text(p)),
+        100 * p.share, in.by_gain ? "gain" : "count", p.count, p.trees, cell(p.correlation),
+        cell(p.vif), single(p));
+  for (const InteractionPair& p : in.no_evidence)
+    out += fmt::format(
+        "<li class=\"note\">no evidence <span class=\"mono\">{} &times; {}</span>: {}not "
+        "suggested{}</li>\n",
+        esc(r.feature_name(p.a)), esc(r.feature_name(p.b)), esc(interaction_test_text(p)),
+        single(p));
   for (const InteractionPair& p : in.dropped)
     out += fmt::format(
         "<li class=\"note\">dropped <span class=\"mono\">{} &times; {}</span>: collinear (r {}, "
         "VIF {})</li>\n",
+        esc(r.feature_name(p.a)), esc(r.feature_name(p.b)), cell(p.correlation), cell(p.vif));
+  for (const InteractionPair& p : in.merged)
+    out += fmt::format(
+        "<li class=\"note\">merged <span class=\"mono\">{}</span> into <span class=\"mono\">{}</span> "
+        "before pairing: near-duplicates (r {}, VIF {})</li>\n",
         esc(r.feature_name(p.a)), esc(r.feature_name(p.b)), cell(p.correlation), cell(p.vif));
   return out + "</ul>\n";
 }

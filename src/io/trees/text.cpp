@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "gradscope/core/findings/numbers.h"
 #include "gradscope/io/render/safe_text.h"
 #include "gradscope/io/render/table.h"
 #include "trees/internal/codec.h"
@@ -20,6 +21,11 @@ std::string feature(const TreeDynamicsReport& r, int32_t f) {
 std::string rows_text(int64_t rows) { return fmt::format("{} row{}", rows, rows == 1 ? "" : "s"); }
 
 }  // namespace
+
+std::string interaction_test_text(const InteractionPair& p) {
+  if (!std::isfinite(p.cv_gain)) return "";
+  return fmt::format("held-out gain {} (p {}), ", shown_number(p.cv_gain), shown_number(p.p_value));
+}
 
 std::string tree_finding_label(const TreeDynamicsReport& r, const TreeFinding& f) {
   if (f.flag == TreeFlag::kConcentrated)
@@ -78,9 +84,21 @@ std::string render_tree_timeline(const TreeRunSummary& s) {
 
 std::string render_tree_findings(const TreeRunSummary& s) {
   const TreeDynamicsReport& r = s.report;
-  std::string out = fmt::format("\nfindings: {}\n", r.findings.size());
+  std::size_t tentative = 0;
+  for (const TreeFinding& f : r.findings) tentative += f.tentative();
+  std::string out = fmt::format("\nfindings: {}{}\n", r.findings.size(),
+                                tentative ? fmt::format(" ({} tentative: not counted against the "
+                                                        "run)",
+                                                        tentative)
+                                          : "");
   for (const TreeFinding& f : r.findings) {
-    out += fmt::format("  {}: {}\n", tree_finding_label(r, f), terminal_text(f.advice));
+    // The rule's computed confidence, where it has one; tentative below kTreeConfident.
+    const std::string sure =
+        std::isfinite(f.confidence)
+            ? fmt::format(" (confidence {}{})", shown_number(f.confidence),
+                          f.tentative() ? ", tentative" : "")
+            : "";
+    out += fmt::format("  {}{}: {}\n", tree_finding_label(r, f), sure, terminal_text(f.advice));
     out +=
         fmt::format("    evidence: {} = {} (threshold {}); {}\n", terminal_text(f.measure),
                     format_measure(f.value), format_measure(f.threshold), terminal_text(f.detail));
@@ -97,35 +115,52 @@ std::string render_tree_findings(const TreeRunSummary& s) {
     out += "\n";
   }
   const InteractionReport& in = r.interactions;
-  if (!in.kept.empty()) {
-    out += fmt::format("interaction suggestions (pairs on one path, by {}{}):\n",
+  if (!in.kept.empty() || !in.no_evidence.empty()) {
+    out += fmt::format("interaction suggestions (pairs on one path, by {}{}{}):\n",
                        in.by_gain ? "gain" : "count",
                        in.filtered ? fmt::format(", collinear pairs with VIF > {} dropped",
                                                  format_measure(r.thresholds.interaction_vif))
-                                   : ", not VIF-filtered: no data");
+                                   : ", not VIF-filtered: no data",
+                       in.tested ? fmt::format(", each tested by {}-fold cross-validation on {} "
+                                               "rows",
+                                               kInteractionFolds, in.test_rows)
+                                 : ", not tested: no labelled rows for the metric");
     for (const InteractionPair& p : in.kept)
-      out +=
-          fmt::format("  {} x {}: {} of the pairs' {}, {} split{} in {} tree{}, r {}, VIF {}\n",
-                      feature(r, p.a), feature(r, p.b), pct(p.share), in.by_gain ? "gain" : "count",
-                      p.count, p.count == 1 ? "" : "s", p.trees, p.trees == 1 ? "" : "s",
-                      format_measure(p.correlation), format_measure(p.vif));
+      out += fmt::format("  {} x {}: {}{} of the pairs' {}, {} split{} in {} tree{}, r {}, VIF {}{}\n",
+                         feature(r, p.a), feature(r, p.b), interaction_test_text(p), pct(p.share),
+                         in.by_gain ? "gain" : "count", p.count, p.count == 1 ? "" : "s", p.trees,
+                         p.trees == 1 ? "" : "s", format_measure(p.correlation),
+                         format_measure(p.vif), p.count == 1 ? "; rests on a single split" : "");
+    for (const InteractionPair& p : in.no_evidence)
+      out += fmt::format("  no evidence {} x {}: {}not suggested{}\n", feature(r, p.a),
+                         feature(r, p.b), interaction_test_text(p),
+                         p.count == 1 ? "; rests on a single split" : "");
     for (const InteractionPair& p : in.dropped)
       out += fmt::format("  dropped {} x {}: collinear (r {}, VIF {})\n", feature(r, p.a),
                          feature(r, p.b), format_measure(p.correlation), format_measure(p.vif));
   }
+  for (const InteractionPair& p : in.merged)
+    out += fmt::format("  merged {} into {} before pairing: near-duplicates (r {}, VIF {})\n",
+                       feature(r, p.a), feature(r, p.b), format_measure(p.correlation),
+                       format_measure(p.vif));
   return out;
 }
 
 std::string tree_verdict(const TreeRunSummary* s) {
-  if (!s || s->report.findings.empty()) return "";
+  if (!s || s->report.healthy()) return "";
+  // Tentative findings are listed with the findings, not counted in the verdict.
   std::string out = "; trees: ";
-  for (std::size_t i = 0; i < s->report.findings.size(); ++i)
-    out += (i ? ", " : "") + tree_finding_label(s->report, s->report.findings[i]);
+  bool first = true;
+  for (const TreeFinding& f : s->report.findings) {
+    if (f.tentative()) continue;
+    out += (first ? "" : ", ") + tree_finding_label(s->report, f);
+    first = false;
+  }
   return out;
 }
 
 std::string tree_run_verdict(const TreeRunSummary& s) {
-  return s.report.healthy() ? "verdict: healthy: no tree finding"
+  return s.report.healthy() ? "verdict: healthy: no tree finding"  // tentative ones listed only
                             : "verdict: unhealthy: " + tree_verdict(&s).substr(2);
 }
 

@@ -53,7 +53,18 @@ struct TreeFinding {
   std::string detail;        ///< the numbers behind it, in words
   std::string advice;        ///< what to do, one sentence naming the round or feature
   int32_t feature = -1;      ///< CONCENTRATED: the feature
+  /// The probability, computed by the rule, that the effect is real (OVERFITTING: 1 - p of its
+  /// permutation test); NaN for rules that compare a measure with a threshold and have no
+  /// model of chance.
+  double confidence = std::numeric_limits<double>::quiet_NaN();
+
+  /// A finding whose computed confidence is below kTreeConfident: listed, said to be
+  /// uncertain, and not counted against the run (exit 0, healthy()).
+  bool tentative() const;
 };
+
+/// The computed confidence from which a finding counts against the run.
+inline constexpr double kTreeConfident = 0.95;
 
 /// Splits on one feature within one round.
 struct FeatureSplits {
@@ -127,6 +138,14 @@ struct TreeDynamicsReport {
   /// The rise of the per-row validation loss from best_valid_rounds to all rounds, in standard
   /// errors of its mean (a paired z); NaN when the best is the whole model.
   double valid_rise_z = kNone;
+  /// 1 - p of the permutation test of that rise against every prefix the rule could name
+  /// (docs/trees.md, "OVERFITTING's confidence"); NaN when the best is the whole model.
+  double valid_rise_confidence = kNone;
+  /// The fewest validation rows whose loss increases make up half of the net rise (-1: none).
+  int64_t valid_rise_rows = -1;
+  /// Misclassified validation rows after best_valid_rounds and after all rounds (-1: the
+  /// metric has no classes, or no validation loss).
+  int64_t valid_errors_best = -1, valid_errors_last = -1;
   int32_t window = 0;  ///< rounds per window
   std::vector<RoundDynamics> per_round;
   std::vector<WindowDynamics> windows;
@@ -136,7 +155,8 @@ struct TreeDynamicsReport {
   std::vector<std::string> not_judged;  ///< "OVERFITTING: needs validation rows with labels", ...
   InteractionReport interactions;
 
-  bool healthy() const { return findings.empty(); }
+  /// No finding that counts: tentative ones (TreeFinding::tentative) are listed, not counted.
+  bool healthy() const;
   /// The name of feature `f` as the report shows it.
   const std::string& feature_name(int32_t f) const;
 };

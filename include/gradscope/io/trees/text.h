@@ -24,12 +24,15 @@ std::string render_tree_timeline(const TreeRunSummary& summary);
 /// the features with the most gain; the interaction suggestions and the collinear pairs dropped.
 std::string render_tree_findings(const TreeRunSummary& summary);
 
-/// "; trees: STAGNANT from round 0, CONCENTRATED on 'leak'" naming each finding, "" when there
-/// is none or no summary.
+/// "; trees: STAGNANT from round 0, CONCENTRATED on 'leak'" naming each finding that counts
+/// (not the tentative ones), "" when there is none or no summary.
 std::string tree_verdict(const TreeRunSummary* summary);
 
-/// "verdict: healthy: no tree finding", or "verdict: unhealthy: trees: STAGNANT from round 0".
+/// "verdict: healthy: no tree finding" (tentative findings do not count), or "verdict: unhealthy: trees: STAGNANT from round 0".
 std::string tree_run_verdict(const TreeRunSummary& summary);
+
+/// "held-out gain 0.05 (p 0.001), " for a tested interaction pair, "" for an untested one.
+std::string interaction_test_text(const InteractionPair& pair);
 
 /// A finding in one phrase: "OVERFITTING from round 6", "CONCENTRATED on 'leak'" (escaped).
 std::string tree_finding_label(const TreeDynamicsReport& report, const TreeFinding& finding);

@@ -23,6 +23,13 @@ double leaf_output(const TreeEnsemble& model, const Tree& tree, int32_t leaf);
 void measure_data(const TreeEnsemble& model, const TreeDynamicsInput& input,
                   TreeDynamicsReport& report);
 
+/// The confidence that the validation rise after report.best_valid_rounds is real: 1 - p of a
+/// paired sign-flip permutation test whose statistic is the largest paired t of the whole
+/// model against every prefix the rule could name, so the choice of the best prefix is paid
+/// for (rise_confidence.cpp; docs/trees.md). NaN when the best is the whole model.
+double rise_confidence(const TreeEnsemble& model, const TreeData& validation,
+                       const TreeDynamicsReport& report);
+
 /// 1-Wasserstein distance between two distributions on the line, each given as (value,
 /// weight) atoms sorted by value with weights summing to 1: the area between their CDFs.
 double wasserstein1(const std::vector<std::pair<double, double>>& a,

@@ -1,5 +1,6 @@
 #include "trees/internal/codec.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -42,12 +43,14 @@ constexpr RoundInt kRoundInts[] = {{"trees", &RoundDynamics::trees},
 struct ThresholdDouble {
   const char* name;
   double TreeThresholds::*member;
+  bool added_later = false;  // absent from version 1 files: the default stands
 };
 constexpr ThresholdDouble kThresholdDoubles[] = {
     {"stall_loss_drop", &TreeThresholds::stall_loss_drop},
     {"stagnant_fraction", &TreeThresholds::stagnant_fraction},
     {"overfit_rise", &TreeThresholds::overfit_rise},
     {"overfit_z", &TreeThresholds::overfit_z},
+    {"overfit_large_rise", &TreeThresholds::overfit_large_rise, true},
     {"exploding_growth", &TreeThresholds::exploding_growth},
     {"concentrated_share", &TreeThresholds::concentrated_share},
     {"interaction_vif", &TreeThresholds::interaction_vif}};
@@ -68,7 +71,9 @@ Json pair_to_json(const InteractionPair& p) {
           {"count", p.count},
           {"trees", p.trees},
           {"correlation", num(p.correlation)},
-          {"vif", num(p.vif)}};
+          {"vif", num(p.vif)},
+          {"cv_gain", num(p.cv_gain)},
+          {"p_value", num(p.p_value)}};
 }
 
 Json report_to_json(const TreeDynamicsReport& r) {
@@ -120,10 +125,15 @@ Json report_to_json(const TreeDynamicsReport& r) {
                         {"measure", f.measure},
                         {"detail", f.detail},
                         {"advice", f.advice},
-                        {"feature", f.feature}});
-  Json kept = Json::array(), dropped = Json::array();
+                        {"feature", f.feature},
+                        {"confidence", num(f.confidence)}});
+  Json kept = Json::array(), dropped = Json::array(), no_evidence = Json::array(),
+       merged = Json::array();
+  for (const InteractionPair& p : r.interactions.merged) merged.push_back(pair_to_json(p));
   for (const InteractionPair& p : r.interactions.kept) kept.push_back(pair_to_json(p));
   for (const InteractionPair& p : r.interactions.dropped) dropped.push_back(pair_to_json(p));
+  for (const InteractionPair& p : r.interactions.no_evidence)
+    no_evidence.push_back(pair_to_json(p));
   return {{"model",
            {{"dialect", r.dialect},
             {"objective", r.objective},
@@ -144,7 +154,11 @@ Json report_to_json(const TreeDynamicsReport& r) {
             {"base_train_loss", num(r.base_train_loss)},
             {"base_valid_loss", num(r.base_valid_loss)},
             {"best_valid_rounds", r.best_valid_rounds},
-            {"valid_rise_z", num(r.valid_rise_z)}}},
+            {"valid_rise_z", num(r.valid_rise_z)},
+            {"valid_rise_confidence", num(r.valid_rise_confidence)},
+            {"valid_rise_rows", r.valid_rise_rows},
+            {"valid_errors_best", r.valid_errors_best},
+            {"valid_errors_last", r.valid_errors_last}}},
           {"thresholds", thresholds},
           {"window", r.window},
           {"rounds", rounds},
@@ -157,7 +171,11 @@ Json report_to_json(const TreeDynamicsReport& r) {
             {"filtered", r.interactions.filtered},
             {"pairs", r.interactions.pairs},
             {"kept", kept},
-            {"dropped", dropped}}}};
+            {"dropped", dropped},
+            {"tested", r.interactions.tested},
+            {"test_rows", r.interactions.test_rows},
+            {"no_evidence", no_evidence},
+            {"merged", merged}}}};
 }
 
 // ---- reading: every value checked where it is read ----
@@ -188,7 +206,8 @@ double ranged(const Field& f, Range range) {
 TreeThresholds thresholds_from(const Field& j) {
   TreeThresholds t;
   for (const auto& f : kThresholdInts) t.*(f.member) = index_in(j.at(f.name), INT_MIN, INT_MAX);
-  for (const auto& f : kThresholdDoubles) t.*(f.member) = j.at(f.name).finite();
+  for (const auto& f : kThresholdDoubles)
+    if (!f.added_later || j.has(f.name)) t.*(f.member) = j.at(f.name).finite();
   try {
     t.validate();
   } catch (const Error& e) {
@@ -197,17 +216,23 @@ TreeThresholds thresholds_from(const Field& j) {
   return t;
 }
 
-InteractionPair pair_from(const Field& j, int32_t features) {
+// A pair (a < b), or a merge (`merge`: feature a merged into b, any order, a != b).
+InteractionPair pair_from(const Field& j, int32_t features, bool merge = false) {
   InteractionPair p;
   p.a = index_in(j.at("a"), 0, features - 1);
   p.b = index_in(j.at("b"), 0, features - 1);
-  if (p.a >= p.b) j.at("b").fail("must be above a (" + std::to_string(p.a) + ")");
+  if (merge && p.a == p.b) j.at("b").fail("must differ from a (" + std::to_string(p.a) + ")");
+  if (!merge && p.a >= p.b) j.at("b").fail("must be above a (" + std::to_string(p.a) + ")");
   p.gain = j.at("gain").number();
   p.share = j.at("share").number_in(0, 1);
   p.count = j.at("count").count();
   p.trees = j.at("trees").count();
   p.correlation = j.at("correlation").number_in(-1, 1);
   p.vif = j.at("vif").number_from(1);
+  if (j.has("cv_gain")) {  // version 2
+    p.cv_gain = j.at("cv_gain").number();
+    p.p_value = j.at("p_value").number_in(0, 1);
+  }
   return p;
 }
 
@@ -249,6 +274,12 @@ void data_from(const Field& j, TreeDynamicsReport& r) {
   r.base_valid_loss = j.at("base_valid_loss").number_from(0);
   r.best_valid_rounds = index_in(j.at("best_valid_rounds"), -1, r.rounds);
   r.valid_rise_z = j.at("valid_rise_z").number();
+  if (!j.has("valid_rise_confidence")) return;  // version 1
+  r.valid_rise_confidence = j.at("valid_rise_confidence").number_in(0, 1);
+  const int64_t rows = std::min<int64_t>(r.validation_rows, INT32_MAX);
+  r.valid_rise_rows = index_in(j.at("valid_rise_rows"), -1, rows);
+  r.valid_errors_best = index_in(j.at("valid_errors_best"), -1, rows);
+  r.valid_errors_last = index_in(j.at("valid_errors_last"), -1, rows);
 }
 
 void rounds_from(const Field& j, TreeDynamicsReport& r) {
@@ -344,6 +375,7 @@ void findings_from(const Field& body, TreeDynamicsReport& r) {
     t.detail = f.at("detail").string();
     t.advice = f.at("advice").string();
     t.feature = index_in(f.at("feature"), -1, r.num_features - 1);
+    if (f.has("confidence")) t.confidence = f.at("confidence").number_in(0, 1);  // version 2
     r.findings.push_back(t);
   }
   const Field notes = body.at("not_judged");
@@ -352,11 +384,21 @@ void findings_from(const Field& body, TreeDynamicsReport& r) {
   r.interactions.by_gain = boolean(in.at("by_gain"));
   r.interactions.filtered = boolean(in.at("filtered"));
   r.interactions.pairs = in.at("pairs").count();
-  for (const char* list : {"kept", "dropped"}) {
+  const bool tested = in.has("tested");  // version 2
+  if (tested) {
+    r.interactions.tested = boolean(in.at("tested"));
+    r.interactions.test_rows = in.at("test_rows").count();
+  }
+  for (const char* list : {"kept", "dropped", "no_evidence", "merged"}) {
+    if (!tested && std::string(list) == "no_evidence") continue;
+    if (!in.has(list) && std::string(list) == "merged") continue;  // written since version 2
     const Field a = in.at(list);
-    auto& into = std::string(list) == "kept" ? r.interactions.kept : r.interactions.dropped;
+    auto& into = std::string(list) == "kept"          ? r.interactions.kept
+                 : std::string(list) == "dropped"     ? r.interactions.dropped
+                 : std::string(list) == "no_evidence" ? r.interactions.no_evidence
+                                                      : r.interactions.merged;
     for (std::size_t i = 0; i < a.size(); ++i)
-      into.push_back(pair_from(a.element(i), r.num_features));
+      into.push_back(pair_from(a.element(i), r.num_features, &into == &r.interactions.merged));
   }
 }
 

@@ -9,8 +9,10 @@
 
 namespace gradscope::internal {
 
-/// The version this build writes and the newest it reads.
-inline constexpr int64_t kTreeRunVersion = 1;
+/// The version this build writes and the newest it reads. 2 added the findings' computed
+/// confidence, the validation rise's test (confidence, rows, errors) and overfit_large_rise;
+/// a version 1 file reads without them (NaN, -1, the default).
+inline constexpr int64_t kTreeRunVersion = 2;
 
 /// {"gradscope_tree_run": {...}}.
 nlohmann::ordered_json tree_summary_to_json(const TreeRunSummary& summary);
