@@ -273,8 +273,8 @@ TEST(EmbeddingRules, ARowThatStoppedReversingIsNotAZombieNow) {
     EXPECT_EQ(rep.stats.zombie_stopped_step, 32);
     EXPECT_EQ(rep.stats.zombie_stopped_rows, (std::vector<int64_t>{2, 3}));
     EXPECT_THAT(rep.diagnostics[0].premise,
-                ::testing::HasSubstr("2 more rows oscillated so but stopped since (their last oscillating window "
-                                     "ended at step 32, median): not flagged"));
+                ::testing::HasSubstr("2 more rows oscillated so, over at least their two last windows, but stopped "
+                                     "since (their last oscillating window ended at step 32, median): not flagged"));
   }
   // After 16 more, the stop is itself a complete window above the threshold.
   rep = diagnose_embedding("items", stopping_rows(16), 49, EmbeddingRuleOptions{});

@@ -297,6 +297,26 @@ TEST(RunReport, EmbeddingFindingsAndVerdictShowSavedTextEscaped) {
   EXPECT_EQ(embedding_verdict(&summary), "; embedding: item" + kShown + " [ZOMBIE" + kShown + "]");
 }
 
+// Every row a finding names is in the run; the text shows the first 20 and says where the rest
+// are (a 1M-row table's finding can name thousands).
+TEST(RunReport, EmbeddingFindingsShowTheirFirstRowsAndWhereTheRestAre) {
+  EmbeddingRunSummary summary;
+  EmbeddingTableSummary table;
+  table.report.layer = "item";
+  EmbeddingDiagnostic d;
+  d.type = "ZOMBIE_ROWS";
+  d.rows = {3, 9};
+  table.report.diagnostics = {d};
+  summary.tables = {table};
+  EXPECT_THAT(render_embedding_findings(summary), HasSubstr("\n      rows: 3, 9\n"));
+  for (int64_t r = 10; r < 40; ++r) d.rows.push_back(r);
+  summary.tables[0].report.diagnostics = {d};
+  EXPECT_THAT(render_embedding_findings(summary),
+              HasSubstr("\n      rows: 3, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, "
+                        "... (32 in all: every one in the run's embedding.json, gradscope export RUN --format "
+                        "documents)\n"));
+}
+
 TEST(FlowExport, FramesCsvNeutralisesFormulaNames) {
   Timeline tl;
   for (const char* n : {"=1+2", "-x", "+x", "@x", "a-b"}) tl.add({0, n, Site::kParamGrad, grad(0.5)});

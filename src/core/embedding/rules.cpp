@@ -125,7 +125,8 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
               "x, and they still reverse in their latest updates. Chance would flag " + num(chance) +
               " such rows. Over the whole run their mean consecutive cosine is " + num(s.zombie_mean_cosine) + "." +
               (s.zombie_rows_stopped
-                   ? " " + num(s.zombie_rows_stopped) + " more rows oscillated so but stopped since" +
+                   ? " " + num(s.zombie_rows_stopped) +
+                         " more rows oscillated so, over at least their two last windows, but stopped since" +
                          (s.zombie_stopped_step >= 0
                               ? " (their last oscillating window ended at step " + num(s.zombie_stopped_step) +
                                     ", median)"

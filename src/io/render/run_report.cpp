@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -94,6 +95,21 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
   return json_text(doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
 }
 
+namespace {
+// The rows a finding names: the first kShown, and where every one is (a finding on a 1M-row
+// table can name thousands).
+std::string listed_rows_line(const std::vector<int64_t>& rows) {
+  constexpr std::size_t kShown = 20;
+  if (rows.empty()) return {};
+  std::string ids;
+  for (std::size_t i = 0; i < std::min(kShown, rows.size()); ++i) ids += (i ? ", " : "") + std::to_string(rows[i]);
+  if (rows.size() <= kShown) return "      rows: " + ids + "\n";
+  return fmt::format("      rows: {}, ... ({} in all: every one in the run's embedding.json, gradscope export RUN "
+                     "--format documents)\n",
+                     ids, rows.size());
+}
+}  // namespace
+
 std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
   std::string out = "\nembedding tables:\n";
   for (const EmbeddingTableSummary& t : embedding.tables) {
@@ -109,10 +125,12 @@ std::string render_embedding_findings(const EmbeddingRunSummary& embedding) {
     out += n == 0 ? std::string("no findings\n") : fmt::format("{} finding{}\n", n, n == 1 ? "" : "s");
     // What to do comes from the finding (core/findings/findings.h), as in the JSON and the HTML.
     const std::vector<Finding> findings = embedding_findings(t.report);
-    for (std::size_t k = 0; k < findings.size(); ++k)
+    for (std::size_t k = 0; k < findings.size(); ++k) {
       out += fmt::format("    {} (confidence {:.2f}): {}\n      what to do: {}\n", terminal_text(findings[k].type),
                          t.report.diagnostics[k].confidence, terminal_text(findings[k].premise),
                          terminal_text(findings[k].action));
+      out += listed_rows_line(t.report.diagnostics[k].rows);
+    }
   }
   return out;
 }
