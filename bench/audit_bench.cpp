@@ -1,11 +1,14 @@
 // make bench-audit: training-step time with and without the audit, on the CPU, three cases.
 //   1. A ReLU MLP (4 hidden layers x 1024, batch 256, Adam): no audit, the audit every step
-//      (all nodes, activations tapped), and every 10th step -> ratio_every_step, ratio_sample10.
+//      (all nodes, activations tapped), and every 10th step -> ratio_every_step, ratio_sample10;
+//      the instrumented Adam (gradscope/torch/optim/adam.h) alone and audited every step, against
+//      LibTorch's Adam without audit -> ratio_instrumented_adam, ratio_every_step_instrumented.
 //   2. The same MLP with Tanh: no audit against the audit every step with everything on (the
 //      pre-activation pass, a RunWriter attached, channel views every 10 steps)
 //      -> ratio_every_step_full.
 //   3. The demo's digits MLP (64-64-32-10 ReLU, batch 64, Adam; random inputs of the digits'
 //      shape): no audit against every step -> ratio_every_step_small.
+//   Cases 2 and 3 also audit with the instrumented Adam -> ..._instrumented.
 // The arms of a case train from identical weights in one process, one step each in turn; each
 // cycle gives paired ratios, so machine drift cancels; the medians over cycles are reported.
 // glibc is told to keep freed memory (mallopt below): LibTorch frees and re-allocates
@@ -39,6 +42,7 @@
 
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/torch/audit/audit.h"
+#include "gradscope/torch/optim/adam.h"
 
 namespace {
 
@@ -72,12 +76,18 @@ nn::Sequential make_digits_mlp() {
 
 struct Trainer {
   nn::Sequential net;
-  ::torch::optim::Adam optimizer;
+  std::unique_ptr<::torch::optim::Adam> optimizer;  // LibTorch's, or gradscope's instrumented one
   std::unique_ptr<gradscope::RunWriter> writer;
   std::unique_ptr<gradscope::torch::Audit> audit;
 
-  Trainer(nn::Sequential model, const gradscope::torch::AuditOptions* options, const std::string& run_dir = {})
-      : net(std::move(model)), optimizer(net->parameters(), ::torch::optim::AdamOptions(1e-3)) {
+  Trainer(nn::Sequential model, const gradscope::torch::AuditOptions* options, const std::string& run_dir = {},
+          bool instrumented = false)
+      : net(std::move(model)) {
+    const auto adam = ::torch::optim::AdamOptions(1e-3);
+    if (instrumented)
+      optimizer = std::make_unique<gradscope::torch::Adam>(net->parameters(), adam);
+    else
+      optimizer = std::make_unique<::torch::optim::Adam>(net->parameters(), adam);
     if (!options) return;
     gradscope::torch::AuditOptions o = *options;
     if (!run_dir.empty()) {
@@ -90,11 +100,11 @@ struct Trainer {
   }
   double step(const at::Tensor& x, const at::Tensor& y) {
     const auto t0 = std::chrono::steady_clock::now();
-    optimizer.zero_grad();
+    optimizer->zero_grad();
     const at::Tensor logits = audit ? audit->forward(net, x) : net->forward(x);
     nn::functional::cross_entropy(logits, y).backward();
-    if (audit) audit->step(optimizer);
-    else optimizer.step();
+    if (audit) audit->step(*optimizer);
+    else optimizer->step();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 };
@@ -163,11 +173,17 @@ int main() {
     gradscope::torch::AuditOptions every, sample10;
     sample10.sample_every = 10;
     Trainer plain(make_mlp(false), nullptr), a1(make_mlp(false), &every), a10(make_mlp(false), &sample10);
-    const Result r = interleave({&plain, &a1, &a10}, relu, cycles, 10);
+    // The instrumented Adam (gradscope/torch/optim/adam.h) alone, and audited every step.
+    Trainer fused(make_mlp(false), nullptr, {}, true), fused_a1(make_mlp(false), &every, {}, true);
+    const Result r = interleave({&plain, &a1, &a10, &fused, &fused_a1}, relu, cycles, 10);
     std::printf("ReLU MLP 64-4x1024-10, batch 256, Adam; %d cycles of 10 steps per arm, steps interleaved\n", cycles);
-    std::printf("step ms (median of cycle means): plain %.2f  audit every step %.2f  every 10th %.2f\n",
-                r.step_s[0] * 1e3, r.step_s[1] * 1e3, r.step_s[2] * 1e3);
-    std::snprintf(buf, sizeof buf, ",\"ratio_every_step\":%.4f,\"ratio_sample10\":%.4f", r.ratio[1], r.ratio[2]);
+    std::printf("step ms (median of cycle means): plain %.2f  audit every step %.2f  every 10th %.2f  "
+                "instrumented Adam %.2f  instrumented Adam + audit every step %.2f\n",
+                r.step_s[0] * 1e3, r.step_s[1] * 1e3, r.step_s[2] * 1e3, r.step_s[3] * 1e3, r.step_s[4] * 1e3);
+    std::snprintf(buf, sizeof buf,
+                  ",\"ratio_every_step\":%.4f,\"ratio_sample10\":%.4f,\"ratio_instrumented_adam\":%.4f,"
+                  "\"ratio_every_step_instrumented\":%.4f",
+                  r.ratio[1], r.ratio[2], r.ratio[3], r.ratio[4]);
     json += buf;
   }
   if (wanted("full")) {
@@ -177,13 +193,16 @@ int main() {
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() / ("gradscope-bench-audit-" + std::to_string(::getpid()));
     {
-      Trainer plain(make_mlp(true), nullptr), all(make_mlp(true), &full, dir.string());
-      const Result r = interleave({&plain, &all}, tanh, cycles, 10);
+      Trainer plain(make_mlp(true), nullptr), all(make_mlp(true), &full, dir.string()),
+          all_fused(make_mlp(true), &full, dir.string() + "-instrumented", true);
+      const Result r = interleave({&plain, &all, &all_fused}, tanh, cycles, 10);
       std::printf("Tanh MLP 64-4x1024-10, batch 256, Adam; audit every step with pre-activations, a RunWriter, "
                   "channel views every 10 steps; %d cycles of 10 steps per arm\n", cycles);
-      std::printf("step ms (median of cycle means): plain %.2f  audit, everything on %.2f\n", r.step_s[0] * 1e3,
-                  r.step_s[1] * 1e3);
-      std::snprintf(buf, sizeof buf, ",\"ratio_every_step_full\":%.4f", r.ratio[1]);
+      std::printf("step ms (median of cycle means): plain %.2f  audit, everything on %.2f  the same with the "
+                  "instrumented Adam %.2f\n",
+                  r.step_s[0] * 1e3, r.step_s[1] * 1e3, r.step_s[2] * 1e3);
+      std::snprintf(buf, sizeof buf, ",\"ratio_every_step_full\":%.4f,\"ratio_every_step_full_instrumented\":%.4f",
+                    r.ratio[1], r.ratio[2]);
       json += buf;
     }
     if (std::getenv("BENCH_PARTS")) {  // where the full case's cost goes, one option added per arm
@@ -195,17 +214,20 @@ int main() {
                   r.ratio[1], r.ratio[2], r.ratio[3]);
     }
     std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(dir.string() + "-instrumented");
   }
   if (wanted("small")) {
     const Shape digits{64, 10, 64};
     gradscope::torch::AuditOptions every;
-    Trainer plain(make_digits_mlp(), nullptr), a1(make_digits_mlp(), &every);
+    Trainer plain(make_digits_mlp(), nullptr), a1(make_digits_mlp(), &every),
+        a1_fused(make_digits_mlp(), &every, {}, true);
     const int small_cycles = cycles * 5;
-    const Result r = interleave({&plain, &a1}, digits, small_cycles, 20);
+    const Result r = interleave({&plain, &a1, &a1_fused}, digits, small_cycles, 20);
     std::printf("digits MLP 64-64-32-10, batch 64, Adam; %d cycles of 20 steps per arm\n", small_cycles);
-    std::printf("step ms (median of cycle means): plain %.3f  audit every step %.3f\n", r.step_s[0] * 1e3,
-                r.step_s[1] * 1e3);
-    std::snprintf(buf, sizeof buf, ",\"ratio_every_step_small\":%.4f", r.ratio[1]);
+    std::printf("step ms (median of cycle means): plain %.3f  audit every step %.3f  with the instrumented Adam %.3f\n",
+                r.step_s[0] * 1e3, r.step_s[1] * 1e3, r.step_s[2] * 1e3);
+    std::snprintf(buf, sizeof buf, ",\"ratio_every_step_small\":%.4f,\"ratio_every_step_small_instrumented\":%.4f",
+                  r.ratio[1], r.ratio[2]);
     json += buf;
   }
   std::printf("%s}\n", json.c_str());

@@ -153,6 +153,7 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   // Many processes: the job's effective ranks and CKA at the steps that measure them.
   std::unique_ptr<internal::SpectraMerge> spectra;
   std::vector<char> snapshotted, had_grad;
+  std::vector<char> fused;  // per parameter: measured by an instrumented optimizer's own pass
 
   bool audited() const { return step % options.sample_every == 0; }
   int64_t audit_index() const { return step / options.sample_every; }

@@ -12,6 +12,7 @@
 #include "audit/channel_math.h"
 #include "gradscope/core/error.h"
 #include "gradscope/core/stats/scaled.h"
+#include "gradscope/torch/optim/adam.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {
@@ -41,10 +42,12 @@ void Audit::step(::torch::optim::Optimizer& optimizer) {
   if (!holds_one)
     throw Error("audit: step: the optimizer holds none of the audited model's " + std::to_string(state_->params.size()) +
                 " parameters; pass the optimizer of the audited model (or audit the model this optimizer trains)");
-  step([&] { optimizer.step(); });
+  step([&] { optimizer.step(); }, dynamic_cast<InstrumentedOptimizer*>(&optimizer));
 }
 
-void Audit::step(const std::function<void()>& apply_update) {
+void Audit::step(const std::function<void()>& apply_update) { step(apply_update, nullptr); }
+
+void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimizer* measuring) {
   State& s = *state_;
   if (!s.audited()) {
     apply_update();
@@ -72,6 +75,10 @@ void Audit::step(const std::function<void()>& apply_update) {
   std::vector<Sums>& sums = s.sums;
   sums.assign(s.entries.size(), Sums{});
   s.snapshotted.assign(s.params.size(), 0);
+  s.fused.assign(s.params.size(), 0);
+  // Loss-scaled gradients are measured against scaled thresholds: the audit's own pass.
+  if (measuring && grad_scale == 1) measuring->measure_next_step(s.stats_options);
+  else measuring = nullptr;
   s.had_grad.assign(s.entries.size(), 0);
   auto into = [&](const State::Param& p, auto&& add) { s.into_sums(p, add); };
   // The ATen path (aten_stats.h) queues its tensors on the step's batch instead: they join
@@ -99,8 +106,13 @@ void Audit::step(const std::function<void()>& apply_update) {
     // stats_of and snapshotted there by the clone below (aten_stats.h).
     const std::optional<TensorView> view =
         internal::use_aten_stats(value) ? std::nullopt : std::optional<TensorView>(view_of(value, p.name));
+    // The optimizer's fused pass measures the value, the gradient and the update.
+    const bool fused = measuring && grad.defined() && view && view->is_contiguous() && measuring->fuses(value);
+    s.fused[i] = fused;
     Stats v;
-    if (grad.defined() && view && view->is_contiguous()) {
+    if (fused) {
+      s.snapshotted[i] = 1;
+    } else if (grad.defined() && view && view->is_contiguous()) {
       if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
           p.snapshot.scalar_type() != value.scalar_type())
         p.snapshot = at::empty_like(value.detach(), at::MemoryFormat::Contiguous);
@@ -114,7 +126,7 @@ void Audit::step(const std::function<void()>& apply_update) {
         s.snapshotted[i] = 1;
       }
     }
-    if (view) into(p, [&](Sums& x) { x.value = merge(x.value, v), x.any_value = true; });
+    if (view && !fused) into(p, [&](Sums& x) { x.value = merge(x.value, v), x.any_value = true; });
     if (grad.defined()) {
       const bool snr = s.options.gradient_snr && !grad.is_sparse();
       // Sparse gradients (Embedding with sparse=true): the summed values of touched rows.
@@ -123,7 +135,7 @@ void Audit::step(const std::function<void()>& apply_update) {
       if (aten) {
         s.defer_param(snr ? To::kGradSnr : To::kGrad, i, grad.is_sparse() ? grad.coalesce().values() : grad,
                       p.grad_name, grad_scale);
-      } else {
+      } else if (!fused) {
         g = unscaled(grad.is_sparse() ? stats_of(grad.coalesce().values(), p.grad_name, grad_options)
                                       : stats_of(grad, p.grad_name, grad_options),
                      grad_scale);
@@ -133,7 +145,7 @@ void Audit::step(const std::function<void()>& apply_update) {
       if (snr) {
         if (!p.snr_sum.defined()) p.snr_sum = at::zeros(grad.sizes(), grad.options().dtype(at::kDouble));
         p.snr_sum.add_(grad.to(at::kDouble) / grad_scale);
-        if (!aten) s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
+        if (!aten && !fused) s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += g.sum_sq;
         s.had_grad[static_cast<std::size_t>(p.node)] = 1;
       }
     }
@@ -146,6 +158,19 @@ void Audit::step(const std::function<void()>& apply_update) {
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     if (!s.snapshotted[i]) continue;
     State::Param& p = s.params[i];
+    if (s.fused[i]) {
+      const FusedStats* f = measuring->measured(p.tensor);
+      if (!f)
+        throw Error("audit: step: the instrumented optimizer did not update parameter '" + p.name +
+                    "' in its measuring pass (did its gradient change between the audit and the optimizer?)");
+      into(p, [&](Sums& x) {
+        x.value = merge(x.value, f->value), x.any_value = true;
+        x.grad = merge(x.grad, f->grad), x.any_grad = true;
+        x.update = merge(x.update, f->update), x.any_update = true;
+      });
+      if (s.options.gradient_snr) s.entries[static_cast<std::size_t>(p.node)].snr_sq_sum += f->grad.sum_sq;
+      continue;
+    }
     const std::optional<TensorView> after =
         internal::use_aten_stats(p.tensor) ? std::nullopt : std::optional<TensorView>(view_of(p.tensor, p.name));
     Stats d;

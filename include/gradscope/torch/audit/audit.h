@@ -42,6 +42,8 @@
 
 namespace gradscope::torch {
 
+class InstrumentedOptimizer;  // gradscope/torch/optim/adam.h
+
 /// Per-channel view of one node (opt-in): statistics along `dim`, every `every` audited steps.
 struct ChannelView {
   int64_t dim = 1;
@@ -179,7 +181,9 @@ class Audit {
   /// Ends the step: reads the accumulated parameter gradients, runs `optimizer.step()`,
   /// measures the real update. Call once per step after backward. Throws Error, before
   /// anything runs, for an optimizer that holds none of the audited parameters (it would
-  /// update another model while this one is judged STAGNANT).
+  /// update another model while this one is judged STAGNANT). An instrumented optimizer
+  /// (gradscope::torch::Adam) measures the parameters it updates in its own pass, and the
+  /// audit takes those statistics instead of reading the parameters twice more.
   void step(::torch::optim::Optimizer& optimizer);
   /// Same for any update rule: `apply_update` changes the parameters.
   void step(const std::function<void()>& apply_update);
@@ -244,6 +248,8 @@ class Audit {
   struct State;
 
  private:
+  void step(const std::function<void()>& apply_update, InstrumentedOptimizer* measuring);
+
   std::shared_ptr<State> state_;
 };
 
