@@ -1,10 +1,9 @@
 #include "gradscope/core/optim/adam_pass.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "optim/internal/adam_block.h"
-#include "stats/internal/kernels.h"
+#include "optim/internal/blocks.h"
 
 namespace gradscope {
 
@@ -40,24 +39,10 @@ internal::AdamBlock adam_block(Kernel kernel) {
 
 void adam_pass(float* p, const float* g, float* m, float* v, int64_t n, const AdamCoefficients& c,
                const StatsOptions& options, FusedStats* stats) {
-  float delta[kAdamBlock];
-  const internal::AdamBlock update = adam_block(options.kernel);
-  if (!stats) {
-    for (int64_t b = 0; b < n; b += kAdamBlock) update(p + b, g + b, m + b, v + b, std::min(kAdamBlock, n - b), c, delta);
-    return;
-  }
-  internal::check_options(options, "adam");
-  const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
-  const internal::ContiguousKernel kernel = internal::kernels(options.kernel).f32;
-  FusedStats s;
-  for (int64_t b = 0; b < n; b += kAdamBlock) {
-    const int64_t k = std::min(kAdamBlock, n - b);
-    kernel(p + b, k, kp, s.value);
-    kernel(g + b, k, kp, s.grad);
-    update(p + b, g + b, m + b, v + b, k, c, delta);
-    kernel(delta, k, kp, s.update);
-  }
-  *stats = s;
+  const internal::AdamBlock block = adam_block(options.kernel);
+  internal::measured_blocks(p, g, n, options, stats, "adam", [&](int64_t k, int64_t len, float* delta) {
+    block(p + k, g + k, m + k, v + k, len, c, delta);
+  });
 }
 
 }  // namespace gradscope

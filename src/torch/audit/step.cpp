@@ -12,7 +12,7 @@
 #include "audit/channel_math.h"
 #include "gradscope/core/error.h"
 #include "gradscope/core/stats/scaled.h"
-#include "gradscope/torch/optim/adam.h"
+#include "gradscope/torch/optim/instrumented.h"
 #include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {

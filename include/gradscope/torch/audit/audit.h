@@ -42,7 +42,7 @@
 
 namespace gradscope::torch {
 
-class InstrumentedOptimizer;  // gradscope/torch/optim/adam.h
+class InstrumentedOptimizer;  // gradscope/torch/optim/instrumented.h
 
 /// Per-channel view of one node (opt-in): statistics along `dim`, every `every` audited steps.
 struct ChannelView {

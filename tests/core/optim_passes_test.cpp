@@ -1,6 +1,8 @@
-// The fused Adam pass: its update is the formula's, element by element, and its statistics are
-// what compute() says of the same elements, across block edges and with non-finite values.
+// The fused Adam and SGD passes: their updates are the formulas', element by element, and their
+// statistics are what compute() says of the same elements, across block edges and with
+// non-finite values.
 #include "gradscope/core/optim/adam_pass.h"
+#include "gradscope/core/optim/sgd_pass.h"
 
 #include <gtest/gtest.h>
 
@@ -94,6 +96,45 @@ TEST(AdamPass, WithoutStatsOnlyUpdates) {
   EXPECT_NEAR(p[0], 1 - 0.1f, 1e-6);
   EXPECT_NEAR(p[1], -2 - 0.1f, 1e-6);
   EXPECT_FLOAT_EQ(m[0], 0.05f);
+}
+
+// SGD: plain, momentum with dampening (first step and later), Nesterov with weight decay.
+TEST(SgdPass, UpdatesAsTheFormulaAndMeasuresAsCompute) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> z;
+  const int64_t n = kAdamBlock + 7;
+  struct Case {
+    double momentum, dampening, weight_decay;
+    bool nesterov, first;
+  };
+  for (const Case k : {Case{0, 0, 0, false, true}, Case{0.9, 0.1, 0, false, true}, Case{0.9, 0.1, 0, false, false},
+                       Case{0.9, 0, 1e-2, true, false}}) {
+    SCOPED_TRACE(std::to_string(k.momentum) + " " + std::to_string(k.nesterov) + " " + std::to_string(k.first));
+    std::vector<float> p(n), g(n), b(n);
+    for (int64_t i = 0; i < n; ++i) p[i] = z(rng), g[i] = z(rng), b[i] = z(rng);
+    g[3] = std::numeric_limits<float>::infinity();
+    const std::vector<float> p0 = p, b0 = b;
+    FusedStats s;
+    sgd_pass(p.data(), g.data(), k.momentum != 0 ? b.data() : nullptr, n,
+             sgd_coefficients(0.05, k.momentum, k.dampening, k.weight_decay, k.nesterov, k.first), {}, &s);
+    std::vector<float> delta(n);
+    for (int64_t i = 0; i < n; ++i) {
+      float d = k.weight_decay != 0 ? g[i] + static_cast<float>(k.weight_decay) * p0[i] : g[i];
+      if (k.momentum != 0) {
+        const float m = static_cast<float>(k.momentum);
+        const float buf = k.first ? d : b0[i] * m + static_cast<float>(1 - k.dampening) * d;
+        EXPECT_EQ(b[i], buf) << i;
+        d = k.nesterov ? d + m * buf : buf;
+      }
+      const float after = p0[i] + static_cast<float>(-0.05) * d;
+      EXPECT_EQ(p[i], after) << i;
+      delta[i] = after - p0[i];
+    }
+    expect_same(s.value, of(p0));
+    expect_same(s.grad, of(g));
+    expect_same(s.update, of(delta));
+    EXPECT_EQ(s.grad.pos_inf, 1);
+  }
 }
 
 }  // namespace
