@@ -309,7 +309,11 @@ class Audit:
             self._set_scaler_scale(_grads_unscaled(self._scaler, None if function else optimizer))
         self._mode = "step"
         self._snapshot = None
-        self._engine.step(lambda: update())
+        passes = None if function else getattr(optimizer, "_gradscope_passes", None)
+        if passes is not None:  # gradscope.optim: its fused pass measures for the audit
+            self._engine.step_measured(lambda: update(), passes)
+        else:
+            self._engine.step(lambda: update())
         self._next_step()
 
     def _check_optimizer(self, optimizer):

@@ -165,6 +165,10 @@ void AuditEngine::pre_activation(const std::string& id, const at::Tensor& x) {
   audit().record_pre_activation(id, x);
 }
 void AuditEngine::step(const std::function<void()>& apply_update) { audit().step(apply_update); }
+
+void AuditEngine::step_measured(const std::function<void()>& apply_update, torch::TensorPasses& passes) {
+  audit().step(apply_update, &passes);
+}
 void AuditEngine::pause() { audit().pause(); }
 void AuditEngine::resume() { audit().resume(); }
 void AuditEngine::set_loss_scale(double scale, bool parameter_grads_unscaled) {

@@ -30,6 +30,7 @@
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/tensorboard/tensorboard_sink.h"
 #include "gradscope/torch/audit/audit.h"
+#include "gradscope/torch/optim/tensor_passes.h"
 #include "gradscope/torch/embedding/tracker.h"
 
 namespace gradscope::python {
@@ -73,6 +74,8 @@ class AuditEngine {
   void pre_activation(const std::string& id, const at::Tensor& x);
   /// Audit::step; each audited step also goes to the run.
   void step(const std::function<void()>& apply_update);
+  /// Audit::step with the passes of an instrumented Python optimizer that apply_update steps.
+  void step_measured(const std::function<void()>& apply_update, torch::TensorPasses& passes);
   /// Audit::pause / resume / set_loss_scale.
   void pause();
   void resume();

@@ -316,6 +316,28 @@ void bind_audit(py::module_& m) {
       .def_readonly("order", &ArchitectureNode::order)
       .def_readonly("parameters", &ArchitectureNode::parameters)
       .def_readonly("trainable", &ArchitectureNode::trainable);
+  // The fused optimizer passes behind gradscope.optim (docs/optimizers.md).
+  py::class_<gt::TensorPasses>(m, "TensorPasses")
+      .def(py::init<>())
+      .def("take", &gt::TensorPasses::take)
+      .def("fuses", &gt::TensorPasses::fuses)
+      .def("begin", &gt::TensorPasses::begin)
+      .def(
+          "adam",
+          [](gt::TensorPasses& passes, at::Tensor param, const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq,
+             double lr, double beta1, double beta2, double eps, double weight_decay, int64_t step, bool decoupled) {
+            return passes.adam(param, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step, decoupled);
+          },
+          release_gil())
+      .def(
+          "sgd",
+          [](gt::TensorPasses& passes, at::Tensor param, std::optional<at::Tensor> buffer, double lr, double momentum,
+             double dampening, double weight_decay, bool nesterov, bool first) {
+            return passes.sgd(param, buffer ? *buffer : at::Tensor(), lr, momentum, dampening, weight_decay, nesterov,
+                              first);
+          },
+          release_gil());
+
   py::class_<AuditEngine>(m, "AuditEngine")
       .def(py::init([](const std::vector<py::tuple>& nodes, gt::AuditOptions options, py::object run,
                        std::optional<std::string> tensorboard) {
@@ -332,6 +354,7 @@ void bind_audit(py::module_& m) {
       .def("tap", &AuditEngine::tap)
       .def("pre_activation", &AuditEngine::pre_activation)
       .def("step", &AuditEngine::step, release_gil())
+      .def("step_measured", &AuditEngine::step_measured, release_gil())
       .def("pause", &AuditEngine::pause)
       .def("resume", &AuditEngine::resume)
       .def("set_loss_scale", &AuditEngine::set_loss_scale, py::arg("scale"), py::arg("parameter_grads_unscaled"))

@@ -16,10 +16,10 @@ def examples():
 
 
 def test_there_are_runnable_examples():
-    assert len(examples()) >= 7
+    assert len(examples()) >= 8
 
 
-@pytest.mark.parametrize("index", range(7))
+@pytest.mark.parametrize("index", range(8))
 def test_runnable_example_runs(index, tmp_path, monkeypatch):
     code = examples()[index]
     monkeypatch.chdir(tmp_path)

@@ -187,6 +187,9 @@ class Audit {
   void step(::torch::optim::Optimizer& optimizer);
   /// Same for any update rule: `apply_update` changes the parameters.
   void step(const std::function<void()>& apply_update);
+  /// Same, where `apply_update` steps the instrumented optimizer `measuring` (nullptr: none),
+  /// whose pass measures the parameters it fuses (the Python optimizers step through this).
+  void step(const std::function<void()>& apply_update, InstrumentedOptimizer* measuring);
 
   /// Passes the audit should not see (a validation pass that keeps gradients enabled, extra
   /// forwards for logging): from pause() to the matching resume() taps record nothing. step()
@@ -248,8 +251,6 @@ class Audit {
   struct State;
 
  private:
-  void step(const std::function<void()>& apply_update, InstrumentedOptimizer* measuring);
-
   std::shared_ptr<State> state_;
 };
 
