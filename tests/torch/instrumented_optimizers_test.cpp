@@ -194,6 +194,39 @@ void expect_the_audits_own_measurement(const Options& options) {
   EXPECT_EQ(measured_by_optimizer.report().steps, 5);
 }
 
+// A moment loaded in another layout (a checkpoint's transposed copy) sends that parameter down
+// ATen's path; fuses() says so before the step, so the audit measures it itself instead of
+// waiting for statistics the pass never made (an Error before).
+TEST(InstrumentedOptimizers, AStateTheyCannotTakeIsMeasuredByTheAudit) {
+  nn::Sequential net = digits_mlp(7);
+  Adam opt(net->parameters(), ::torch::optim::AdamOptions(1e-2));
+  SGD sgd(net->parameters(), ::torch::optim::SGDOptions(1e-2).momentum(0.9));
+  Audit audit(net);
+  const at::Tensor x = at::randn({8, 64});
+  for (::torch::optim::Optimizer* o : std::vector<::torch::optim::Optimizer*>{&opt, &sgd}) {
+    o->zero_grad();
+    audit.forward(net, x).pow(2).mean().backward();
+    audit.step(*o);  // the first step makes the moments and the buffers
+  }
+  const at::Tensor w = net->parameters()[0];  // a copy: parameters() returns a new vector
+  auto& adam_state = static_cast<::torch::optim::AdamParamState&>(
+      *opt.state().at(c10::guts::to_string(w.unsafeGetTensorImpl())));
+  adam_state.exp_avg(adam_state.exp_avg().t().contiguous().t());  // same values, transposed layout
+  auto& sgd_state = static_cast<::torch::optim::SGDParamState&>(
+      *sgd.state().at(c10::guts::to_string(w.unsafeGetTensorImpl())));
+  sgd_state.momentum_buffer(sgd_state.momentum_buffer().t().contiguous().t());
+  for (::torch::optim::Optimizer* o : std::vector<::torch::optim::Optimizer*>{&opt, &sgd}) {
+    o->zero_grad();
+    audit.forward(net, x).pow(2).mean().backward();
+    EXPECT_FALSE(dynamic_cast<InstrumentedOptimizer*>(o)->fuses(w));
+    EXPECT_TRUE(dynamic_cast<InstrumentedOptimizer*>(o)->fuses(net->parameters()[1]));
+    audit.step(*o);
+    EXPECT_EQ(dynamic_cast<InstrumentedOptimizer*>(o)->measured(w), nullptr);
+    EXPECT_NE(dynamic_cast<InstrumentedOptimizer*>(o)->measured(net->parameters()[1]), nullptr);
+  }
+  EXPECT_EQ(audit.report().steps, 4);
+}
+
 TEST(InstrumentedOptimizers, TheirStatisticsAreTheAuditsOwnMeasurement) {
   {
     SCOPED_TRACE("Adam");

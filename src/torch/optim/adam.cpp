@@ -83,11 +83,16 @@ at::Tensor adam_family_step(Base& self, const StatsOptions* measure, bool decoup
   return loss;
 }
 
-template <class Options, class Base>
+// What step() will decide for `param`: a moment loaded in another layout takes ATen's path.
+template <class Options, class ParamState, class Base>
 bool adam_family_fuses(const Base& self, const at::Tensor& param) {
   if (!plain_float(param) || !plain_float(param.grad())) return false;
   const auto* group = optim_internal::group_of(self, param);
-  return group && !static_cast<const Options&>(group->options()).amsgrad();
+  if (!group || static_cast<const Options&>(group->options()).amsgrad()) return false;
+  const auto found = self.state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  if (found == self.state().end()) return true;  // its moments will be made contiguous
+  const auto& s = static_cast<const ParamState&>(*found->second);
+  return plain_float(s.exp_avg()) && plain_float(s.exp_avg_sq());
 }
 
 }  // namespace
@@ -99,7 +104,7 @@ Adam::Adam(std::vector<at::Tensor> params, ::torch::optim::AdamOptions defaults)
     : ::torch::optim::Adam(std::move(params), defaults) {}
 
 bool Adam::fuses(const at::Tensor& param) const {
-  return adam_family_fuses<::torch::optim::AdamOptions>(*this, param);
+  return adam_family_fuses<::torch::optim::AdamOptions, ::torch::optim::AdamParamState>(*this, param);
 }
 
 at::Tensor Adam::step(LossClosure closure) {
@@ -115,7 +120,7 @@ AdamW::AdamW(std::vector<at::Tensor> params, ::torch::optim::AdamWOptions defaul
     : ::torch::optim::AdamW(std::move(params), defaults) {}
 
 bool AdamW::fuses(const at::Tensor& param) const {
-  return adam_family_fuses<::torch::optim::AdamWOptions>(*this, param);
+  return adam_family_fuses<::torch::optim::AdamWOptions, ::torch::optim::AdamWParamState>(*this, param);
 }
 
 at::Tensor AdamW::step(LossClosure closure) {

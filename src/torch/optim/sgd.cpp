@@ -18,7 +18,13 @@ SGD::SGD(std::vector<at::Tensor> params, ::torch::optim::SGDOptions defaults)
     : ::torch::optim::SGD(std::move(params), defaults) {}
 
 bool SGD::fuses(const at::Tensor& param) const {
-  return plain_float(param) && plain_float(param.grad()) && optim_internal::group_of(*this, param) != nullptr;
+  if (!plain_float(param) || !plain_float(param.grad()) || !optim_internal::group_of(*this, param)) return false;
+  // What step() will decide: a momentum buffer loaded in another layout takes ATen's path.
+  const auto found = state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  if (found == state().end()) return true;
+  const auto& buffer = static_cast<const ::torch::optim::SGDParamState&>(*found->second).momentum_buffer();
+  const auto& o = static_cast<const ::torch::optim::SGDOptions&>(optim_internal::group_of(*this, param)->options());
+  return o.momentum() == 0 || plain_float(buffer);
 }
 
 // LibTorch 1.13's SGD::step, with the fused pass for the parameters it can take.
