@@ -311,6 +311,7 @@ class Audit:
         self._snapshot = None
         passes = None if function else getattr(optimizer, "_gradscope_passes", None)
         if passes is not None:  # gradscope.optim: its fused pass measures for the audit
+            optimizer._prepare_passes()
             self._engine.step_measured(lambda: update(), passes)
         else:
             self._engine.step(lambda: update())

@@ -23,11 +23,23 @@ class _Instrumented:
     """The fused passes of one optimizer; audit.step() hands them to the audit."""
 
     def _init_passes(self, fusable):
+        self._gradscope_fusable = fusable
         self._gradscope_passes = _engine.TensorPasses()
+        self._prepare_passes()
+
+    def _prepare_passes(self):
+        """Tells the passes which parameters the next step may fuse: those whose group allows it
+        and whose state tensors (a loaded checkpoint's, say) are plain float32 CPU contiguous;
+        audit.step() calls it before the audit looks at the parameters."""
         for group in self.param_groups:
-            if fusable(group):
-                for p in group["params"]:
+            allowed = self._gradscope_fusable(group)
+            for p in group["params"]:
+                state = self.state.get(p, {})
+                tensors = [t for t in state.values() if isinstance(t, torch.Tensor) and t.dim() > 0]
+                if allowed and all(_plain(t) for t in tensors):
                     self._gradscope_passes.take(p)
+                else:
+                    self._gradscope_passes.drop(p)
 
     def _begin_step(self, closure):
         """The closure's loss (with gradients on, as torch.optim does); starts the passes' step."""

@@ -320,6 +320,7 @@ void bind_audit(py::module_& m) {
   py::class_<gt::TensorPasses>(m, "TensorPasses")
       .def(py::init<>())
       .def("take", &gt::TensorPasses::take)
+      .def("drop", &gt::TensorPasses::drop)
       .def("fuses", &gt::TensorPasses::fuses)
       .def("begin", &gt::TensorPasses::begin)
       .def(

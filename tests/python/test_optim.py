@@ -116,3 +116,22 @@ def test_schedulers_and_state_dict_work_as_with_torch_optim():
     for p, q in zip(a.parameters(), b.parameters()):
         assert float((p - q).abs().max()) <= 1e-6 * float(q.abs().max())
     assert int(opt.state[next(iter(a.parameters()))]["step"]) == 5
+
+
+def test_a_state_in_another_layout_is_measured_by_the_audit():
+    """A moment loaded in a transposed layout: that parameter takes PyTorch's path and the audit
+    measures it itself (before, the audit waited for statistics the pass never made)."""
+    net = mlp(7)
+    opt = gradscope.optim.Adam(net.parameters(), lr=1e-2)
+    audit = gradscope.Audit(net)
+    x = torch.randn(8, 64)
+    for step in range(2):
+        opt.zero_grad()
+        net(x).pow(2).mean().backward()
+        if step == 1:
+            w = net[0].weight
+            opt.state[w]["exp_avg"] = opt.state[w]["exp_avg"].t().contiguous().t()
+        audit.step(opt)
+    assert audit.report().steps == 2
+    assert not opt._gradscope_passes.fuses(net[0].weight)
+    assert opt._gradscope_passes.fuses(net[0].bias)

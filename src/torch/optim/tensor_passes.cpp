@@ -9,6 +9,8 @@ using optim_internal::plain_float;
 
 void TensorPasses::take(const at::Tensor& param) { taken_.insert(param.unsafeGetTensorImpl()); }
 
+void TensorPasses::drop(const at::Tensor& param) { taken_.erase(param.unsafeGetTensorImpl()); }
+
 bool TensorPasses::fuses(const at::Tensor& param) const {
   return taken_.count(param.unsafeGetTensorImpl()) && plain_float(param) && plain_float(param.grad());
 }

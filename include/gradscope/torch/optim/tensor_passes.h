@@ -20,6 +20,8 @@ class TensorPasses : public InstrumentedOptimizer {
  public:
   /// The optimizer's step may update `param` in a fused pass (its group's options allow it).
   void take(const at::Tensor& param);
+  /// It may not (its state is in a layout the pass cannot take): fuses(param) is false.
+  void drop(const at::Tensor& param);
   /// Taken, and the parameter and its gradient float32, CPU, dense and contiguous.
   bool fuses(const at::Tensor& param) const override;
   /// Starts a step: forgets what the last one measured, takes up a measure request.
