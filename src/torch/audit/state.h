@@ -47,6 +47,11 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
     int node = -1, sub = -1;
     at::Tensor snapshot;  // value before the optimizer step, reused across steps
     at::Tensor snr_sum;   // opt-in: sum over audited steps of the gradient (double)
+    // The last update pass carried the value forward: `snapshot` holds the value it measured
+    // (`carried_value`), valid while the tensor's version counter is still `carried_version`.
+    bool carried = false;
+    int64_t carried_version = 0;
+    Stats carried_value;
   };
 
   AuditOptions options;

@@ -11,6 +11,7 @@
 #include "audit/state.h"
 #include "audit/channel_math.h"
 #include "gradscope/core/error.h"
+#include "gradscope/core/stats/carry.h"
 #include "gradscope/core/stats/scaled.h"
 #include "gradscope/torch/optim/instrumented.h"
 #include "gradscope/torch/tensor.h"
@@ -110,7 +111,15 @@ void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimize
     const bool fused = measuring && grad.defined() && view && view->is_contiguous() && measuring->fuses(value);
     s.fused[i] = fused;
     Stats v;
+    // Nothing wrote the parameter since the last update pass carried it: its value statistics
+    // and snapshot are already there.
+    const bool carried = !fused && grad.defined() && view && p.carried && value._version() == p.carried_version &&
+                         p.snapshot.defined() && p.snapshot.sizes().equals(value.sizes());
+    p.carried = false;
     if (fused) {
+      s.snapshotted[i] = 1;
+    } else if (carried) {
+      v = p.carried_value;
       s.snapshotted[i] = 1;
     } else if (grad.defined() && view && view->is_contiguous()) {
       if (!p.snapshot.defined() || !p.snapshot.sizes().equals(value.sizes()) ||
@@ -174,7 +183,14 @@ void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimize
     const std::optional<TensorView> after =
         internal::use_aten_stats(p.tensor) ? std::nullopt : std::optional<TensorView>(view_of(p.tensor, p.name));
     Stats d;
-    if (after && after->is_contiguous()) {
+    if (after && after->is_contiguous() && after->dtype() == DType::kFloat32 && s.options.sample_every == 1) {
+      // One read of after and before: the update, and the next step's value and snapshot.
+      const CarriedUpdate c = compute_update_and_carry(*after, p.snapshot.data_ptr<float>(), s.stats_options);
+      d = c.update;
+      p.carried = true;
+      p.carried_value = c.value;
+      p.carried_version = p.tensor._version();
+    } else if (after && after->is_contiguous()) {
       const TensorView before = view_of(p.snapshot, p.before_name);
       d = compute_difference(*after, before, s.stats_options);  // after - before, never stored
     } else {
