@@ -9,6 +9,9 @@
 //   3. The demo's digits MLP (64-64-32-10 ReLU, batch 64, Adam; random inputs of the digits'
 //      shape): no audit against every step -> ratio_every_step_small.
 //   Cases 2 and 3 also audit with the instrumented Adam -> ..._instrumented.
+//   4. Case 1's MLP with AdamW and with SGD (momentum 0.9): LibTorch's audited every step,
+//      gradscope's alone and audited -> ratio_every_step_<optim>, ratio_instrumented_<optim>,
+//      ratio_every_step_instrumented_<optim>, each against LibTorch's optimizer without audit.
 // The arms of a case train from identical weights in one process, one step each in turn; each
 // cycle gives paired ratios, so machine drift cancels; the medians over cycles are reported.
 // glibc is told to keep freed memory (mallopt below): LibTorch frees and re-allocates
@@ -23,6 +26,8 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 
 #include <ATen/ATen.h>
 
@@ -43,6 +48,7 @@
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/torch/audit/audit.h"
 #include "gradscope/torch/optim/adam.h"
+#include "gradscope/torch/optim/sgd.h"
 
 namespace {
 
@@ -74,20 +80,39 @@ nn::Sequential make_digits_mlp() {
                          {"relu2", nn::ReLU()}, {"out", nn::Linear(32, 10)}});
 }
 
+// The optimizers the arms train with: LibTorch's, or gradscope's instrumented one.
+enum class Optim { kAdam, kAdamW, kSgdMomentum };
+
+std::unique_ptr<::torch::optim::Optimizer> make_optimizer(Optim kind, bool instrumented,
+                                                          const std::vector<at::Tensor>& params) {
+  switch (kind) {
+    case Optim::kAdamW: {
+      const auto o = ::torch::optim::AdamWOptions(1e-3);
+      if (instrumented) return std::make_unique<gradscope::torch::AdamW>(params, o);
+      return std::make_unique<::torch::optim::AdamW>(params, o);
+    }
+    case Optim::kSgdMomentum: {
+      const auto o = ::torch::optim::SGDOptions(1e-2).momentum(0.9);
+      if (instrumented) return std::make_unique<gradscope::torch::SGD>(params, o);
+      return std::make_unique<::torch::optim::SGD>(params, o);
+    }
+    case Optim::kAdam:
+      break;
+  }
+  const auto o = ::torch::optim::AdamOptions(1e-3);
+  if (instrumented) return std::make_unique<gradscope::torch::Adam>(params, o);
+  return std::make_unique<::torch::optim::Adam>(params, o);
+}
+
 struct Trainer {
   nn::Sequential net;
-  std::unique_ptr<::torch::optim::Adam> optimizer;  // LibTorch's, or gradscope's instrumented one
+  std::unique_ptr<::torch::optim::Optimizer> optimizer;
   std::unique_ptr<gradscope::RunWriter> writer;
   std::unique_ptr<gradscope::torch::Audit> audit;
 
   Trainer(nn::Sequential model, const gradscope::torch::AuditOptions* options, const std::string& run_dir = {},
-          bool instrumented = false)
-      : net(std::move(model)) {
-    const auto adam = ::torch::optim::AdamOptions(1e-3);
-    if (instrumented)
-      optimizer = std::make_unique<gradscope::torch::Adam>(net->parameters(), adam);
-    else
-      optimizer = std::make_unique<::torch::optim::Adam>(net->parameters(), adam);
+          bool instrumented = false, Optim kind = Optim::kAdam)
+      : net(std::move(model)), optimizer(make_optimizer(kind, instrumented, net->parameters())) {
     if (!options) return;
     gradscope::torch::AuditOptions o = *options;
     if (!run_dir.empty()) {
@@ -185,6 +210,24 @@ int main() {
                   "\"ratio_every_step_instrumented\":%.4f",
                   r.ratio[1], r.ratio[2], r.ratio[3], r.ratio[4]);
     json += buf;
+  }
+  if (wanted("optimizers")) {  // AdamW and SGD with momentum: LibTorch's audited, gradscope's audited
+    const Shape relu{64, 10, 256};
+    gradscope::torch::AuditOptions every;
+    for (const Optim kind : {Optim::kAdamW, Optim::kSgdMomentum}) {
+      const char* name = kind == Optim::kAdamW ? "adamw" : "sgd_momentum";
+      Trainer plain(make_mlp(false), nullptr, {}, false, kind), a1(make_mlp(false), &every, {}, false, kind),
+          fused(make_mlp(false), nullptr, {}, true, kind), fused_a1(make_mlp(false), &every, {}, true, kind);
+      const Result r = interleave({&plain, &a1, &fused, &fused_a1}, relu, cycles, 10);
+      std::printf("ReLU MLP, %s: step ms plain %.2f  audit every step %.2f  instrumented %.2f  instrumented + "
+                  "audit every step %.2f\n",
+                  name, r.step_s[0] * 1e3, r.step_s[1] * 1e3, r.step_s[2] * 1e3, r.step_s[3] * 1e3);
+      std::snprintf(buf, sizeof buf,
+                    ",\"ratio_every_step_%s\":%.4f,\"ratio_instrumented_%s\":%.4f,"
+                    "\"ratio_every_step_instrumented_%s\":%.4f",
+                    name, r.ratio[1], name, r.ratio[2], name, r.ratio[3]);
+      json += buf;
+    }
   }
   if (wanted("full")) {
     const Shape tanh{64, 10, 256};

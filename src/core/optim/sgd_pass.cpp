@@ -19,22 +19,52 @@ SgdCoefficients sgd_coefficients(double lr, double momentum, double dampening, d
 
 namespace {
 
-// One block; `delta` gets after - before. The branches are on the coefficients, the same for
-// every element: the loops stay simple for the compiler.
-void sgd_block(float* __restrict p, const float* __restrict g, float* __restrict b, int64_t n,
-               const SgdCoefficients& c, float* __restrict delta) {
+// One block; `delta` gets after - before. The choices are template arguments, not branches in
+// the loop, so that each loop is straight-line code the compiler vectorises (with them in the
+// loop, the fused SGD was 1.03x LibTorch's three vectorised operations).
+enum class Momentum { kNone, kFirst, kBuffer };
+
+template <bool kDecay, Momentum kMomentum, bool kNesterov>
+void sgd_loop(float* __restrict p, const float* __restrict g, float* __restrict b, int64_t n,
+              const SgdCoefficients& c, float* __restrict delta) {
+  const float wd = c.weight_decay, m = c.momentum, damp = c.one_minus_dampening, lr = c.neg_lr;
   for (int64_t i = 0; i < n; ++i) {
     const float before = p[i];
-    float d = c.weight_decay != 0 ? g[i] + c.weight_decay * before : g[i];
-    if (c.momentum != 0) {
-      const float buf = c.first_step ? d : b[i] * c.momentum + c.one_minus_dampening * d;
+    float d = kDecay ? g[i] + wd * before : g[i];
+    if (kMomentum != Momentum::kNone) {
+      const float buf = kMomentum == Momentum::kFirst ? d : b[i] * m + damp * d;
       b[i] = buf;
-      d = c.nesterov ? d + c.momentum * buf : buf;
+      d = kNesterov ? d + m * buf : buf;
     }
-    const float after = before + c.neg_lr * d;
+    const float after = before + lr * d;
     p[i] = after;
     delta[i] = after - before;
   }
+}
+
+template <bool kDecay, Momentum kMomentum>
+void sgd_nesterov(float* p, const float* g, float* b, int64_t n, const SgdCoefficients& c, float* delta) {
+  if (c.nesterov)
+    sgd_loop<kDecay, kMomentum, true>(p, g, b, n, c, delta);
+  else
+    sgd_loop<kDecay, kMomentum, false>(p, g, b, n, c, delta);
+}
+
+template <bool kDecay>
+void sgd_momentum(float* p, const float* g, float* b, int64_t n, const SgdCoefficients& c, float* delta) {
+  if (c.momentum == 0)
+    sgd_loop<kDecay, Momentum::kNone, false>(p, g, b, n, c, delta);
+  else if (c.first_step)
+    sgd_nesterov<kDecay, Momentum::kFirst>(p, g, b, n, c, delta);
+  else
+    sgd_nesterov<kDecay, Momentum::kBuffer>(p, g, b, n, c, delta);
+}
+
+void sgd_block(float* p, const float* g, float* b, int64_t n, const SgdCoefficients& c, float* delta) {
+  if (c.weight_decay != 0)
+    sgd_momentum<true>(p, g, b, n, c, delta);
+  else
+    sgd_momentum<false>(p, g, b, n, c, delta);
 }
 
 }  // namespace
