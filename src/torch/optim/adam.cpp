@@ -85,9 +85,8 @@ at::Tensor adam_family_step(Base& self, const StatsOptions* measure, bool decoup
 
 // What step() will decide for `param`: a moment loaded in another layout takes ATen's path.
 template <class Options, class ParamState, class Base>
-bool adam_family_fuses(const Base& self, const at::Tensor& param) {
+bool adam_family_fuses(const Base& self, const ::torch::optim::OptimizerParamGroup* group, const at::Tensor& param) {
   if (!plain_float(param) || !plain_float(param.grad())) return false;
-  const auto* group = optim_internal::group_of(self, param);
   if (!group || static_cast<const Options&>(group->options()).amsgrad()) return false;
   const auto found = self.state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
   if (found == self.state().end()) return true;  // its moments will be made contiguous
@@ -104,7 +103,8 @@ Adam::Adam(std::vector<at::Tensor> params, ::torch::optim::AdamOptions defaults)
     : ::torch::optim::Adam(std::move(params), defaults) {}
 
 bool Adam::fuses(const at::Tensor& param) const {
-  return adam_family_fuses<::torch::optim::AdamOptions, ::torch::optim::AdamParamState>(*this, param);
+  return adam_family_fuses<::torch::optim::AdamOptions, ::torch::optim::AdamParamState>(
+      *this, group_of(*this, param), param);
 }
 
 at::Tensor Adam::step(LossClosure closure) {
@@ -120,7 +120,8 @@ AdamW::AdamW(std::vector<at::Tensor> params, ::torch::optim::AdamWOptions defaul
     : ::torch::optim::AdamW(std::move(params), defaults) {}
 
 bool AdamW::fuses(const at::Tensor& param) const {
-  return adam_family_fuses<::torch::optim::AdamWOptions, ::torch::optim::AdamWParamState>(*this, param);
+  return adam_family_fuses<::torch::optim::AdamWOptions, ::torch::optim::AdamWParamState>(
+      *this, group_of(*this, param), param);
 }
 
 at::Tensor AdamW::step(LossClosure closure) {

@@ -41,13 +41,4 @@ void run_chunked(int64_t n, bool measure, FusedStats* out, const Pass& pass) {
   *out = s;
 }
 
-/// The group of `optimizer` holding `param`, or nullptr.
-template <class Optimizer>
-const ::torch::optim::OptimizerParamGroup* group_of(const Optimizer& optimizer, const at::Tensor& param) {
-  for (const auto& group : optimizer.param_groups())
-    for (const at::Tensor& p : group.params())
-      if (p.unsafeGetTensorImpl() == param.unsafeGetTensorImpl()) return &group;
-  return nullptr;
-}
-
 }  // namespace gradscope::torch::optim_internal

@@ -18,12 +18,13 @@ SGD::SGD(std::vector<at::Tensor> params, ::torch::optim::SGDOptions defaults)
     : ::torch::optim::SGD(std::move(params), defaults) {}
 
 bool SGD::fuses(const at::Tensor& param) const {
-  if (!plain_float(param) || !plain_float(param.grad()) || !optim_internal::group_of(*this, param)) return false;
+  const ::torch::optim::OptimizerParamGroup* group = group_of(*this, param);
+  if (!plain_float(param) || !plain_float(param.grad()) || !group) return false;
   // What step() will decide: a momentum buffer loaded in another layout takes ATen's path.
   const auto found = state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
   if (found == state().end()) return true;
   const auto& buffer = static_cast<const ::torch::optim::SGDParamState&>(*found->second).momentum_buffer();
-  const auto& o = static_cast<const ::torch::optim::SGDOptions&>(optim_internal::group_of(*this, param)->options());
+  const auto& o = static_cast<const ::torch::optim::SGDOptions&>(group->options());
   return o.momentum() == 0 || plain_float(buffer);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <torch/optim/optimizer.h>
 
 #include <unordered_map>
 
@@ -26,8 +27,14 @@ class InstrumentedOptimizer {
   /// Called by step(): whether to measure, with which options; clears the last step's.
   const StatsOptions* begin_step();
   void record(const at::Tensor& param, const FusedStats& stats);
+  /// The group of `optimizer` (this one) holding `param`, or nullptr. The audit asks fuses() of
+  /// every parameter each step: an index, rebuilt when the groups change, keeps that linear.
+  const ::torch::optim::OptimizerParamGroup* group_of(const ::torch::optim::Optimizer& optimizer,
+                                                      const at::Tensor& param) const;
 
  private:
+  mutable std::unordered_map<const void*, std::size_t> group_index_;
+  mutable std::size_t indexed_groups_ = 0, indexed_params_ = 0;
   bool measure_ = false;
   StatsOptions options_;
   std::unordered_map<const void*, FusedStats> measured_;
