@@ -1,9 +1,12 @@
 // compute_and_copy and compute_difference against a plain copy and a materialised difference.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "gradscope/core/error.h"
+#include "gradscope/core/stats/carry.h"
 #include "gradscope/core/stats/stats.h"
 #include "test_data.h"
 
@@ -74,6 +77,32 @@ TEST(Paired, ThreadsGiveTheSameAnswer) {
   expect_same(compute_difference(va, vb, two), compute_difference(va, vb));
   expect_same(compute_and_copy(va, copy.data(), two), compute(va));
   EXPECT_EQ(copy, a);
+}
+
+// The carried pass (one thread, and two for a tensor large enough to be split) gives the
+// statistics of compute_difference and compute, and leaves the new value in the snapshot.
+TEST(Paired, CarriedUpdateEqualsDifferenceAndValue) {
+  const std::size_t n = 600001;  // > 2 x 2^18: two ranges with two threads, a ragged last block
+  const auto va = test::mixed_values(n, 4), vb = test::mixed_values(n, 5);
+  std::vector<float> after, before;
+  for (std::size_t i = 0; i < n; ++i) after.push_back(static_cast<float>(va[i])), before.push_back(static_cast<float>(vb[i]));
+  after[11] = std::nanf("");
+  for (int threads : {1, 2}) {
+    StatsOptions o;
+    o.threads = threads;
+    std::vector<float> snapshot = before;
+    const auto a = TensorView::contiguous(after.data(), DType::kFloat32, {static_cast<int64_t>(n)}, "w");
+    const auto b = TensorView::contiguous(before.data(), DType::kFloat32, {static_cast<int64_t>(n)}, "w before");
+    const CarriedUpdate c = compute_update_and_carry(a, snapshot.data(), o);
+    const Stats d = compute_difference(a, b, o), v = compute(a, o);
+    expect_same(c.update, d);
+    expect_same(c.value, v);
+    EXPECT_EQ(c.update.nan, 1);
+    EXPECT_EQ(std::memcmp(snapshot.data(), after.data(), n * sizeof(float)), 0);
+  }
+  float h[4] = {};
+  EXPECT_THROW(compute_update_and_carry(TensorView::contiguous(h, DType::kFloat64, {1}), h), Error);
+  EXPECT_THROW(compute_update_and_carry(TensorView::strided(h, DType::kFloat32, {2}, {2}), h), Error);
 }
 
 TEST(Paired, BadInputIsAnError) {

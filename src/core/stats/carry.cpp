@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "gradscope/core/error.h"
 #include "stats/internal/kernels.h"
@@ -15,17 +16,23 @@ CarriedUpdate compute_update_and_carry(const TensorView& after, float* before, c
   const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
   const internal::ContiguousKernel kernel = internal::kernels(options.kernel).f32;
   constexpr int64_t kBlock = 2048;
-  float delta[kBlock];
   const float* a = static_cast<const float*>(after.data());
-  const int64_t n = after.numel();
+  // Large tensors in ranges on their own threads, as compute_difference splits them.
+  const std::vector<internal::Range> ranges = internal::split_ranges(after.numel(), options.threads);
+  std::vector<CarriedUpdate> parts(ranges.size());
+  internal::run_ranges(ranges, [&](std::size_t t, const internal::Range& r) {
+    float delta[kBlock];
+    CarriedUpdate& part = parts[t];
+    for (int64_t k = r.begin; k < r.end; k += kBlock) {
+      const int64_t len = std::min(kBlock, r.end - k);
+      for (int64_t i = 0; i < len; ++i) delta[i] = a[k + i] - before[k + i];
+      kernel(delta, len, kp, part.update);
+      kernel(a + k, len, kp, part.value);
+      std::memcpy(before + k, a + k, static_cast<std::size_t>(len) * sizeof(float));
+    }
+  });
   CarriedUpdate c;
-  for (int64_t k = 0; k < n; k += kBlock) {
-    const int64_t len = std::min(kBlock, n - k);
-    for (int64_t i = 0; i < len; ++i) delta[i] = a[k + i] - before[k + i];
-    kernel(delta, len, kp, c.update);
-    kernel(a + k, len, kp, c.value);
-    std::memcpy(before + k, a + k, static_cast<std::size_t>(len) * sizeof(float));
-  }
+  for (const CarriedUpdate& p : parts) c.update = merge(c.update, p.update), c.value = merge(c.value, p.value);
   return c;
 }
 

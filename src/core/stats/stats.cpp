@@ -136,23 +136,28 @@ void check_options(const StatsOptions& options, const std::string& name) {
 
 const KernelTable& kernels(Kernel kernel) { return kernels_for(kernel); }
 
-Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64_t, int64_t, Stats&)>& run) {
+std::vector<Range> split_ranges(int64_t n, int max_threads) {
   const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(max_threads, n / kMinElementsPerThread));
-  if (threads == 1) {
-    Stats acc;
-    run(0, n, acc);
-    return acc;
-  }
-  // Equal chunks rounded up to whole vectors; the last one ends at n. The calling thread
-  // takes the first.
-  std::vector<Stats> parts(static_cast<std::size_t>(threads));
+  // Equal chunks rounded up to whole vectors; the last one ends at n.
   const int64_t chunk = ((n + threads - 1) / threads + 63) / 64 * 64;
-  auto range_end = [&](int64_t t) { return t + 1 == threads ? n : std::min(n, (t + 1) * chunk); };
+  std::vector<Range> ranges;
+  for (int64_t t = 0; t < threads; ++t)
+    ranges.push_back({std::min(n, t * chunk), t + 1 == threads ? n : std::min(n, (t + 1) * chunk)});
+  return ranges;
+}
+
+void run_ranges(const std::vector<Range>& ranges, const std::function<void(std::size_t, const Range&)>& run) {
+  // The calling thread takes the first range.
   std::vector<std::thread> workers;
-  for (int64_t t = 1; t < threads; ++t)
-    workers.emplace_back([&, t] { run(std::min(n, t * chunk), range_end(t), parts[static_cast<std::size_t>(t)]); });
-  run(0, range_end(0), parts[0]);
+  for (std::size_t t = 1; t < ranges.size(); ++t) workers.emplace_back([&, t] { run(t, ranges[t]); });
+  if (!ranges.empty()) run(0, ranges[0]);
   for (auto& w : workers) w.join();
+}
+
+Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64_t, int64_t, Stats&)>& run) {
+  const std::vector<Range> ranges = split_ranges(n, max_threads);
+  std::vector<Stats> parts(ranges.size());
+  run_ranges(ranges, [&](std::size_t t, const Range& r) { run(r.begin, r.end, parts[t]); });
   Stats acc;
   for (const Stats& p : parts) acc = merge(acc, p);
   return acc;

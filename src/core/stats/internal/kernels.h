@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "gradscope/core/stats/stats.h"
 
@@ -39,6 +40,14 @@ const KernelTable& kernels(Kernel kernel);
 /// Throws Error naming `name` for options no kernel can honour.
 void check_options(const StatsOptions& options, const std::string& name);
 
+/// [begin, end) of one thread's share of a tensor.
+struct Range {
+  int64_t begin, end;
+};
+/// [0, n) in up to `max_threads` chunks of whole vectors (one for small inputs), in order.
+std::vector<Range> split_ranges(int64_t n, int max_threads);
+/// Runs `run(index, range)` for every range, each on its own thread (the caller takes the first).
+void run_ranges(const std::vector<Range>& ranges, const std::function<void(std::size_t, const Range&)>& run);
 /// Splits [0, n) into up to `max_threads` chunks (large inputs only), runs `run` on each with
 /// its own accumulator and merges them.
 Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64_t, int64_t, Stats&)>& run);
