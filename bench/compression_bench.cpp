@@ -3,26 +3,35 @@
 // channel views, which is what the rule reads) at uniform INT4's size, and the time to apply
 // it to the model (quantise-dequantise, prune, size); medians of 5. Then the accuracy gain
 // of the recipe over uniform INT4 at equal bytes on the healthy digits MLP, mean over seeds
-// 1..5 (the same runs as `make validate-compression`'s digits table). Last line: JSON.
+// 1..5 (the same runs as `make validate-compression`'s digits table), at the sizes of uniform
+// INT8, INT4, INT3 and INT2. The 3.2M MLP's recipe is also saved packed (its size on disk) and
+// loaded back (medians of 5), beside the same model's uncompressed weights file (save_weights)
+// saved and loaded the same way. Last line: JSON.
 // Usage: bench_compression [DATA_DIR=data].
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/linear.h>
 
 #include <ATen/Parallel.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "compression_eval.h"
 #include "fashion_mnist.h"
 #include "gradscope/torch/compress/apply_recipe.h"
+#include "gradscope/torch/compress/packed.h"
 
 namespace sc = gradscope::scenarios;
 namespace cp = gradscope::compress;
 namespace nn = ::torch::nn;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -66,22 +75,65 @@ int main(int argc, char** argv) {
                 static_cast<long long>(recipe.fp32_bytes), static_cast<long long>(budget), median(recipe_ms),
                 median(apply_ms));
 
-    std::vector<double> gains;
+    // The recipe on disk and back, beside the uncompressed weights file.
+    const fs::path tmp = fs::temp_directory_path() / ("gradscope-bench-compression-" + std::to_string(::getpid()));
+    fs::create_directories(tmp);
+    const std::string packed = (tmp / "packed.safetensors").string(), weights = (tmp / "weights.safetensors").string();
+    std::vector<double> save_ms, load_ms, fp32_save_ms, fp32_load_ms;
+    gradscope::PackedFileSize packed_size, fp32_size;
+    std::vector<at::Tensor> kept;
+    for (const at::Tensor& p : t.model->parameters()) kept.push_back(p.detach().clone());
+    auto& module = *t.model->audit_root();
+    for (int rep = 0; rep < 5; ++rep) {
+      auto start = std::chrono::steady_clock::now();
+      fp32_size = cp::save_weights(module, weights);
+      fp32_save_ms.push_back(ms_since(start));
+      start = std::chrono::steady_clock::now();
+      packed_size = cp::save(module, recipe, packed);
+      save_ms.push_back(ms_since(start));
+      start = std::chrono::steady_clock::now();
+      cp::load(module, packed);
+      load_ms.push_back(ms_since(start));
+      start = std::chrono::steady_clock::now();
+      cp::load(module, weights);
+      fp32_load_ms.push_back(ms_since(start));
+    }
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      if (!at::equal(kept[i], t.model->parameters()[i])) throw std::runtime_error("the weights file did not restore the model");
+    }
+    std::printf("3.2M MLP on disk: packed %lld bytes (recipe %lld + header %lld), weights file %lld bytes; save %.1f ms "
+                "(weights %.1f), load %.1f ms (weights %.1f) (medians of 5)\n",
+                static_cast<long long>(packed_size.file_bytes), static_cast<long long>(packed_size.data_bytes),
+                static_cast<long long>(packed_size.header_bytes), static_cast<long long>(fp32_size.file_bytes),
+                median(save_ms), median(fp32_save_ms), median(load_ms), median(fp32_load_ms));
+    fs::remove_all(tmp);
+
+    const cp::Precision sizes[] = {cp::Precision::kInt8, cp::Precision::kInt4, cp::Precision::kInt3, cp::Precision::kInt2};
+    std::vector<std::vector<double>> gains(4);
     for (int seed = 1; seed <= 5; ++seed) {
       const gradscope::cli::Digits digits = gradscope::cli::load_digits(dir + "/digits.csv", 0.25, seed, 64);
       sc::Trained d = sc::train_for_compression(sc::digits_mlp_task(), digits, seed);
-      const sc::Measured u = sc::measure(d, cp::uniform_recipe(d.profiles, cp::Precision::kInt4), digits, "int4");
-      const sc::Measured r = sc::measure(d, cp::make_recipe(d.profiles, cp::Budget::bytes(u.bytes)), digits, "int4");
-      gains.push_back(r.accuracy - u.accuracy);
-      std::printf("digits seed %d: uniform int4 %lld B accuracy %.4f, recipe %lld B accuracy %.4f\n", seed,
-                  static_cast<long long>(u.bytes), u.accuracy, static_cast<long long>(r.bytes), r.accuracy);
+      for (int k = 0; k < 4; ++k) {
+        const char* name = cp::precision_name(sizes[k]);
+        const sc::Measured u = sc::measure(d, cp::uniform_recipe(d.profiles, sizes[k]), digits, name);
+        const sc::Measured r = sc::measure(d, cp::make_recipe(d.profiles, cp::Budget::bytes(u.bytes)), digits, name);
+        gains[k].push_back(r.accuracy - u.accuracy);
+        std::printf("digits seed %d: uniform %s %lld B accuracy %.4f, recipe %lld B accuracy %.4f\n", seed, name,
+                    static_cast<long long>(u.bytes), u.accuracy, static_cast<long long>(r.bytes), r.accuracy);
+      }
     }
-    double gain = 0;
-    for (double g : gains) gain += g;
-    gain /= static_cast<double>(gains.size());
+    auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return s / static_cast<double>(v.size());
+    };
     std::printf("{\"bench\":\"compression\",\"recipe_ms\":%.1f,\"apply_ms\":%.1f,"
-                "\"accuracy_gain_vs_uniform_int4_at_equal_bytes\":%.4f}\n",
-                median(recipe_ms), median(apply_ms), gain);
+                "\"accuracy_gain_vs_uniform_int4_at_equal_bytes\":%.4f,\"gain_vs_uniform_int8\":%.4f,"
+                "\"gain_vs_uniform_int3\":%.4f,\"gain_vs_uniform_int2\":%.4f,\"packed_bytes_on_disk\":%lld,"
+                "\"fp32_weights_bytes_on_disk\":%lld,\"save_ms\":%.1f,\"load_ms\":%.1f,\"fp32_load_ms\":%.1f}\n",
+                median(recipe_ms), median(apply_ms), mean(gains[1]), mean(gains[0]), mean(gains[2]), mean(gains[3]),
+                static_cast<long long>(packed_size.file_bytes), static_cast<long long>(fp32_size.file_bytes),
+                median(save_ms), median(load_ms), median(fp32_load_ms));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_compression: error: %s\n", e.what());
     return 3;

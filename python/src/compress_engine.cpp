@@ -6,9 +6,9 @@ namespace {
 const char* const kWho = "compress: model: ";
 }  // namespace
 
-compress::Applied apply_recipe(const NodeSpec& model, const compress::Recipe& recipe) {
+compress::Applied apply_recipe(const NodeSpec& model, const compress::Recipe& recipe, const compress::InputGrams& grams) {
   const std::shared_ptr<::torch::nn::Module> shell = build_shell(model, kWho);
-  return compress::apply(*shell, recipe);
+  return compress::apply(*shell, recipe, grams);
 }
 
 std::vector<compress::NodeProfile> profile_model(const NodeSpec& model, const AuditEngine& audit, int64_t batch,

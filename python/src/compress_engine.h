@@ -17,9 +17,10 @@
 
 namespace gradscope::python {
 
-/// compress::apply on `model`'s parameters, in place. Throws Error as compress::apply does
-/// (naming the recipe's nodes the model lacks) before changing anything.
-compress::Applied apply_recipe(const NodeSpec& model, const compress::Recipe& recipe);
+/// compress::apply on `model`'s parameters, in place, rounding the nodes `grams` covers by GPTQ.
+/// Throws Error as compress::apply does (naming the recipe's nodes the model lacks) before
+/// changing anything.
+compress::Applied apply_recipe(const NodeSpec& model, const compress::Recipe& recipe, const compress::InputGrams& grams = {});
 
 /// compress::profile_model of `model` from what `audit` kept (its node ids, records and
 /// channel records; also after close()).

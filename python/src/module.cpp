@@ -2,6 +2,8 @@
 // torch/extension.h (slow to compile); the engine itself is in engine.cpp and saved_run.cpp.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
+
+#include <optional>
 #include <torch/extension.h>
 
 #include "compress_engine.h"
@@ -10,6 +12,7 @@
 #include "gradscope/core/error.h"
 #include "gradscope/core/audit/thresholds.h"
 #include "gradscope/io/compress/json.h"
+#include "gradscope/torch/compress/packed.h"
 #include "gradscope/io/render/csv.h"
 #include "gradscope/io/embedding/json.h"
 #include "gradscope/io/render/json.h"
@@ -570,8 +573,34 @@ void bind_compress(py::module_& m) {
   m.def("load_run_compress_profile", &load_run_compress_profile, py::arg("run"));
   m.def("save_compress_profile", &save_compress_profile, py::arg("run"), py::arg("profiles"));
   m.def(
-      "apply_recipe", [](const py::tuple& model, const cz::Recipe& recipe) { return python::apply_recipe(node_spec(model), recipe); },
-      py::arg("model"), py::arg("recipe"));
+      "apply_recipe",
+      [](const py::tuple& model, const cz::Recipe& recipe, const cz::InputGrams& grams) {
+        return python::apply_recipe(node_spec(model), recipe, grams);
+      },
+      py::arg("model"), py::arg("recipe"), py::arg("grams") = cz::InputGrams{});
+  py::class_<PackedFileSize>(m, "PackedFileSize", "Sizes of a packed model file (io/compress/packed_file.h).")
+      .def_readonly("header_bytes", &PackedFileSize::header_bytes)
+      .def_readonly("data_bytes", &PackedFileSize::data_bytes)
+      .def_readonly("file_bytes", &PackedFileSize::file_bytes)
+      .def("__repr__", [](const PackedFileSize& s) {
+        return "PackedFileSize(file_bytes=" + std::to_string(s.file_bytes) + ", data_bytes=" + std::to_string(s.data_bytes) +
+               ", header_bytes=" + std::to_string(s.header_bytes) + ")";
+      });
+  m.def(
+      "save_packed",
+      [](const std::vector<std::pair<std::string, at::Tensor>>& state, const std::optional<cz::Recipe>& recipe,
+         const std::string& path, const cz::InputGrams& grams) {
+        py::gil_scoped_release release;
+        return write_packed(path, cz::pack_state(state, recipe ? *recipe : cz::Recipe{}, grams));
+      },
+      py::arg("state"), py::arg("recipe"), py::arg("path"), py::arg("grams") = cz::InputGrams{});
+  m.def(
+      "load_packed_state",
+      [](const std::string& path) {
+        py::gil_scoped_release release;
+        return cz::load_state(path);
+      },
+      py::arg("path"));
   m.def(
       "profile_model",
       [](const py::tuple& model, const AuditEngine& audit, int64_t batch, bool chain) {

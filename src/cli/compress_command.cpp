@@ -5,6 +5,9 @@
 // rule's predicted loss: the CLI has no model to measure (the measured bound is
 // gradscope::compress::search_max_loss, in C++). --table NAME=BYTES (repeatable) writes row
 // recipes for embedding tables instead, from the run's rows.json (core/compress/rows.h).
+// --weights W --packed OUT applies the recipe to the model's weights (a safetensors file, e.g.
+// from gradscope.compress.save_weights) and writes the packed model (io/compress/packed_file.h),
+// still without LibTorch.
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -13,7 +16,9 @@
 #include "option_checks.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/compress/rows.h"
+#include "gradscope/core/compress/packed.h"
 #include "gradscope/io/compress/json.h"
+#include "gradscope/io/compress/packed_file.h"
 #include "gradscope/io/compress/rows_json.h"
 #include "gradscope/io/render/safe_text.h"
 #include "run_loading.h"
@@ -23,6 +28,7 @@ namespace {
 
 struct CompressOptions {
   std::string run, out;
+  std::string weights, packed;  ///< --weights FILE --packed OUT: the recipe applied and written
   int64_t budget_bytes = 0;
   double max_loss = 0;
   std::vector<std::string> tables;  ///< NAME=BYTES
@@ -73,12 +79,36 @@ int run_compress_tables(const CompressOptions& opt) {
   return kExitOk;
 }
 
+// The recipe applied to the weights file, written packed; one line says where and how large.
+void write_packed_model(const CompressOptions& opt, const compress::Recipe& recipe) {
+  const compress::PackedModel weights = read_packed(opt.weights);
+  if (!weights.nodes.empty())
+    throw Error("--weights '" + opt.weights + "' is already a packed model (" + std::to_string(weights.nodes.size()) +
+                " compressed nodes); give the model's uncompressed weights (gradscope.compress.save_weights)");
+  std::vector<compress::StateEntry> state;
+  for (const compress::StoredTensor& t : weights.tensors) state.push_back({t.name, t.dtype, t.shape, t.data.data()});
+  compress::PackedModel packed;
+  try {
+    packed = compress::pack(recipe, state);
+  } catch (const Error& e) {
+    throw Error("--weights '" + opt.weights + "': " + e.what());
+  }
+  const PackedFileSize size = write_packed(opt.packed, packed);
+  std::fprintf(opt.json || opt.out.empty() ? stderr : stdout,
+               "packed model written to %s: %lld bytes on disk (%lld of compressed nodes, %lld of other state, %lld of "
+               "header); the weights file was %lld bytes\n",
+               terminal_text(opt.packed).c_str(), static_cast<long long>(size.file_bytes),
+               static_cast<long long>(packed.node_bytes), static_cast<long long>(packed.other_bytes),
+               static_cast<long long>(size.header_bytes), static_cast<long long>(weights.data_bytes()));
+}
+
 int run_compress(const CompressOptions& opt, bool by_bytes) {
   const std::vector<compress::NodeProfile> nodes = load_run_compress_profile(opt.run);
   const compress::Recipe recipe =
       compress::make_recipe(nodes, by_bytes ? compress::Budget::bytes(opt.budget_bytes) : compress::Budget::loss(opt.max_loss));
   const std::string json = render_recipe_json(recipe);
   if (opt.out.empty() || opt.json) std::cout << json;
+  if (!opt.packed.empty()) write_packed_model(opt, recipe);
   if (opt.out.empty()) return kExitOk;
   write_text_file(opt.out, json);
   if (opt.json) return kExitOk;
@@ -114,6 +144,16 @@ void add_compress_command(CLI::App& app, int& exit_code) {
   table->excludes(bytes);
   table->excludes(loss);
   cmd->add_option("-o,--out", opt->out, "recipe JSON file (default: stdout)");
+  CLI::Option* weights = cmd->add_option(
+      "--weights", opt->weights,
+      "the model's weights as safetensors (gradscope.compress.save_weights, gradscope::compress::save_weights): with "
+      "--packed, the recipe is applied to them");
+  CLI::Option* packed = cmd->add_option(
+      "--packed", opt->packed, "write the model packed under the recipe to this file (safetensors layout; "
+                               "gradscope.compress.load and gradscope::compress::load read it)");
+  weights->needs(packed);
+  packed->needs(weights);
+  packed->excludes(table);
   cmd->add_flag("--json", opt->json,
                 "the recipe as JSON on stdout (the default without -o; with -o, instead of the summary lines)");
   cmd->callback([opt, bytes, loss, table, &exit_code] {

@@ -17,6 +17,7 @@
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/compress/search.h"
 #include "gradscope/core/audit/run_sink.h"
+#include "gradscope/torch/compress/packed.h"
 #include "scenario.h"
 
 namespace gradscope::scenarios {
@@ -35,6 +36,9 @@ CompressionTask digits_mlp_task();
 /// Fashion-MNIST: a 784-128-64-10 ReLU MLP, and a CNN (two 3x3 conv + max-pool, linear head).
 CompressionTask fashion_mlp_task();
 CompressionTask fashion_cnn_task();
+/// Fashion-MNIST, a wider MLP (784-1024-512-10, 1.33M parameters): a model large enough that
+/// the precision of its weights decides its accuracy at 2-3 bits.
+CompressionTask fashion_wide_mlp_task();
 
 struct Trained {
   std::shared_ptr<ScenarioModel> model;
@@ -57,7 +61,7 @@ double accuracy(ScenarioModel& model, const at::Tensor& x, const at::Tensor& y);
 /// One compressed variant, measured.
 struct Measured {
   std::string method;
-  std::string budget;        ///< "int4" or "int8": the uniform baseline whose bytes it matches
+  std::string budget;        ///< "int8", "int4", "int3", "int2": the uniform baseline whose bytes it matches
   int64_t bytes = 0;         ///< computed by apply() from what was kept
   double accuracy = 0;
   double predicted_loss = 0; ///< the rule's estimate (recipes of the rule only)
@@ -65,13 +69,18 @@ struct Measured {
   compress::Recipe recipe;
 };
 
-/// Applies `recipe` to the trained model, measures it, and restores the FP32 weights.
-Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Digits& data, const std::string& budget);
+/// Applies `recipe` to the trained model, measures it, and restores the FP32 weights. `grams`:
+/// the nodes to round by GPTQ (calibration_grams) instead of to nearest.
+Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Digits& data, const std::string& budget,
+                 const compress::InputGrams& grams = {});
+/// Per node, X^T X of its inputs when the trained model runs on `x` (the calibration batch).
+/// Throws Error for a model whose node inputs it cannot follow (a Sequential of modules and
+/// the Fashion CNN are followed).
+compress::InputGrams calibration_grams(Trained& trained, const at::Tensor& x);
 
-/// Uniform INT8 and INT4, and at each of their sizes: the dynamics recipe, its ablations
-/// (no Fisher, no unit saliency, neither = "static"), global magnitude pruning (FP32) and
-/// magnitude pruning + INT8; then at 3/4 and 1/2 of uniform INT4's size (which no uniform
-/// precision reaches) the recipe and its ablations against magnitude pruning + INT8. At INT4's
+/// Uniform INT8, INT4, INT3 and INT2, and at each of their sizes: the dynamics recipe (when the
+/// size is reachable), both also rounded by GPTQ on 512 training rows ("...-gptq"), its ablations (no Fisher, no unit saliency, neither = "static"), global
+/// magnitude pruning (FP32) and magnitude pruning + INT8 (when their bitmaps fit). At INT4's
 /// size also "int8-top-pruned": INT8 for the node of largest predicted INT4 cost, paid for by
 /// pruning the units of least predicted cost (the Z > 0 attempt, docs/validation.md).
 std::vector<Measured> compare_methods(Trained& trained, const cli::Digits& data);

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,7 +11,9 @@
 #include "../common/compress_fixture.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/compress/rows.h"
+#include "gradscope/core/compress/packed.h"
 #include "gradscope/io/compress/json.h"
+#include "gradscope/io/compress/packed_file.h"
 #include "gradscope/io/compress/rows_json.h"
 #include "gradscope/io/store/run_documents.h"
 #include "gradscope/io/store/run_reader.h"
@@ -126,6 +129,83 @@ TEST(CompressCli, BadInputExitsWithWhatIsWrong) {
   fs::remove_all(bare.parent_path());
   r = run("compress /nonexistent/run --budget-bytes 100");
   EXPECT_EQ(r.code, 3);
+}
+
+// The 6-4-3 MLP's weights as a safetensors file (what gradscope.compress.save_weights writes),
+// with one buffer that is not a node's.
+fs::path weights_file(const fs::path& dir, int64_t fc2_units = 3) {
+  static std::vector<float> w1(24), b1(4), w2(12), b2(3);
+  for (std::size_t i = 0; i < w1.size(); ++i) w1[i] = 0.1f * static_cast<float>(i) - 1.0f;
+  for (std::size_t i = 0; i < w2.size(); ++i) w2[i] = 0.05f * static_cast<float>(i * i % 7) - 0.2f;
+  b1 = {0.1f, 0.2f, 0.3f, 0.4f};
+  b2 = {-0.1f, 0.0f, 0.1f};
+  static const int64_t steps = 12;
+  const fs::path path = dir / "weights.safetensors";
+  write_packed(path.string(), compress::pack(compress::Recipe{}, {{"fc1.weight", "F32", {4, 6}, w1.data()},
+                                                                  {"fc1.bias", "F32", {4}, b1.data()},
+                                                                  {"fc2.weight", "F32", {fc2_units, 4}, w2.data()},
+                                                                  {"fc2.bias", "F32", {3}, b2.data()},
+                                                                  {"norm.steps", "I64", {1}, &steps}}));
+  return path;
+}
+
+TEST(CompressCli, PackedModelFromASavedRunAndItsWeights) {
+  const fs::path run_dir = saved_run();
+  const fs::path dir = run_dir.parent_path();
+  const fs::path weights = weights_file(dir), packed = dir / "model.safetensors", out = dir / "recipe.json";
+  const CliResult r = run("compress " + run_dir.string() + " --budget-bytes 100 -o " + out.string() + " --weights " +
+                          weights.string() + " --packed " + packed.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("packed model written to " + packed.string() + ": " +
+                               std::to_string(fs::file_size(packed)) + " bytes on disk"));
+  const compress::Recipe recipe = load_recipe(out.string());
+  const compress::PackedModel p = read_packed(packed.string());
+  EXPECT_EQ(p.node_bytes, recipe.bytes);
+  EXPECT_EQ(p.other_bytes, 8);
+  // This model is tiny: the manifest outweighs what packing saves, so compare the data.
+  EXPECT_LT(p.data_bytes(), read_packed(weights.string()).data_bytes());
+  // fc1's dead unit 2 is not stored and comes back as zeros, with fc2's input 2.
+  ASSERT_THAT(recipe.nodes[0].pruned_units, ::testing::Contains(2));
+  EXPECT_THAT(p.nodes[1].pruned_inputs, ::testing::Contains(2));
+  for (const compress::StoredTensor& t : compress::unpack(p)) {
+    if (t.name != "fc1.weight") continue;
+    std::vector<float> v(24);
+    std::memcpy(v.data(), t.data.data(), 96);
+    for (int i = 12; i < 18; ++i) EXPECT_EQ(v[i], 0.0f);
+  }
+  // --json keeps stdout for the recipe; the line goes to stderr.
+  const CliResult j = run("compress " + run_dir.string() + " --budget-bytes 100 --json --weights " + weights.string() +
+                          " --packed " + packed.string());
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_TRUE(nlohmann::json::accept(j.out));
+  EXPECT_THAT(j.err, HasSubstr("packed model written to"));
+  fs::remove_all(dir);
+}
+
+TEST(CompressCli, PackedModelBadInputSaysWhatIsWrong) {
+  const fs::path run_dir = saved_run();
+  const fs::path dir = run_dir.parent_path();
+  const std::string base = "compress " + run_dir.string() + " --budget-bytes 100 ";
+  CliResult r = run(base + "--packed " + (dir / "m").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--weights"));
+  r = run(base + "--weights " + weights_file(dir).string());
+  EXPECT_EQ(r.code, 2);
+  r = run(base + "--weights " + (dir / "none").string() + " --packed " + (dir / "m").string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no such file"));
+  const fs::path wrong = weights_file(dir, 2);  // fc2 of 2 units, the run's has 3
+  r = run(base + "--weights " + wrong.string() + " --packed " + (dir / "m").string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("--weights '" + wrong.string() + "': pack: the recipe does not fit the model: node 'fc2'"));
+  EXPECT_FALSE(fs::exists(dir / "m"));
+  // A packed model is not a weights file.
+  const fs::path w = weights_file(dir);
+  ASSERT_EQ(run(base + "--weights " + w.string() + " --packed " + (dir / "p").string()).code, 0);
+  r = run(base + "--weights " + (dir / "p").string() + " --packed " + (dir / "q").string());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("is already a packed model"));
+  fs::remove_all(dir);
 }
 
 // An item table of 8 rows x 4: rows 6 and 7 never exposed, row 0 looked up most.

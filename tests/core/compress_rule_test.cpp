@@ -95,14 +95,15 @@ TEST(CompressRule, TheMoreSensitiveNodeKeepsMoreBits) {
 
 TEST(CompressRule, BudgetsThatCannotBeMetNameTheSmallestSize) {
   const std::vector<NodeProfile> p = chain();
-  // fc1 keeps 1 unit: 8 INT4 weights = 4 bytes + scale 4 + bias 2. fc2 then has 4 x 1 inputs:
-  // FP16 (8 + 8 biases) beats INT4 (2 + 16 scales + 8).
-  EXPECT_EQ(smallest_bytes(p), 10 + 16);
-  EXPECT_EQ(error_of([&] { make_recipe(p, Budget::bytes(25)); }),
-            "budget of 25 bytes cannot be met: the smallest reachable size is 26 bytes (every node at its "
+  // fc1 keeps 1 unit: 8 INT2 weights = 2 bytes + scale 4 + bias 2. fc2 then has 4 x 1 inputs:
+  // FP16 (8 + 8 biases) beats INT2 (1 + 16 scales + 8).
+  EXPECT_EQ(smallest_bytes(p), 8 + 16);
+  EXPECT_EQ(error_of([&] { make_recipe(p, Budget::bytes(23)); }),
+            "budget of 23 bytes cannot be met: the smallest reachable size is 24 bytes (every node at its "
             "smallest precision, one unit left in each prunable node)");
-  const Recipe r = make_recipe(p, Budget::bytes(26));
-  EXPECT_EQ(r.bytes, 26);
+  const Recipe r = make_recipe(p, Budget::bytes(24));
+  EXPECT_EQ(r.bytes, 24);
+  EXPECT_EQ(r.nodes[0].precision, Precision::kInt2);
   EXPECT_EQ(r.nodes[0].pruned_units.size(), 7u);
   EXPECT_EQ(r.nodes[1].precision, Precision::kFp16);
   EXPECT_THAT(error_of([&] { make_recipe(p, Budget{}); }), HasSubstr("give either"));

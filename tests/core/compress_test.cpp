@@ -70,10 +70,19 @@ TEST(CompressBytes, MagnitudeBaselineFitsItsBudget) {
 }
 
 TEST(CompressPrecision, NamesRoundTripAndBadNamesAreErrors) {
-  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kInt8, Precision::kInt4})
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kInt8, Precision::kInt4, Precision::kInt3,
+                      Precision::kInt2})
     EXPECT_EQ(parse_precision(precision_name(p)), p);
   EXPECT_EQ(precision_bits(Precision::kInt4), 4);
-  EXPECT_EQ(error_of([] { parse_precision("int3"); }), "unknown precision 'int3' (expected fp32, fp16, int8 or int4)");
+  EXPECT_EQ(precision_bits(Precision::kInt2), 2);
+  // Symmetric grids: the most negative code of each width is unused.
+  EXPECT_EQ(quant_max(Precision::kInt8), 127);
+  EXPECT_EQ(quant_max(Precision::kInt4), 7);
+  EXPECT_EQ(quant_max(Precision::kInt3), 3);
+  EXPECT_EQ(quant_max(Precision::kInt2), 1);
+  EXPECT_EQ(quant_max(Precision::kFp16), 0);
+  EXPECT_EQ(error_of([] { parse_precision("int5"); }),
+            "unknown precision 'int5' (expected fp32, fp16, int8, int4, int3 or int2)");
 }
 
 TEST(CompressProfiles, BadProfilesNameTheNode) {

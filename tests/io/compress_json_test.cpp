@@ -58,8 +58,8 @@ TEST(CompressJson, BadRecipesNameTheField) {
     return error_of([&] { parse_recipe_json(t, "r.json"); });
   };
   EXPECT_EQ(error_of([&] { parse_recipe_json(good, "r.json"); }), "no error");
-  EXPECT_THAT(edit("\"int8\"", "\"int3\""), HasSubstr("r.json: gradscope_compression_recipe.nodes[0].precision"));
-  EXPECT_THAT(edit("\"int8\"", "\"int3\""), HasSubstr("unknown precision 'int3'"));
+  EXPECT_THAT(edit("\"int8\"", "\"int5\""), HasSubstr("r.json: gradscope_compression_recipe.nodes[0].precision"));
+  EXPECT_THAT(edit("\"int8\"", "\"int5\""), HasSubstr("unknown precision 'int5'"));
   EXPECT_THAT(edit("\"pruned_units\": []", "\"pruned_units\": [7]"), HasSubstr("unit 7 is not in 0..3"));
   EXPECT_THAT(edit("\"pruned_units\": []", "\"pruned_units\": [0, 1, 2, 3]"), HasSubstr("prunes every unit"));
   EXPECT_THAT(edit("\"pruned_units\": []", "\"pruned_units\": [-1]"), HasSubstr("pruned_units[0]"));

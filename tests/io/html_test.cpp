@@ -400,7 +400,12 @@ TEST(HtmlCompression, TheMeasuredPointsAreShownAsGivenAndEscaped) {
   EXPECT_EQ(points[0]["bytes"], 240);
   EXPECT_DOUBLE_EQ(points[0]["accuracy"].get<double>(), 0.93);
   EXPECT_TRUE(points[1]["accuracy"].is_null());
-  EXPECT_DOUBLE_EQ(spec["layer"][1]["data"]["values"][0]["accuracy"].get<double>(), 0.95);
+  // A line per method through the same points, then the points, then the FP32 rule.
+  EXPECT_EQ(spec["layer"][0]["mark"]["type"], "line");
+  EXPECT_EQ(spec["layer"][0]["encoding"]["color"]["field"], "method");
+  EXPECT_EQ(spec["layer"][1]["data"]["values"], points);
+  EXPECT_EQ(spec["layer"][1]["mark"]["type"], "point");
+  EXPECT_DOUBLE_EQ(spec["layer"][2]["data"]["values"][0]["accuracy"].get<double>(), 0.95);
   const std::string page = render_html(in, kLibs);
   EXPECT_NE(page.find("<p>mlp &lt;b&gt;x&lt;/b&gt;: each variant"), std::string::npos);
   EXPECT_NE(page.find("<td class=\"mono\">240</td><td class=\"mono\">24.0%</td><td class=\"mono\">0.930</td>"),

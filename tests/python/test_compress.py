@@ -133,7 +133,7 @@ def test_bad_input_is_an_error_naming_it(tmp_path):
     with pytest.raises(gradscope.Error, match="batch 0 is < 1"):
         gradscope.compress.profile(net, audit, batch=0)
     with pytest.raises(gradscope.Error, match=r"edited: .*precision"):
-        edited(gradscope.compress.recipe(profile, budget_bytes=3000), fc1={"precision": "int3"})
+        edited(gradscope.compress.recipe(profile, budget_bytes=3000), fc1={"precision": "int5"})
     with pytest.raises(TypeError, match="must be a gradscope.compress.Recipe or a path"):
         gradscope.compress.apply(net, {"nodes": []})
     bad = edited(gradscope.compress.recipe(profile, budget_bytes=3000), fc1={"precision": "int8"})
@@ -141,3 +141,132 @@ def test_bad_input_is_an_error_naming_it(tmp_path):
         net.fc1.weight[0, 0] = float("nan")
     with pytest.raises(gradscope.Error, match="recipe node 'fc1': weight holds NaN or Inf"):
         gradscope.compress.apply(net, bad)
+
+
+def with_norm(seed):
+    """mlp() with a BatchNorm between fc1 and its activation, its buffers moved off their start."""
+    torch.manual_seed(seed)
+    net = nn.Sequential(collections.OrderedDict([
+        ("fc1", nn.Linear(16, 32)), ("bn", nn.BatchNorm1d(32)), ("tanh", nn.Tanh()), ("fc2", nn.Linear(32, 32)),
+        ("relu", nn.ReLU()), ("out", nn.Linear(32, 4))]))
+    net.train()
+    for _ in range(3):
+        net(torch.randn(BATCH, 16))
+    return net.eval()
+
+
+def test_saved_and_loaded_equals_applied_bit_for_bit(tmp_path):
+    net, audit = trained()
+    base = gradscope.compress.recipe(gradscope.compress.profile(net, audit, batch=BATCH), budget_bytes=3000)
+    for fc1, fc2, out in [("int3", "int2", "fp16"), ("int4", "int8", "fp32")]:
+        recipe = edited(base, fc1={"precision": fc1, "pruned_units": [3, 30]}, fc2={"precision": fc2, "pruned_units": []},
+                        out={"precision": out, "pruned_units": []})
+        model, applied, fresh = with_norm(1), with_norm(1), with_norm(2)
+        path = tmp_path / f"{fc1}.safetensors"
+        size = gradscope.compress.save(model, recipe, path)
+        assert raw(model) == raw(with_norm(1))  # save() leaves the model as it was
+        nbytes = gradscope.compress.apply(applied, recipe)
+        gradscope.compress.load(fresh, path)
+        for (name, a), (_, b) in zip(applied.state_dict().items(), fresh.state_dict().items()):
+            assert torch.equal(a, b), name
+        x = torch.randn(5, 16)
+        with torch.no_grad():
+            assert torch.equal(applied(x), fresh(x))
+        # On disk: the applied bytes, BatchNorm's five buffers and parameters as they are, the header.
+        norm = sum(t.numel() * t.element_size() for name, t in model.state_dict().items() if name.startswith("bn."))
+        assert size.data_bytes == nbytes + norm
+        assert path.stat().st_size == size.file_bytes == size.header_bytes + size.data_bytes
+        assert size.file_bytes < sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
+def test_a_file_saved_in_cpp_loads_in_python_and_weights_round_trip(tmp_path):
+    net = with_norm(3)
+    path = tmp_path / "w.safetensors"
+    size = gradscope.compress.save_weights(net, path)
+    assert size.data_bytes == sum(t.numel() * t.element_size() for t in net.state_dict().values())
+    other = with_norm(4)
+    gradscope.compress.load(other, path)
+    for (name, a), (_, b) in zip(net.state_dict().items(), other.state_dict().items()):
+        assert torch.equal(a, b), name
+    # The file's layout as safetensors specifies it: a little-endian length, JSON, the data.
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    assert header["__metadata__"]["format"] == "gradscope-packed"
+    lo, hi = header["fc1.weight"]["data_offsets"]
+    assert data[8 + n + lo:8 + n + hi] == net.fc1.weight.detach().numpy().tobytes()
+
+
+def test_loading_into_another_model_is_refused_before_any_change(tmp_path):
+    path = tmp_path / "m.safetensors"
+    gradscope.compress.save_weights(with_norm(1), path)
+    other = mlp()
+    kept = raw(other)
+    with pytest.raises(gradscope.Error, match=r"does not fit this model: 'bn.weight'.* not in the model"):
+        gradscope.compress.load(other, path)
+    assert raw(other) == kept
+    with pytest.raises(gradscope.Error, match="no such file"):
+        gradscope.compress.load(other, tmp_path / "none")
+    with pytest.raises(TypeError, match="must be a torch.nn.Module"):
+        gradscope.compress.save_weights("model", path)
+
+
+def test_calibrated_rounding_loads_as_applied_in_the_same_bytes(tmp_path):
+    net, audit = trained()
+    recipe = edited(gradscope.compress.recipe(gradscope.compress.profile(net, audit, batch=BATCH), budget_bytes=3000),
+                    fc1={"precision": "int3", "pruned_units": [4]}, fc2={"precision": "int4", "pruned_units": []},
+                    out={"precision": "int8", "pruned_units": []})
+    torch.manual_seed(8)
+    calibration = torch.randn(256, 16) * 3
+    grams = gradscope.compress.calibration_grams(net, recipe, calibration)
+    assert sorted(grams) == ["fc1", "fc2", "out"] and grams["fc2"].shape == (32, 32)
+    assert torch.allclose(grams["fc1"], calibration.double().t() @ calibration.double())
+    applied, nearest, loaded = copy.deepcopy(net), copy.deepcopy(net), mlp()
+    size = gradscope.compress.apply(applied, recipe, calibration=calibration)
+    assert size == gradscope.compress.apply(nearest, recipe) == recipe.bytes
+    gradscope.compress.save(net, recipe, tmp_path / "m.safetensors", calibration=calibration)
+    gradscope.compress.load(loaded, tmp_path / "m.safetensors")
+    assert raw(applied) == raw(loaded) and raw(applied) != raw(nearest)
+    # fc1 sees the calibration batch itself: GPTQ moved its output less than rounding to nearest.
+    with torch.no_grad():
+        def moved(m):
+            return (net.fc1(calibration) - m.fc1(calibration)).pow(2).sum().item()
+        assert moved(applied) < moved(nearest)
+    class Early(nn.Module):  # never runs `out`
+        def __init__(self, m):
+            super().__init__()
+            self.fc1, self.fc2, self.out = m.fc1, m.fc2, m.out
+
+        def forward(self, x):
+            return self.fc2(torch.tanh(self.fc1(x)))
+
+    with pytest.raises(gradscope.Error, match="never reached 'out'"):
+        gradscope.compress.calibration_grams(Early(net), recipe, torch.randn(4, 16))
+    with pytest.raises(gradscope.Error, match="recipe node 'fc1' is not a module of the model"):
+        gradscope.compress.calibration_grams(net.fc1, recipe, torch.randn(4, 16))
+
+
+def test_calibrated_rounding_of_a_conv_node(tmp_path):
+    torch.manual_seed(2)
+    net = nn.Sequential(collections.OrderedDict([
+        ("conv", nn.Conv2d(3, 8, 3, padding=1)), ("relu", nn.ReLU()), ("flat", nn.Flatten()),
+        ("out", nn.Linear(8 * 6 * 6, 5))]))
+    doc = {"gradscope_compression_recipe": {
+        "version": 1, "method": "hand", "budget_bytes": 0, "max_loss": None, "bytes": 0, "fp32_bytes": 0,
+        "predicted_loss": 0, "magnitude_keep": 1.0, "nodes": [
+            {"node": "conv", "weight_shape": [8, 3, 3, 3], "bias": 8, "next": "", "next_fan": 0, "precision": "int2",
+             "pruned_units": [], "bytes": 0, "predicted_loss": 0, "premise": "", "action": "", "expected_effect": ""},
+            {"node": "out", "weight_shape": [5, 288], "bias": 5, "next": "", "next_fan": 0, "precision": "int4",
+             "pruned_units": [], "bytes": 0, "predicted_loss": 0, "premise": "", "action": "", "expected_effect": ""}]}}
+    recipe = gradscope.compress.Recipe.from_json(json.dumps(doc), "hand")
+    batch = torch.randn(64, 3, 6, 6)
+    grams = gradscope.compress.calibration_grams(net, recipe, batch)
+    patches = torch.nn.functional.unfold(batch, 3, padding=1).transpose(1, 2).reshape(-1, 27).double()
+    assert torch.allclose(grams["conv"], patches.t() @ patches)
+    applied, nearest = copy.deepcopy(net), copy.deepcopy(net)
+    gradscope.compress.apply(applied, recipe, calibration=batch)
+    gradscope.compress.apply(nearest, recipe)
+    with torch.no_grad():
+        def moved(m):
+            return (net.conv(batch) - m.conv(batch)).pow(2).sum().item()
+        assert moved(applied) < moved(nearest)

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "../common/error_of.h"
 #include "../common/require_data.h"
@@ -84,18 +85,27 @@ TEST(CompressionEval, EveryMethodIsMeasuredAtItsBaselinesSize) {
   EXPECT_GT(t.accuracy, 0.5);
   ASSERT_EQ(t.profiles.size(), 3u);
   const std::vector<Measured> all = compare_methods(t, data);
-  ASSERT_EQ(all.size(), 25u);
-  int64_t int8 = 0, int4 = 0;
+  // At each of four sizes: uniform and the recipe each rounded to nearest and by GPTQ, the
+  // recipe's three ablations, magnitude (FP32 and INT8); at INT4's also int8-top-pruned.
+  ASSERT_EQ(all.size(), 4u * 9 + 1);
+  std::map<std::string, int64_t> uniform;
+  for (const Measured& m : all)
+    if (m.method.rfind("uniform-", 0) == 0 && m.method.find("gptq") == std::string::npos) uniform[m.budget] = m.bytes;
+  // GPTQ stores the same codes and scales: the same bytes as rounding to nearest.
   for (const Measured& m : all) {
-    if (m.method == "uniform-int8") int8 = m.bytes;
-    if (m.method == "uniform-int4") int4 = m.bytes;
+    if (m.method.rfind("uniform-", 0) == 0 && m.method.find("-gptq") != std::string::npos) {
+      EXPECT_EQ(m.bytes, uniform[m.budget]);
+    }
   }
   // Uniform sizes by hand: 6464 weights, 106 units with a scale and an FP16 bias each.
-  EXPECT_EQ(int8, 6464 + 106 * 6);
-  EXPECT_EQ(int4, 3232 + 106 * 6);
+  EXPECT_EQ(uniform["int8"], 6464 + 106 * 6);
+  EXPECT_EQ(uniform["int4"], 3232 + 106 * 6);
+  EXPECT_EQ(uniform["int3"], 2424 + 106 * 6);
+  EXPECT_EQ(uniform["int2"], 1616 + 106 * 6);
   for (const Measured& m : all) {
     SCOPED_TRACE(m.method + " at " + m.budget);
-    const int64_t budget = m.budget == "int8" ? int8 : m.budget == "int4" ? int4 : m.budget == "int4x0.75" ? int4 * 3 / 4 : int4 / 2;
+    ASSERT_TRUE(uniform.count(m.budget));
+    const int64_t budget = uniform[m.budget];
     EXPECT_LE(m.bytes, budget);
     EXPECT_GT(m.bytes, budget * 8 / 10);
     EXPECT_GE(m.accuracy, 0.0);

@@ -41,8 +41,15 @@ int precision_bits(Precision p) {
     case Precision::kFp16: return 16;
     case Precision::kInt8: return 8;
     case Precision::kInt4: return 4;
+    case Precision::kInt3: return 3;
+    case Precision::kInt2: return 2;
   }
   return 32;
+}
+
+int quant_max(Precision p) {
+  const int bits = precision_bits(p);
+  return bits <= 8 ? (1 << (bits - 1)) - 1 : 0;
 }
 
 const char* precision_name(Precision p) {
@@ -51,14 +58,17 @@ const char* precision_name(Precision p) {
     case Precision::kFp16: return "fp16";
     case Precision::kInt8: return "int8";
     case Precision::kInt4: return "int4";
+    case Precision::kInt3: return "int3";
+    case Precision::kInt2: return "int2";
   }
   return "fp32";
 }
 
 Precision parse_precision(const std::string& name) {
-  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kInt8, Precision::kInt4})
+  for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kInt8, Precision::kInt4, Precision::kInt3,
+                      Precision::kInt2})
     if (name == precision_name(p)) return p;
-  throw Error("unknown precision '" + name + "' (expected fp32, fp16, int8 or int4)");
+  throw Error("unknown precision '" + name + "' (expected fp32, fp16, int8, int4, int3 or int2)");
 }
 
 int64_t NodeProfile::unit_elements() const { return weight_shape.size() < 2 ? 1 : product(weight_shape, 1); }

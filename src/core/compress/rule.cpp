@@ -11,8 +11,9 @@
 namespace gradscope::compress {
 namespace {
 
-constexpr Precision kLadder[] = {Precision::kFp32, Precision::kFp16, Precision::kInt8, Precision::kInt4};
-constexpr int kLevels = 4;
+constexpr Precision kLadder[] = {Precision::kFp32, Precision::kFp16, Precision::kInt8,
+                                 Precision::kInt4, Precision::kInt3, Precision::kInt2};
+constexpr int kLevels = static_cast<int>(sizeof kLadder / sizeof kLadder[0]);
 
 std::string num(double v) {
   char b[32];
@@ -51,8 +52,10 @@ double unit_noise(const NodeProfile& p, int64_t j, Precision prec, int64_t input
     case Precision::kFp32: return 0.0;
     case Precision::kFp16: return p.weight_sq[j] * share * std::ldexp(1.0, -22) / 3.0;
     case Precision::kInt8:
-    case Precision::kInt4: {
-      const double step = p.max_abs[j] / (prec == Precision::kInt8 ? 127.0 : 7.0);
+    case Precision::kInt4:
+    case Precision::kInt3:
+    case Precision::kInt2: {
+      const double step = p.max_abs[j] / quant_max(prec);
       return static_cast<double>(inputs * p.input_elements()) * step * step / 12.0;
     }
   }
@@ -135,7 +138,7 @@ struct Plan {
   }
 };
 
-// One move: node i to another precision (any level: INT4 is not always the smallest, a scale
+// One move: node i to another precision (any level: INT2 is not always the smallest, a scale
 // costs 4 bytes), or one unit more (dir +1) or fewer (-1) pruned. d_bytes and d_loss are
 // computed on the nodes it touches.
 struct Move {
@@ -266,7 +269,7 @@ int64_t smallest_bytes(const std::vector<NodeProfile>& profiles, const RuleOptio
     const NodeProfile& p = profiles[i];
     const int64_t inputs = p.weight_shape.size() < 2 ? 1 : p.weight_shape[1];
     int64_t least = std::numeric_limits<int64_t>::max();
-    for (Precision prec : kLadder)  // INT4 is not always smallest: a scale costs 4 bytes
+    for (Precision prec : kLadder)  // INT2 is not always smallest: a scale costs 4 bytes
       least = std::min(least, node_bytes(p.weight_shape, p.bias, prec, p.units() - static_cast<int64_t>(d[i].pruned_units.size()),
                                          inputs - pruned_inputs(d, p.node)));
     total += least;

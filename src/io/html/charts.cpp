@@ -328,8 +328,9 @@ void embedding_charts(const EmbeddingRunSummary& summary, const Thresholds& t, C
   }
 }
 
-// Held-out accuracy against bytes as stored, one point per measured variant; the dashed line
-// is the FP32 model's accuracy.
+// Held-out accuracy against bytes as stored, one point per measured variant and a line per
+// method through its sizes (the demo measures each method at the size of each uniform
+// precision); the dashed line is the FP32 model's accuracy.
 void compression_chart(const compress::MeasuredComparison& c, Charts& out) {
   json points = json::array();
   for (const compress::MeasuredPoint& p : c.points)
@@ -341,6 +342,11 @@ void compression_chart(const compress::MeasuredComparison& c, Charts& out) {
   const json y = {{"field", "accuracy"}, {"type", "quantitative"}, {"title", "held-out accuracy"}, {"scale", {{"zero", false}}}};
   spec["layer"] = json::array(
       {{{"data", {{"values", points}}},
+        {"mark", {{"type", "line"}, {"opacity", 0.5}}},
+        {"encoding",
+         {{"x", x}, {"y", y}, {"color", {{"field", "method"}, {"type", "nominal"}}},
+          {"order", {{"field", "bytes"}, {"type", "quantitative"}}}}}},
+       {{"data", {{"values", points}}},
         {"mark", {{"type", "point"}, {"filled", true}, {"size", 90}}},
         {"encoding",
          {{"x", x}, {"y", y}, {"color", {{"field", "method"}, {"type", "nominal"}}},

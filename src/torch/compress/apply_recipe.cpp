@@ -4,9 +4,13 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 
+#include "gradscope/core/compress/packed.h"
 #include "gradscope/core/error.h"
+#include "gradscope/torch/compress/packed.h"
 
 namespace gradscope::compress {
 namespace {
@@ -15,7 +19,6 @@ struct Target {
   const NodeDecision* decision = nullptr;
   at::Tensor weight, bias;  // bias undefined when the module has none
   int64_t units = 0, inputs = 0;
-  at::Tensor mask;  // unstructured magnitude mask (baselines), undefined otherwise
 };
 
 std::string shape_text(at::IntArrayRef shape) {
@@ -29,18 +32,6 @@ std::string module_path(const std::string& node) {
   for (char& c : s)
     if (c == '/') c = '.';
   return s;
-}
-
-// Symmetric per-unit quantise-dequantise: scale = max|w_j| / qmax, q = round(w / scale)
-// clamped to [-qmax, qmax] (qmax 127 or 7; -128 and -8 unused, so the grid is symmetric).
-at::Tensor quantise(const at::Tensor& w, Precision p) {
-  if (p == Precision::kFp32) return w;
-  if (p == Precision::kFp16) return w.to(at::kHalf).to(w.scalar_type());
-  const double qmax = p == Precision::kInt8 ? 127.0 : 7.0;
-  const at::Tensor rows = w.reshape({w.size(0), -1});
-  const at::Tensor scale = rows.abs().amax(at::IntArrayRef{1}, /*keepdim=*/true) / qmax;
-  const at::Tensor safe = at::where(scale > 0, scale, at::ones_like(scale));  // all-zero unit stays 0
-  return (rows / safe).round().clamp(-qmax, qmax).mul(safe).reshape(w.sizes());
 }
 
 std::map<std::string, std::pair<at::Tensor, at::Tensor>> weights_by_node(::torch::nn::Module& model) {
@@ -57,7 +48,7 @@ std::map<std::string, std::pair<at::Tensor, at::Tensor>> weights_by_node(::torch
 
 }  // namespace
 
-Applied apply(::torch::nn::Module& model, const Recipe& recipe) {
+Applied apply(::torch::nn::Module& model, const Recipe& recipe, const InputGrams& grams) {
   const auto modules = weights_by_node(model);
   std::vector<Target> targets;
   std::string missing, differ;
@@ -114,52 +105,43 @@ Applied apply(::torch::nn::Module& model, const Recipe& recipe) {
       throw Error("recipe node '" + d.node + "': weight holds NaN or Inf; cannot quantise it");
   }
 
+  // One implementation of what is stored: pack the nodes as the file would hold them and
+  // write back what a loader reconstructs (core/compress/packed.h), so applied == loaded.
+  std::vector<std::pair<std::string, at::Tensor>> state;
+  for (const Target& t : targets) {
+    state.emplace_back(module_path(t.decision->node) + ".weight", t.weight);
+    if (t.bias.defined()) state.emplace_back(module_path(t.decision->node) + ".bias", t.bias);
+  }
+  const std::map<std::string, std::vector<uint8_t>> masks = magnitude_masks(state, recipe);
+  const PackedModel packed = pack_state(state, recipe, grams);
+  std::map<std::string, at::Tensor> dense;
+  for (StoredTensor& t : unpack(packed)) {
+    at::Tensor x = at::empty(t.shape, at::kFloat);
+    std::memcpy(x.data_ptr<float>(), t.data.data(), t.data.size());
+    dense[t.name] = x;
+  }
   ::torch::NoGradGuard no_grad;
-  // Pruned units: zero their weights and bias, and the next node's inputs they fed. With the
-  // inputs gone their activation no longer matters, so this equals removing them.
-  for (Target& t : targets) {
-    const NodeDecision& d = *t.decision;
-    Target* next = d.pruned_units.empty() ? nullptr : find(d.next);
-    for (int64_t j : d.pruned_units) {
-      t.weight[j].zero_();
-      if (t.bias.defined()) t.bias[j].zero_();
-      next->weight.narrow(1, j * d.next_fan, d.next_fan).zero_();
-    }
-  }
-  // Unstructured global magnitude pruning (baselines): the largest |w| over all nodes.
-  if (recipe.magnitude_keep < 1.0) {
-    std::vector<at::Tensor> flat;
-    for (Target& t : targets) flat.push_back(t.weight.detach().abs().reshape({-1}));
-    const at::Tensor all = at::cat(flat);
-    const auto keep = static_cast<int64_t>(recipe.magnitude_keep * static_cast<double>(all.numel()));
-    at::Tensor mask = at::zeros({all.numel()}, at::kBool);
-    if (keep > 0) mask.index_fill_(0, std::get<1>(all.topk(keep)), true);
-    int64_t offset = 0;
-    for (Target& t : targets) {
-      t.mask = mask.narrow(0, offset, t.weight.numel()).reshape(t.weight.sizes());
-      offset += t.weight.numel();
-      t.weight.mul_(t.mask.to(t.weight.scalar_type()));
-    }
-  }
   Applied out;
-  for (Target& t : targets) {
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    Target& t = targets[i];
     const NodeDecision& d = *t.decision;
-    t.weight.copy_(quantise(t.weight, d.precision));
-    if (t.bias.defined() && d.precision != Precision::kFp32) t.bias.copy_(t.bias.to(at::kHalf).to(t.bias.scalar_type()));
+    const std::string path = module_path(d.node);
+    t.weight.copy_(dense.at(path + ".weight"));
+    if (t.bias.defined()) t.bias.copy_(dense.at(path + ".bias"));
     AppliedNode n;
     n.node = d.node;
     n.precision = d.precision;
+    n.bytes = packed.nodes[i].bytes;
     const int64_t bias = t.bias.defined() ? t.bias.numel() : 0;
     const std::vector<int64_t> shape = t.weight.sizes().vec();
-    if (t.mask.defined()) {
+    const auto mask = masks.find(d.node);
+    if (mask != masks.end()) {
       n.kept_units = t.units;
-      n.kept_weights = t.mask.sum().item<int64_t>();
-      n.bytes = node_bytes(shape, bias, d.precision, t.units, t.inputs, t.weight.numel(), n.kept_weights);
+      n.kept_weights = std::count_if(mask->second.begin(), mask->second.end(), [](uint8_t m) { return m != 0; });
     } else {
       n.kept_units = t.units - static_cast<int64_t>(d.pruned_units.size());
       const int64_t inputs = t.inputs - pruned_inputs(recipe.nodes, d.node);
       n.kept_weights = n.kept_units * inputs * (t.weight.numel() / (t.units * t.inputs));
-      n.bytes = node_bytes(shape, bias, d.precision, n.kept_units, inputs);
     }
     out.bytes += n.bytes;
     out.fp32_bytes += node_bytes(shape, bias, Precision::kFp32, t.units, t.inputs);

@@ -7,7 +7,7 @@
 //   int64_t b = gradscope::compress::node_bytes(shape, /*bias=*/64, Precision::kInt4, 0, 0);
 //
 // Storage, computed (docs/compression.md): weights at `bits` per kept element, rounded up to a
-// byte per node; INT8/INT4 add one FP32 scale per kept output unit (symmetric, per channel);
+// byte per node; the integer precisions (INT8/4/3/2) add one FP32 scale per kept output unit (symmetric, per channel);
 // biases FP32 on FP32 nodes, FP16 otherwise; unstructured (magnitude) pruning adds a bitmap of
 // one bit per weight. Structured pruning removes units and the next node's matching inputs.
 #pragma once
@@ -20,11 +20,14 @@
 namespace gradscope::compress {
 
 /// How a node's weights are stored.
-enum class Precision : uint8_t { kFp32, kFp16, kInt8, kInt4 };
+enum class Precision : uint8_t { kFp32, kFp16, kInt8, kInt4, kInt3, kInt2 };
 
-/// 32, 16, 8 or 4.
+/// 32, 16, 8, 4, 3 or 2.
 int precision_bits(Precision p);
-/// "fp32", "fp16", "int8", "int4".
+/// Levels on each side of zero of an integer precision's symmetric grid: 127, 7, 3, 1 (the
+/// most negative code unused); 0 for FP16 and FP32.
+int quant_max(Precision p);
+/// "fp32", "fp16", "int8", "int4", "int3", "int2".
 const char* precision_name(Precision p);
 /// Inverse of precision_name; throws Error naming the text otherwise.
 Precision parse_precision(const std::string& name);

@@ -42,7 +42,7 @@ struct RuleOptions {
 /// neither or both bounds, or a size that cannot be met (naming the smallest reachable size).
 Recipe make_recipe(const std::vector<NodeProfile>& profiles, const Budget& budget, const RuleOptions& options = {});
 
-/// The smallest size make_recipe can reach: every node at its smallest precision (INT4 unless
+/// The smallest size make_recipe can reach: every node at its smallest precision (INT2 unless
 /// its scales outweigh the bits saved), every prunable node down to min_units units.
 int64_t smallest_bytes(const std::vector<NodeProfile>& profiles, const RuleOptions& options = {});
 

@@ -20,6 +20,7 @@
 #include "gradscope/core/compress/rows.h"
 #include "gradscope/core/embedding/rows.h"
 #include "gradscope/torch/audit/audit.h"
+#include "gradscope/torch/compress/packed.h"
 
 namespace gradscope::compress {
 
@@ -42,8 +43,9 @@ struct Applied {
 /// Quantises and prunes `model`'s parameters in place. Node ids are module paths below
 /// `model` ("fc1", "encoder/fc" = "encoder.fc"). Throws Error before changing anything when a
 /// recipe node is missing from the model or its shapes differ (naming every such node), a
-/// pruned unit is out of range, or a weight to quantise holds NaN or Inf.
-Applied apply(::torch::nn::Module& model, const Recipe& recipe);
+/// pruned unit is out of range, or a weight to quantise holds NaN or Inf. `grams`: nodes to
+/// round by GPTQ on a calibration batch instead of to nearest (torch/compress/packed.h).
+Applied apply(::torch::nn::Module& model, const Recipe& recipe, const InputGrams& grams = {});
 
 /// Options for profile_model.
 struct ProfileOptions {

@@ -1,0 +1,93 @@
+// A compressed model as it is stored: per recipe node its kept weights as bit-packed integer
+// codes with one FP32 scale per kept output unit (or FP16 / FP32 values), its bias, a bitmap
+// when unstructured pruning chose the kept weights, and which units and inputs were removed;
+// every other entry of the model's state (biases of other modules, norms' buffers) as it was.
+// Standard library only: the CLI packs saved weights without LibTorch. The file around it is
+// io/compress/packed_file.h (safetensors' layout); LibTorch's side torch/compress/packed.h.
+//
+//   std::vector<gradscope::compress::StateEntry> state = ...;   // "fc1.weight" -> float32 data
+//   gradscope::compress::PackedModel p = gradscope::compress::pack(recipe, state);
+//   p.data_bytes();                                          // == the recipe's bytes + other entries
+//   std::vector<gradscope::compress::StoredTensor> dense = gradscope::compress::unpack(p);
+//
+// Quantisation is symmetric per output unit (quantise_unit): scale = max|w_j| / qmax in float,
+// q = nearest integer of w / scale (ties to even) clamped to +-qmax, value = q * scale. apply()
+// (torch/compress/apply_recipe.h) and every loader reconstruct values through unpack_node, so a
+// loaded model equals the applied one bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gradscope/core/compress/recipe.h"
+
+namespace gradscope::compress {
+
+/// One tensor as the file holds it. `dtype` uses safetensors' names: "F32", "F16", "F64",
+/// "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL". `data` is little-endian, row-major.
+struct StoredTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+/// Bytes per element of a safetensors dtype; throws Error naming an unknown one.
+int64_t stored_dtype_size(const std::string& dtype);
+
+/// One entry of a model's state to pack: a parameter or buffer by its dotted path
+/// ("fc1.weight", "bn.running_mean"), pointing at its contiguous data.
+struct StateEntry {
+  std::string name;
+  std::string dtype;  ///< as StoredTensor; node weights and biases must be "F32"
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+};
+
+/// What the manifest says of one packed node.
+struct PackedNode {
+  std::string node;           ///< module path, dotted ("encoder.fc")
+  Precision precision = Precision::kFp32;
+  std::vector<int64_t> weight_shape;  ///< the full weight's shape
+  bool has_bias = false;
+  std::vector<int64_t> pruned_units;  ///< output units removed (dim 0), ascending
+  std::vector<int64_t> pruned_inputs;  ///< input indices removed (dim 1) with the previous node's units
+  bool bitmap = false;        ///< kept weights chosen by a bitmap (unstructured pruning)
+  int64_t bytes = 0;          ///< bytes of its tensors in the file (== node_bytes of the recipe)
+};
+
+/// A packed model: the manifest's nodes and the file's tensors (node parts first, named
+/// "<node>.weight.codes" / ".weight.scales" / ".weight.mask" / ".weight" / ".bias", then every
+/// other state entry under its own name).
+struct PackedModel {
+  std::vector<PackedNode> nodes;
+  std::vector<StoredTensor> tensors;
+  int64_t node_bytes = 0;   ///< the nodes' tensors
+  int64_t other_bytes = 0;  ///< the other state entries, stored as they were
+  int64_t data_bytes() const { return node_bytes + other_bytes; }
+};
+
+/// Symmetric quantisation of one unit's `n` weights to integers in [-qmax, qmax]: returns the
+/// scale (max|w| / qmax in float; 0 for an all-zero unit, whose codes are all 0).
+float quantise_unit(const float* w, int64_t n, int qmax, int32_t* q);
+
+/// Packs `state` under `recipe`: every recipe node needs "<node>.weight" (and ".bias" when the
+/// recipe says so) as F32 with the recipe's shapes. `keep_masks` (node -> one byte per weight,
+/// non-zero kept) gives unstructured pruning's choice, needed when recipe.magnitude_keep < 1.
+/// Throws Error for a missing entry or shape (naming it), NaN or Inf in a weight to quantise,
+/// a pruned unit out of range or twice, or a pruned unit whose next node is not in the recipe.
+/// `unit_scales` (node -> one scale per kept unit, integer precisions only) replaces
+/// round-to-nearest's max|w_j| / qmax: each weight then goes to the nearest level of the given
+/// grid (gptq.h gives weights already on it, so they are stored exactly).
+PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
+                 const std::map<std::string, std::vector<uint8_t>>& keep_masks = {},
+                 const std::map<std::string, std::vector<float>>& unit_scales = {});
+
+/// The dense state back: node weights and biases as F32 of their full shapes (zeros where
+/// pruned or masked, q * scale where quantised), every other entry as stored. Throws Error for
+/// a packed model whose manifest and tensors disagree (a missing part, a wrong size).
+std::vector<StoredTensor> unpack(const PackedModel& packed);
+
+}  // namespace gradscope::compress

@@ -1,0 +1,382 @@
+#include "gradscope/core/compress/packed.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "gradscope/core/error.h"
+#include "gradscope/core/stats/half.h"
+
+namespace gradscope::compress {
+namespace {
+
+int64_t product(const std::vector<int64_t>& shape, std::size_t from = 0) {
+  int64_t n = 1;
+  for (std::size_t i = from; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string dotted(const std::string& node) {
+  std::string s = node;
+  std::replace(s.begin(), s.end(), '/', '.');
+  return s;
+}
+
+template <class T>
+void put(std::vector<uint8_t>& out, T v) {
+  const std::size_t at = out.size();
+  out.resize(at + sizeof v);
+  std::memcpy(out.data() + at, &v, sizeof v);
+}
+
+// Codes of `bits` bits, least significant bit first, one after another across bytes; a code is
+// q + 2^(bits-1), so -qmax..qmax are 1..2^bits - 1.
+class BitWriter {
+ public:
+  explicit BitWriter(int bits) : bits_(bits) {}
+  void add(int32_t q) {
+    const uint32_t code = static_cast<uint32_t>(q + (1 << (bits_ - 1)));
+    for (int b = 0; b < bits_; ++b, ++at_) {
+      if (at_ % 8 == 0) bytes_.push_back(0);
+      bytes_.back() = static_cast<uint8_t>(bytes_.back() | (((code >> b) & 1u) << (at_ % 8)));
+    }
+  }
+  std::vector<uint8_t> take() { return std::move(bytes_); }
+
+ private:
+  int bits_;
+  int64_t at_ = 0;
+  std::vector<uint8_t> bytes_;
+};
+
+int32_t read_code(const std::vector<uint8_t>& bytes, int bits, int64_t index) {
+  uint32_t code = 0;
+  int64_t at = index * bits;
+  for (int b = 0; b < bits; ++b, ++at) code |= ((bytes[static_cast<std::size_t>(at / 8)] >> (at % 8)) & 1u) << b;
+  return static_cast<int32_t>(code) - (1 << (bits - 1));
+}
+
+struct NodeParts {
+  const StateEntry* weight = nullptr;
+  const StateEntry* bias = nullptr;
+};
+
+const StateEntry* find_entry(const std::vector<StateEntry>& state, const std::string& name) {
+  for (const StateEntry& e : state)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+// The kept elements of a node's weight, unit by unit: units not pruned, input indices not
+// pruned, and with a bitmap only the weights it keeps. `visit(unit_position, flat_index)`.
+template <class Visit>
+void for_kept(const PackedNode& n, const std::vector<uint8_t>* mask, Visit visit) {
+  const int64_t units = n.weight_shape[0];
+  const int64_t inputs = n.weight_shape.size() < 2 ? 1 : n.weight_shape[1];
+  const int64_t per_input = product(n.weight_shape, 2);
+  std::vector<char> unit_gone(static_cast<std::size_t>(units), 0), input_gone(static_cast<std::size_t>(inputs), 0);
+  for (int64_t j : n.pruned_units) unit_gone[static_cast<std::size_t>(j)] = 1;
+  for (int64_t i : n.pruned_inputs) input_gone[static_cast<std::size_t>(i)] = 1;
+  int64_t kept_unit = 0;
+  for (int64_t j = 0; j < units; ++j) {
+    if (unit_gone[static_cast<std::size_t>(j)]) continue;
+    for (int64_t i = 0; i < inputs; ++i) {
+      if (input_gone[static_cast<std::size_t>(i)]) continue;
+      for (int64_t k = 0; k < per_input; ++k) {
+        const int64_t flat = (j * inputs + i) * per_input + k;
+        if (!mask || (*mask)[static_cast<std::size_t>(flat)]) visit(kept_unit, flat);
+      }
+    }
+    ++kept_unit;
+  }
+}
+
+std::vector<uint8_t> bitmap_of(const std::vector<uint8_t>& mask) {
+  std::vector<uint8_t> bits((mask.size() + 7) / 8, 0);
+  for (std::size_t i = 0; i < mask.size(); ++i)
+    if (mask[i]) bits[i / 8] = static_cast<uint8_t>(bits[i / 8] | (1u << (i % 8)));
+  return bits;
+}
+
+std::vector<uint8_t> mask_of(const std::vector<uint8_t>& bitmap, int64_t n) {
+  std::vector<uint8_t> mask(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) mask[static_cast<std::size_t>(i)] = (bitmap[static_cast<std::size_t>(i / 8)] >> (i % 8)) & 1u;
+  return mask;
+}
+
+const StoredTensor& part(const PackedModel& p, const std::string& name, int64_t bytes) {
+  for (const StoredTensor& t : p.tensors)
+    if (t.name == name) {
+      if (static_cast<int64_t>(t.data.size()) != bytes)
+        throw Error("packed model: tensor '" + name + "' holds " + std::to_string(t.data.size()) + " bytes, its node needs " +
+                    std::to_string(bytes));
+      return t;
+    }
+  throw Error("packed model: tensor '" + name + "' is missing");
+}
+
+}  // namespace
+
+int64_t stored_dtype_size(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
+  throw Error("unknown tensor dtype '" + dtype + "' (safetensors names: F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL)");
+}
+
+float quantise_unit(const float* w, int64_t n, int qmax, int32_t* q) {
+  float max_abs = 0;
+  for (int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(w[i]));
+  const float scale = max_abs / static_cast<float>(qmax);
+  const float fq = static_cast<float>(qmax);
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = scale > 0 ? static_cast<int32_t>(std::clamp(std::nearbyint(w[i] / scale), -fq, fq)) : 0;
+  return scale;
+}
+
+PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
+                 const std::map<std::string, std::vector<uint8_t>>& keep_masks,
+                 const std::map<std::string, std::vector<float>>& unit_scales) {
+  PackedModel out;
+  std::set<std::string> used;
+  std::string problems;
+  auto problem = [&](const std::string& s) { problems += (problems.empty() ? "" : "; ") + s; };
+  std::set<std::string> names;
+  for (const StateEntry& e : state) {
+    if (!names.insert(e.name).second) throw Error("pack: state entry '" + e.name + "' appears twice");
+    const int64_t n = product(e.shape);
+    if (n > 0 && !e.data) throw Error("pack: state entry '" + e.name + "' has no data");
+    stored_dtype_size(e.dtype);
+  }
+  // The manifest's nodes and their entries, checked before anything is packed.
+  std::vector<NodeParts> parts;
+  for (const NodeDecision& d : recipe.nodes) {
+    PackedNode n;
+    n.node = dotted(d.node);
+    n.precision = d.precision;
+    n.weight_shape = d.weight_shape;
+    n.has_bias = d.bias > 0;
+    n.pruned_units = d.pruned_units;
+    std::sort(n.pruned_units.begin(), n.pruned_units.end());
+    NodeParts np;
+    np.weight = find_entry(state, n.node + ".weight");
+    np.bias = n.has_bias ? find_entry(state, n.node + ".bias") : nullptr;
+    if (!np.weight) problem("node '" + d.node + "': no state entry '" + n.node + ".weight'");
+    else if (np.weight->dtype != "F32" || np.weight->shape != d.weight_shape)
+      problem("node '" + d.node + "': weight is " + np.weight->dtype + " " + shape_text(np.weight->shape) +
+              ", the recipe's F32 " + shape_text(d.weight_shape));
+    if (n.has_bias && !np.bias) problem("node '" + d.node + "': no state entry '" + n.node + ".bias'");
+    else if (np.bias && (np.bias->dtype != "F32" || product(np.bias->shape) != d.bias))
+      problem("node '" + d.node + "': bias is " + np.bias->dtype + " " + shape_text(np.bias->shape) + ", the recipe's F32 of " +
+              std::to_string(d.bias));
+    if (!n.has_bias && find_entry(state, n.node + ".bias"))
+      problem("node '" + d.node + "': the recipe has no bias, the state has '" + n.node + ".bias'");
+    const int64_t units = d.weight_shape.empty() ? 0 : d.weight_shape[0];
+    for (std::size_t i = 0; i < n.pruned_units.size(); ++i) {
+      if (n.pruned_units[i] < 0 || n.pruned_units[i] >= units)
+        throw Error("pack: node '" + d.node + "': pruned unit " + std::to_string(n.pruned_units[i]) + " is not in 0.." +
+                    std::to_string(units - 1));
+      if (i > 0 && n.pruned_units[i] == n.pruned_units[i - 1])
+        throw Error("pack: node '" + d.node + "': unit " + std::to_string(n.pruned_units[i]) + " is pruned twice");
+    }
+    n.bitmap = recipe.magnitude_keep < 1.0;
+    if (const auto sc = unit_scales.find(d.node); sc != unit_scales.end()) {
+      const int64_t kept_units = units - static_cast<int64_t>(n.pruned_units.size());
+      if (precision_bits(d.precision) > 8 || static_cast<int64_t>(sc->second.size()) != kept_units)
+        problem("node '" + d.node + "': " + std::to_string(sc->second.size()) + " scales given for " +
+                std::to_string(kept_units) + " kept units at " + precision_name(d.precision));
+      for (float x : sc->second)
+        if (!(x >= 0) || !std::isfinite(x)) problem("node '" + d.node + "': a given scale is negative or not finite");
+    }
+    if (n.bitmap) {
+      const auto m = keep_masks.find(d.node);
+      if (m == keep_masks.end() || static_cast<int64_t>(m->second.size()) != product(d.weight_shape))
+        problem("node '" + d.node + "': unstructured pruning needs its keep mask of " +
+                std::to_string(product(d.weight_shape)) + " weights");
+    }
+    used.insert(n.node + ".weight");
+    if (n.has_bias) used.insert(n.node + ".bias");
+    out.nodes.push_back(n);
+    parts.push_back(np);
+  }
+  if (!problems.empty()) throw Error("pack: the recipe does not fit the model: " + problems);
+  for (std::size_t a = 0; a < recipe.nodes.size(); ++a) {
+    const NodeDecision& d = recipe.nodes[a];
+    if (d.pruned_units.empty()) continue;
+    auto next = std::find_if(out.nodes.begin(), out.nodes.end(), [&](const PackedNode& n) { return n.node == dotted(d.next); });
+    const int64_t inputs = next == out.nodes.end() || next->weight_shape.size() < 2 ? 0 : next->weight_shape[1];
+    if (next == out.nodes.end() || d.next_fan < 1 || d.next_fan * d.weight_shape[0] != inputs)
+      throw Error("pack: node '" + d.node + "': its pruned units have no matching inputs in next node '" + d.next + "'");
+    for (int64_t j : out.nodes[a].pruned_units)
+      for (int64_t i = 0; i < d.next_fan; ++i) next->pruned_inputs.push_back(j * d.next_fan + i);
+  }
+  for (PackedNode& n : out.nodes) std::sort(n.pruned_inputs.begin(), n.pruned_inputs.end());
+
+  for (std::size_t a = 0; a < out.nodes.size(); ++a) {
+    PackedNode& n = out.nodes[a];
+    const NodeDecision& d = recipe.nodes[a];
+    const float* w = static_cast<const float*>(parts[a].weight->data);
+    const std::vector<uint8_t>* mask = n.bitmap ? &keep_masks.at(d.node) : nullptr;
+    const int64_t kept_units = n.weight_shape[0] - static_cast<int64_t>(n.pruned_units.size());
+    const int bits = precision_bits(n.precision);
+    const int64_t before = static_cast<int64_t>(out.tensors.size());
+    if (bits <= 8) {
+      // Gather each kept unit's kept weights, quantise them together (one scale per unit).
+      std::vector<std::vector<float>> units(static_cast<std::size_t>(kept_units));
+      for_kept(n, mask, [&](int64_t u, int64_t flat) { units[static_cast<std::size_t>(u)].push_back(w[flat]); });
+      BitWriter codes(bits);
+      std::vector<uint8_t> scales;
+      std::vector<int32_t> q;
+      const auto given = unit_scales.find(d.node);
+      const float fq = static_cast<float>(quant_max(n.precision));
+      for (std::size_t u = 0; u < units.size(); ++u) {
+        const std::vector<float>& unit = units[u];
+        for (float x : unit)
+          if (!std::isfinite(x)) throw Error("pack: node '" + d.node + "': weight holds NaN or Inf; cannot quantise it");
+        q.resize(unit.size());
+        if (given == unit_scales.end()) {
+          put(scales, quantise_unit(unit.data(), static_cast<int64_t>(unit.size()), quant_max(n.precision), q.data()));
+        } else {  // the scales of another rounding (gptq.h): each weight to the nearest level of its grid
+          const float scale = given->second[u];
+          for (std::size_t i = 0; i < unit.size(); ++i)
+            q[i] = scale > 0 ? static_cast<int32_t>(std::clamp(std::nearbyint(unit[i] / scale), -fq, fq)) : 0;
+          put(scales, scale);
+        }
+        for (int32_t c : q) codes.add(c);
+      }
+      std::vector<uint8_t> packed = codes.take();
+      out.tensors.push_back({n.node + ".weight.codes", "U8", {static_cast<int64_t>(packed.size())}, std::move(packed)});
+      out.tensors.push_back({n.node + ".weight.scales", "F32", {kept_units}, std::move(scales)});
+    } else {
+      std::vector<uint8_t> values;
+      int64_t count = 0;
+      for_kept(n, mask, [&](int64_t, int64_t flat) {
+        if (bits == 16) put(values, float_to_half(w[flat]));
+        else put(values, w[flat]);
+        ++count;
+      });
+      out.tensors.push_back({n.node + ".weight", bits == 16 ? "F16" : "F32", {count}, std::move(values)});
+    }
+    if (mask) out.tensors.push_back({n.node + ".weight.mask", "U8", {(product(n.weight_shape) + 7) / 8}, bitmap_of(*mask)});
+    if (n.has_bias) {
+      const float* b = static_cast<const float*>(parts[a].bias->data);
+      std::vector<uint8_t> values;
+      std::vector<char> gone(static_cast<std::size_t>(n.weight_shape[0]), 0);
+      for (int64_t j : n.pruned_units) gone[static_cast<std::size_t>(j)] = 1;
+      for (int64_t j = 0; j < n.weight_shape[0]; ++j) {
+        if (gone[static_cast<std::size_t>(j)]) continue;
+        if (bits == 32) put(values, b[j]);
+        else put(values, float_to_half(b[j]));
+      }
+      out.tensors.push_back({n.node + ".bias", bits == 32 ? "F32" : "F16", {kept_units}, std::move(values)});
+    }
+    for (auto t = out.tensors.begin() + before; t != out.tensors.end(); ++t) n.bytes += static_cast<int64_t>(t->data.size());
+    out.node_bytes += n.bytes;
+  }
+  for (const StateEntry& e : state) {
+    if (used.count(e.name)) continue;
+    StoredTensor t{e.name, e.dtype, e.shape, {}};
+    t.data.resize(static_cast<std::size_t>(product(e.shape) * stored_dtype_size(e.dtype)));
+    if (!t.data.empty()) std::memcpy(t.data.data(), e.data, t.data.size());
+    out.other_bytes += static_cast<int64_t>(t.data.size());
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<StoredTensor> unpack(const PackedModel& packed) {
+  std::vector<StoredTensor> out;
+  std::set<std::string> node_parts;
+  for (const PackedNode& n : packed.nodes) {
+    if (n.weight_shape.empty() || product(n.weight_shape) < 1)
+      throw Error("packed model: node '" + n.node + "' has no weight shape");
+    const int64_t units = n.weight_shape[0];
+    const int64_t inputs = n.weight_shape.size() < 2 ? 1 : n.weight_shape[1];
+    for (int64_t j : n.pruned_units)
+      if (j < 0 || j >= units) throw Error("packed model: node '" + n.node + "': pruned unit " + std::to_string(j) + " out of range");
+    for (int64_t i : n.pruned_inputs)
+      if (i < 0 || i >= inputs) throw Error("packed model: node '" + n.node + "': pruned input " + std::to_string(i) + " out of range");
+    const int64_t numel = product(n.weight_shape);
+    const int64_t kept_units = units - static_cast<int64_t>(n.pruned_units.size());
+    std::vector<uint8_t> mask;
+    if (n.bitmap) {
+      mask = mask_of(part(packed, n.node + ".weight.mask", (numel + 7) / 8).data, numel);
+      node_parts.insert(n.node + ".weight.mask");
+    }
+    int64_t kept = 0;
+    for_kept(n, n.bitmap ? &mask : nullptr, [&](int64_t, int64_t) { ++kept; });
+    std::vector<float> w(static_cast<std::size_t>(numel), 0.0f);
+    const int bits = precision_bits(n.precision);
+    if (bits <= 8) {
+      const StoredTensor& codes = part(packed, n.node + ".weight.codes", (kept * bits + 7) / 8);
+      const StoredTensor& scales = part(packed, n.node + ".weight.scales", 4 * kept_units);
+      node_parts.insert(codes.name);
+      node_parts.insert(scales.name);
+      int64_t index = 0;
+      for_kept(n, n.bitmap ? &mask : nullptr, [&](int64_t u, int64_t flat) {
+        float scale;
+        std::memcpy(&scale, scales.data.data() + 4 * u, 4);
+        w[static_cast<std::size_t>(flat)] = static_cast<float>(read_code(codes.data, bits, index++)) * scale;
+      });
+    } else {
+      const StoredTensor& values = part(packed, n.node + ".weight", kept * bits / 8);
+      node_parts.insert(values.name);
+      int64_t index = 0;
+      for_kept(n, n.bitmap ? &mask : nullptr, [&](int64_t, int64_t flat) {
+        float x;
+        if (bits == 16) {
+          uint16_t h;
+          std::memcpy(&h, values.data.data() + 2 * index, 2);
+          x = half_to_float(h);
+        } else {
+          std::memcpy(&x, values.data.data() + 4 * index, 4);
+        }
+        w[static_cast<std::size_t>(flat)] = x;
+        ++index;
+      });
+    }
+    StoredTensor weight{n.node + ".weight", "F32", n.weight_shape, std::vector<uint8_t>(static_cast<std::size_t>(numel) * 4)};
+    std::memcpy(weight.data.data(), w.data(), weight.data.size());
+    out.push_back(std::move(weight));
+    if (n.has_bias) {
+      const StoredTensor& b = part(packed, n.node + ".bias", kept_units * (bits == 32 ? 4 : 2));
+      node_parts.insert(b.name);
+      std::vector<char> gone(static_cast<std::size_t>(units), 0);
+      for (int64_t j : n.pruned_units) gone[static_cast<std::size_t>(j)] = 1;
+      StoredTensor bias{n.node + ".bias", "F32", {units}, std::vector<uint8_t>(static_cast<std::size_t>(units) * 4, 0)};
+      int64_t k = 0;
+      for (int64_t j = 0; j < units; ++j) {
+        if (gone[static_cast<std::size_t>(j)]) continue;
+        float x;
+        if (bits == 32) {
+          std::memcpy(&x, b.data.data() + 4 * k, 4);
+        } else {
+          uint16_t h;
+          std::memcpy(&h, b.data.data() + 2 * k, 2);
+          x = half_to_float(h);
+        }
+        std::memcpy(bias.data.data() + 4 * j, &x, 4);
+        ++k;
+      }
+      out.push_back(std::move(bias));
+    }
+  }
+  for (const StoredTensor& t : packed.tensors) {
+    if (node_parts.count(t.name)) continue;
+    if (static_cast<int64_t>(t.data.size()) != product(t.shape) * stored_dtype_size(t.dtype))
+      throw Error("packed model: tensor '" + t.name + "' holds " + std::to_string(t.data.size()) + " bytes for shape " +
+                  shape_text(t.shape) + " of " + t.dtype);
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace gradscope::compress

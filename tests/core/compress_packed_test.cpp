@@ -1,0 +1,193 @@
+// compress::pack and unpack: codes laid out bit by bit as documented (checked by hand), values
+// equal to q * scale computed here, bytes equal to the recipe's node_bytes for every precision,
+// structured and unstructured pruning, other state entries untouched, bad input refused.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "../common/error_of.h"
+#include "gradscope/core/compress/packed.h"
+#include "gradscope/core/stats/half.h"
+
+namespace gradscope::compress {
+namespace {
+
+using ::testing::HasSubstr;
+using test::error_of;
+
+NodeDecision node(const std::string& name, std::vector<int64_t> shape, int64_t bias, Precision p) {
+  NodeDecision d;
+  d.node = name;
+  d.weight_shape = std::move(shape);
+  d.bias = bias;
+  d.precision = p;
+  return d;
+}
+
+std::vector<float> floats_of(const StoredTensor& t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+const StoredTensor& named(const std::vector<StoredTensor>& ts, const std::string& name) {
+  for (const StoredTensor& t : ts)
+    if (t.name == name) return t;
+  throw std::runtime_error("no tensor " + name);
+}
+
+TEST(CompressPacked, Int2CodesAreLaidOutLeastSignificantBitFirst) {
+  // One unit of 5 weights, max 2: scale 2 / 1; q = round(w / 2) clamped to [-1, 1].
+  const std::vector<float> w = {-2.0f, 0.4f, 2.0f, 1.2f, -0.9f};
+  Recipe r;
+  r.nodes = {node("fc", {1, 5}, 0, Precision::kInt2)};
+  recompute_bytes(r);
+  const PackedModel p = pack(r, {{"fc.weight", "F32", {1, 5}, w.data()}});
+  // q = -1, 0, 1, 1, 0 (-0.45 rounds to -0); codes q + 2 = 1, 2, 3, 3, 2 at 2 bits each:
+  // byte 0 = 1 | 2 << 2 | 3 << 4 | 3 << 6 = 249, byte 1 = 2.
+  const StoredTensor& codes = named(p.tensors, "fc.weight.codes");
+  ASSERT_EQ(codes.data.size(), 2u);
+  EXPECT_EQ(codes.data[0], 249);
+  EXPECT_EQ(codes.data[1], 2);
+  EXPECT_EQ(floats_of(named(p.tensors, "fc.weight.scales")), std::vector<float>{2.0f});
+  EXPECT_EQ(p.nodes[0].bytes, r.nodes[0].bytes);
+  EXPECT_EQ(p.data_bytes(), 2 + 4);
+  const std::vector<float> back = floats_of(named(unpack(p), "fc.weight"));
+  EXPECT_EQ(back, (std::vector<float>{-2.0f, 0.0f, 2.0f, 2.0f, 0.0f}));
+}
+
+TEST(CompressPacked, EveryPrecisionEqualsItsGridAndTheRecipesBytes) {
+  // Three units of 7 weights with a bias; unit 1 all zero.
+  std::vector<float> w, b = {0.1f, -0.2f, 0.3f};
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 7; ++i) w.push_back(j == 1 ? 0.0f : std::sin(1.7f * static_cast<float>(i + 7 * j)) * (j + 1));
+  for (Precision prec : {Precision::kFp32, Precision::kFp16, Precision::kInt8, Precision::kInt4, Precision::kInt3,
+                         Precision::kInt2}) {
+    SCOPED_TRACE(precision_name(prec));
+    Recipe r;
+    r.nodes = {node("a/fc", {3, 7}, 3, prec)};
+    recompute_bytes(r);
+    const PackedModel p = pack(r, {{"a.fc.weight", "F32", {3, 7}, w.data()}, {"a.fc.bias", "F32", {3}, b.data()}});
+    EXPECT_EQ(p.nodes[0].node, "a.fc");
+    EXPECT_EQ(p.nodes[0].bytes, r.nodes[0].bytes);
+    EXPECT_EQ(p.node_bytes, r.bytes);
+    const std::vector<StoredTensor> dense = unpack(p);
+    const std::vector<float> got = floats_of(named(dense, "a.fc.weight"));
+    const std::vector<float> bias = floats_of(named(dense, "a.fc.bias"));
+    const int qmax = quant_max(prec);
+    for (int j = 0; j < 3; ++j) {
+      float m = 0;
+      for (int i = 0; i < 7; ++i) m = std::max(m, std::fabs(w[7 * j + i]));
+      for (int i = 0; i < 7; ++i) {
+        const float x = w[7 * j + i];
+        float want = x;
+        if (prec == Precision::kFp16) want = half_to_float(float_to_half(x));
+        if (qmax > 0) {
+          const float scale = m / static_cast<float>(qmax);
+          want = scale > 0 ? std::clamp(std::nearbyint(x / scale), -1.0f * qmax, 1.0f * qmax) * scale : 0.0f;
+        }
+        EXPECT_EQ(got[7 * j + i], want) << j << "," << i;
+        if (qmax > 0) {
+          EXPECT_LE(std::fabs(got[7 * j + i] - x), m / qmax / 2 + 1e-6f);
+        }
+      }
+      EXPECT_EQ(bias[j], prec == Precision::kFp32 ? b[j] : half_to_float(float_to_half(b[j])));
+    }
+  }
+}
+
+TEST(CompressPacked, PrunedUnitsAndTheirInputsAreNotStored) {
+  // fc1 [4, 2] feeds fc2 [3, 4]; fc1 prunes units 1 and 3, so fc2 keeps inputs 0 and 2.
+  std::vector<float> w1 = {1, 2, 3, 4, 5, 6, 7, 8}, b1 = {1, 2, 3, 4}, w2(12), b2 = {9, 9, 9};
+  for (int i = 0; i < 12; ++i) w2[i] = static_cast<float>(i + 1);
+  Recipe r;
+  r.nodes = {node("fc1", {4, 2}, 4, Precision::kFp32), node("fc2", {3, 4}, 3, Precision::kInt8)};
+  r.nodes[0].next = "fc2";
+  r.nodes[0].next_fan = 1;
+  r.nodes[0].pruned_units = {3, 1};
+  recompute_bytes(r);
+  const std::vector<float> extra = {0.5f, -0.5f};
+  const int64_t steps = 7;
+  const PackedModel p = pack(r, {{"fc1.weight", "F32", {4, 2}, w1.data()},
+                                 {"fc1.bias", "F32", {4}, b1.data()},
+                                 {"fc2.weight", "F32", {3, 4}, w2.data()},
+                                 {"fc2.bias", "F32", {3}, b2.data()},
+                                 {"norm.shift", "F32", {2}, extra.data()},
+                                 {"norm.steps", "I64", {}, &steps}});
+  EXPECT_EQ(p.nodes[0].pruned_units, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(p.nodes[1].pruned_inputs, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(p.nodes[0].bytes, r.nodes[0].bytes);
+  EXPECT_EQ(p.nodes[1].bytes, r.nodes[1].bytes);
+  EXPECT_EQ(floats_of(named(p.tensors, "fc1.weight")), (std::vector<float>{1, 2, 5, 6}));
+  EXPECT_EQ(named(p.tensors, "fc2.weight.codes").data.size(), 6u);  // 3 units x 2 inputs
+  EXPECT_EQ(p.other_bytes, 8 + 8);
+  const std::vector<StoredTensor> dense = unpack(p);
+  EXPECT_EQ(floats_of(named(dense, "fc1.weight")), (std::vector<float>{1, 2, 0, 0, 5, 6, 0, 0}));
+  EXPECT_EQ(floats_of(named(dense, "fc1.bias")), (std::vector<float>{1, 0, 3, 0}));
+  const std::vector<float> w2q = floats_of(named(dense, "fc2.weight"));
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(w2q[4 * j + 1], 0.0f);
+    EXPECT_EQ(w2q[4 * j + 3], 0.0f);
+    EXPECT_EQ(w2q[4 * j + 2], w2[4 * j + 2]);  // the unit's largest kept weight is exact
+  }
+  EXPECT_EQ(floats_of(named(dense, "norm.shift")), extra);
+  int64_t steps_back = 0;
+  std::memcpy(&steps_back, named(dense, "norm.steps").data.data(), 8);
+  EXPECT_EQ(steps_back, 7);
+}
+
+TEST(CompressPacked, UnstructuredPruningStoresItsBitmapAndTheKeptWeightsOnly) {
+  std::vector<float> w = {0.1f, -3.0f, 0.2f, 2.0f, -0.05f, 1.0f, 0.0f, 4.0f, 0.3f};
+  Recipe r;
+  r.nodes = {node("fc", {3, 3}, 0, Precision::kInt8)};
+  r.magnitude_keep = 4.0 / 9.0;
+  const std::vector<uint8_t> keep = {0, 1, 0, 1, 0, 1, 0, 1, 0};
+  const PackedModel p = pack(r, {{"fc.weight", "F32", {3, 3}, w.data()}}, {{"fc", keep}});
+  EXPECT_TRUE(p.nodes[0].bitmap);
+  EXPECT_EQ(named(p.tensors, "fc.weight.mask").data, (std::vector<uint8_t>{0xaa, 0x00}));
+  EXPECT_EQ(named(p.tensors, "fc.weight.codes").data.size(), 4u);
+  EXPECT_EQ(p.nodes[0].bytes, node_bytes({3, 3}, 0, Precision::kInt8, 3, 3, 9, 4));
+  const std::vector<float> back = floats_of(named(unpack(p), "fc.weight"));
+  for (int i = 0; i < 9; ++i) {
+    if (!keep[i]) {
+      EXPECT_EQ(back[i], 0.0f);
+    }
+  }
+  EXPECT_EQ(back[1], -3.0f);  // the only kept weight of unit 0: its own scale
+  EXPECT_EQ(back[7], 4.0f);
+  EXPECT_THAT(error_of([&] { pack(r, {{"fc.weight", "F32", {3, 3}, w.data()}}); }), HasSubstr("keep mask of 9 weights"));
+}
+
+TEST(CompressPacked, BadInputIsRefusedNamingIt) {
+  std::vector<float> w(6, 1.0f), b(2, 0.0f);
+  Recipe r;
+  r.nodes = {node("fc", {2, 3}, 2, Precision::kInt4)};
+  EXPECT_THAT(error_of([&] { pack(r, {{"fc.weight", "F32", {2, 3}, w.data()}}); }), HasSubstr("no state entry 'fc.bias'"));
+  EXPECT_THAT(error_of([&] { pack(r, {{"fc.weight", "F32", {3, 2}, w.data()}, {"fc.bias", "F32", {2}, b.data()}}); }),
+              HasSubstr("weight is F32 [3, 2], the recipe's F32 [2, 3]"));
+  EXPECT_THAT(error_of([&] { pack(r, {{"fc.weight", "F64", {2, 3}, w.data()}, {"fc.bias", "F32", {2}, b.data()}}); }),
+              HasSubstr("weight is F64"));
+  EXPECT_THAT(error_of([&] { pack(r, {{"x", "Q8", {1}, w.data()}}); }), HasSubstr("unknown tensor dtype 'Q8'"));
+  w[4] = std::nanf("");
+  EXPECT_THAT(error_of([&] { pack(r, {{"fc.weight", "F32", {2, 3}, w.data()}, {"fc.bias", "F32", {2}, b.data()}}); }),
+              HasSubstr("NaN or Inf"));
+  w[4] = 1.0f;
+  r.nodes[0].pruned_units = {1, 1};
+  EXPECT_THAT(error_of([&] { pack(r, {{"fc.weight", "F32", {2, 3}, w.data()}, {"fc.bias", "F32", {2}, b.data()}}); }),
+              HasSubstr("pruned twice"));
+  r.nodes[0].pruned_units = {1};
+  EXPECT_THAT(error_of([&] { pack(r, {{"fc.weight", "F32", {2, 3}, w.data()}, {"fc.bias", "F32", {2}, b.data()}}); }),
+              HasSubstr("no matching inputs"));
+  // A packed model whose parts do not match its manifest.
+  r.nodes[0].pruned_units.clear();
+  PackedModel p = pack(r, {{"fc.weight", "F32", {2, 3}, w.data()}, {"fc.bias", "F32", {2}, b.data()}});
+  p.tensors[0].data.pop_back();
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("tensor 'fc.weight.codes' holds 2 bytes, its node needs 3"));
+  p.tensors.erase(p.tensors.begin());
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("tensor 'fc.weight.codes' is missing"));
+}
+
+}  // namespace
+}  // namespace gradscope::compress

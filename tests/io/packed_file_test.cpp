@@ -1,0 +1,168 @@
+// The packed file: safetensors' layout byte for byte (header length, JSON, 8-byte aligned data),
+// its size as reported, a round trip that keeps every tensor and the manifest, a plain
+// safetensors file read as state, and damaged files refused with what is wrong.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../common/error_of.h"
+#include "gradscope/core/compress/packed.h"
+#include "gradscope/io/compress/packed_file.h"
+
+namespace gradscope {
+namespace {
+
+using ::testing::HasSubstr;
+using test::error_of;
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("gradscope-packed-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_all(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// A small packed model: one INT4 node with a pruned unit feeding nothing else, one raw entry.
+compress::PackedModel sample() {
+  compress::Recipe r;
+  compress::NodeDecision d;
+  d.node = "enc/fc";
+  d.weight_shape = {3, 5};
+  d.bias = 3;
+  d.precision = compress::Precision::kInt4;
+  r.nodes = {d};
+  static const std::vector<float> w = {1, -2, 3, -4, 5, 0.5f, 0.25f, -1, 2, 0, 7, 1, 1, 1, -7};
+  static const std::vector<float> b = {0.1f, 0.2f, 0.3f};
+  static const std::vector<int64_t> count = {42};
+  return compress::pack(r, {{"enc.fc.weight", "F32", {3, 5}, w.data()},
+                            {"enc.fc.bias", "F32", {3}, b.data()},
+                            {"norm.count", "I64", {1}, count.data()}});
+}
+
+// 8 bytes of little-endian header length, the header, the data.
+std::string file_of(const std::string& header, const std::string& data) {
+  std::string f(8, '\0');
+  for (int i = 0; i < 8; ++i) f[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return f + header + data;
+}
+
+TEST(PackedFile, LayoutIsSafetensorsAndTheSizeIsReported) {
+  TempDir dir;
+  const fs::path path = dir.path / "m.safetensors";
+  const compress::PackedModel p = sample();
+  const PackedFileSize size = write_packed(path.string(), p);
+  const std::string bytes = read_all(path);
+  EXPECT_EQ(static_cast<int64_t>(bytes.size()), size.file_bytes);
+  EXPECT_EQ(static_cast<int64_t>(fs::file_size(path)), size.header_bytes + p.data_bytes());
+  EXPECT_EQ(size.data_bytes, p.data_bytes());
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  EXPECT_EQ(static_cast<int64_t>(8 + n), size.header_bytes);
+  EXPECT_EQ(n % 8, 0u);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  EXPECT_EQ(header["__metadata__"]["format"], "gradscope-packed");
+  EXPECT_EQ(header["enc.fc.weight.codes"]["dtype"], "U8");
+  EXPECT_EQ(header["norm.count"]["shape"], nlohmann::json::array({1}));
+  // Tensors back to back in the order packed.
+  int64_t at = 0;
+  for (const compress::StoredTensor& t : p.tensors) {
+    EXPECT_EQ(header[t.name]["data_offsets"], nlohmann::json::array({at, at + static_cast<int64_t>(t.data.size())}));
+    EXPECT_EQ(bytes.substr(8 + n + at, t.data.size()), std::string(t.data.begin(), t.data.end()));
+    at += static_cast<int64_t>(t.data.size());
+  }
+}
+
+TEST(PackedFile, RoundTripKeepsTensorsAndManifest) {
+  TempDir dir;
+  const fs::path path = dir.path / "m.safetensors";
+  const compress::PackedModel p = sample();
+  write_packed(path.string(), p);
+  const compress::PackedModel back = read_packed(path.string());
+  ASSERT_EQ(back.nodes.size(), 1u);
+  EXPECT_EQ(back.nodes[0].node, "enc.fc");
+  EXPECT_EQ(back.nodes[0].precision, compress::Precision::kInt4);
+  EXPECT_EQ(back.nodes[0].weight_shape, (std::vector<int64_t>{3, 5}));
+  EXPECT_TRUE(back.nodes[0].has_bias);
+  EXPECT_EQ(back.nodes[0].bytes, p.nodes[0].bytes);
+  EXPECT_EQ(back.node_bytes, p.node_bytes);
+  EXPECT_EQ(back.other_bytes, p.other_bytes);
+  ASSERT_EQ(back.tensors.size(), p.tensors.size());
+  for (std::size_t i = 0; i < p.tensors.size(); ++i) {
+    EXPECT_EQ(back.tensors[i].name, p.tensors[i].name);
+    EXPECT_EQ(back.tensors[i].dtype, p.tensors[i].dtype);
+    EXPECT_EQ(back.tensors[i].shape, p.tensors[i].shape);
+    EXPECT_EQ(back.tensors[i].data, p.tensors[i].data);
+  }
+  const auto a = compress::unpack(p), b = compress::unpack(back);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].data, b[i].data) << a[i].name;
+}
+
+TEST(PackedFile, PlainSafetensorsIsReadAsState) {
+  TempDir dir;
+  const std::string data("\x00\x00\x80\x3f\x00\x00\x00\x40", 8);  // 1.0f, 2.0f
+  const std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  write_all(dir.path / "w.safetensors", file_of(header, data));
+  const compress::PackedModel p = read_packed((dir.path / "w.safetensors").string());
+  EXPECT_TRUE(p.nodes.empty());
+  ASSERT_EQ(p.tensors.size(), 1u);
+  EXPECT_EQ(p.other_bytes, 8);
+  const auto dense = compress::unpack(p);
+  float v[2];
+  std::memcpy(v, dense[0].data.data(), 8);
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_EQ(v[1], 2.0f);
+}
+
+TEST(PackedFile, DamagedFilesAreRefusedWithWhatIsWrong) {
+  TempDir dir;
+  const fs::path path = dir.path / "bad.safetensors";
+  auto read_error = [&](const std::string& bytes) {
+    write_all(path, bytes);
+    return error_of([&] { read_packed(path.string()); });
+  };
+  const std::string t = R"("w":{"dtype":"F32","shape":[2],"data_offsets":)";
+  EXPECT_THAT(read_error("abc"), HasSubstr("too short"));
+  EXPECT_THAT(read_error(file_of("{}", "") .substr(0, 8) + "{"), HasSubstr("beyond the file"));
+  EXPECT_THAT(read_error(file_of("{not json", "")), HasSubstr("not JSON"));
+  EXPECT_THAT(read_error(file_of("{" + t + "[0,8]}}", std::string(4, 'x'))), HasSubstr("outside the 4 bytes of data"));
+  EXPECT_THAT(read_error(file_of("{" + t + "[0,4]}}", std::string(4, 'x'))), HasSubstr("4 bytes for its shape"));
+  EXPECT_THAT(read_error(file_of("{" + t + "[4,12]}}", std::string(12, 'x'))), HasSubstr("hole"));
+  EXPECT_THAT(read_error(file_of("{" + t + "[0,8]}}", std::string(10, 'x'))), HasSubstr("2 bytes no tensor covers"));
+  EXPECT_THAT(read_error(file_of(R"({"w":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", std::string(8, 'x'))),
+              HasSubstr("unknown tensor dtype 'Q4'"));
+  EXPECT_THAT(read_error(file_of(R"({"__metadata__":{"gradscope_manifest":"{\"x\":1}"}})", "")),
+              HasSubstr("no gradscope_packed"));
+  EXPECT_THAT(error_of([&] { read_packed((dir.path / "none").string()); }), HasSubstr("no such file"));
+  EXPECT_THAT(read_error("abc"), HasSubstr(path.string()));
+  // A manifest whose node lacks its parts fails when unpacked.
+  const std::string manifest =
+      R"({"gradscope_packed":{"version":1,"nodes":[{"node":"fc","precision":"int8","weight_shape":[2,2],"bias":false,)"
+      R"("pruned_units":[],"pruned_inputs":[],"bitmap":false,"bytes":12}]}})";
+  write_all(path, file_of(R"({"__metadata__":{"gradscope_manifest":)" + nlohmann::json(manifest).dump() + "}}", ""));
+  const compress::PackedModel p = read_packed(path.string());
+  EXPECT_THAT(error_of([&] { compress::unpack(p); }), HasSubstr("'fc.weight.codes' is missing"));
+}
+
+TEST(PackedFile, UnwritablePathIsAnError) {
+  TempDir dir;
+  write_all(dir.path / "file", "x");
+  EXPECT_THAT(error_of([&] { write_packed((dir.path / "file" / "m.safetensors").string(), sample()); }),
+              HasSubstr("cannot write packed model"));
+}
+
+}  // namespace
+}  // namespace gradscope
