@@ -4,7 +4,8 @@
 // it to the model (quantise-dequantise, prune, size); medians of 5. Then the accuracy gain
 // of the recipe over uniform INT4 at equal bytes on the healthy digits MLP, mean over seeds
 // 1..5 (the same runs as `make validate-compression`'s digits table), at the sizes of uniform
-// INT8, INT4, INT3 and INT2. The 3.2M MLP's recipe is also saved packed (its size on disk) and
+// INT8, INT4, INT3 and INT2, rounded to nearest and, against the better uniform of the two
+// roundings, by GPTQ on 512 training rows. The 3.2M MLP's recipe is also saved packed (its size on disk) and
 // loaded back (medians of 5), beside the same model's uncompressed weights file (save_weights)
 // saved and loaded the same way. Last line: JSON.
 // Usage: bench_compression [DATA_DIR=data].
@@ -108,18 +109,27 @@ int main(int argc, char** argv) {
                 median(save_ms), median(fp32_save_ms), median(load_ms), median(fp32_load_ms));
     fs::remove_all(tmp);
 
+    // Per size: the recipe against uniform (both rounded to nearest), and the recipe rounded by
+    // GPTQ against the better of uniform rounded to nearest and by GPTQ, seed by seed.
     const cp::Precision sizes[] = {cp::Precision::kInt8, cp::Precision::kInt4, cp::Precision::kInt3, cp::Precision::kInt2};
-    std::vector<std::vector<double>> gains(4);
+    std::vector<std::vector<double>> gains(4), best_gains(4);
     for (int seed = 1; seed <= 5; ++seed) {
       const gradscope::cli::Digits digits = gradscope::cli::load_digits(dir + "/digits.csv", 0.25, seed, 64);
       sc::Trained d = sc::train_for_compression(sc::digits_mlp_task(), digits, seed);
+      const cp::InputGrams grams = sc::calibration_grams(d, digits.x_train.narrow(0, 0, 512));
       for (int k = 0; k < 4; ++k) {
         const char* name = cp::precision_name(sizes[k]);
-        const sc::Measured u = sc::measure(d, cp::uniform_recipe(d.profiles, sizes[k]), digits, name);
-        const sc::Measured r = sc::measure(d, cp::make_recipe(d.profiles, cp::Budget::bytes(u.bytes)), digits, name);
+        const cp::Recipe uniform = cp::uniform_recipe(d.profiles, sizes[k]);
+        const sc::Measured u = sc::measure(d, uniform, digits, name);
+        const sc::Measured ug = sc::measure(d, uniform, digits, name, grams);
+        const cp::Recipe recipe_k = cp::make_recipe(d.profiles, cp::Budget::bytes(u.bytes));
+        const sc::Measured r = sc::measure(d, recipe_k, digits, name);
+        const sc::Measured rg = sc::measure(d, recipe_k, digits, name, grams);
         gains[k].push_back(r.accuracy - u.accuracy);
-        std::printf("digits seed %d: uniform %s %lld B accuracy %.4f, recipe %lld B accuracy %.4f\n", seed, name,
-                    static_cast<long long>(u.bytes), u.accuracy, static_cast<long long>(r.bytes), r.accuracy);
+        best_gains[k].push_back(rg.accuracy - std::max(u.accuracy, ug.accuracy));
+        std::printf("digits seed %d, %s: uniform %lld B accuracy %.4f (gptq %.4f), recipe %lld B accuracy %.4f (gptq %.4f)\n",
+                    seed, name, static_cast<long long>(u.bytes), u.accuracy, ug.accuracy, static_cast<long long>(r.bytes),
+                    r.accuracy, rg.accuracy);
       }
     }
     auto mean = [](const std::vector<double>& v) {
@@ -130,10 +140,13 @@ int main(int argc, char** argv) {
     std::printf("{\"bench\":\"compression\",\"recipe_ms\":%.1f,\"apply_ms\":%.1f,"
                 "\"accuracy_gain_vs_uniform_int4_at_equal_bytes\":%.4f,\"gain_vs_uniform_int8\":%.4f,"
                 "\"gain_vs_uniform_int3\":%.4f,\"gain_vs_uniform_int2\":%.4f,\"packed_bytes_on_disk\":%lld,"
-                "\"fp32_weights_bytes_on_disk\":%lld,\"save_ms\":%.1f,\"load_ms\":%.1f,\"fp32_load_ms\":%.1f}\n",
+                "\"fp32_weights_bytes_on_disk\":%lld,\"save_ms\":%.1f,\"load_ms\":%.1f,\"fp32_load_ms\":%.1f,"
+                "\"gptq_gain_vs_best_uniform_int8\":%.4f,\"gptq_gain_vs_best_uniform_int4\":%.4f,"
+                "\"gptq_gain_vs_best_uniform_int3\":%.4f,\"gptq_gain_vs_best_uniform_int2\":%.4f}\n",
                 median(recipe_ms), median(apply_ms), mean(gains[1]), mean(gains[0]), mean(gains[2]), mean(gains[3]),
                 static_cast<long long>(packed_size.file_bytes), static_cast<long long>(fp32_size.file_bytes),
-                median(save_ms), median(load_ms), median(fp32_load_ms));
+                median(save_ms), median(load_ms), median(fp32_load_ms), mean(best_gains[0]), mean(best_gains[1]),
+                mean(best_gains[2]), mean(best_gains[3]));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_compression: error: %s\n", e.what());
     return 3;
