@@ -5,10 +5,12 @@
 // rule's predicted loss: the CLI has no model to measure (the measured bound is
 // gradscope::compress::search_max_loss, in C++). --table NAME=BYTES (repeatable) writes row
 // recipes for embedding tables instead, from the run's rows.json (core/compress/rows.h).
-// --weights W --packed OUT applies the recipe to the model's weights (a safetensors file, e.g.
-// from gradscope.compress.save_weights) and writes the packed model (io/compress/packed_file.h),
-// still without LibTorch.
+// --weights W --packed OUT applies the recipe (or the --table row recipes) to the model's weights
+// (a safetensors file, e.g. from gradscope.compress.save_weights) and writes the packed model
+// (io/compress/packed_file.h), still without LibTorch.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <iostream>
 #include <limits>
 
@@ -50,6 +52,9 @@ std::pair<std::string, int64_t> table_budget(const std::string& arg) {
   return {arg.substr(0, eq), bytes};
 }
 
+void write_packed_model(const CompressOptions& opt, const compress::Recipe& recipe,
+                        const std::vector<compress::RowRecipe>& tables);
+
 int run_compress_tables(const CompressOptions& opt) {
   const std::vector<compress::RowProfile> tables = load_run_row_profiles(opt.run);
   std::vector<compress::RowRecipe> recipes;
@@ -68,6 +73,7 @@ int run_compress_tables(const CompressOptions& opt) {
   }
   const std::string json = render_row_recipes_json(recipes);
   if (opt.out.empty() || opt.json) std::cout << json;
+  if (!opt.packed.empty()) write_packed_model(opt, compress::Recipe{}, recipes);  // the tables only
   if (opt.out.empty()) return kExitOk;
   write_text_file(opt.out, json);
   if (opt.json) return kExitOk;
@@ -79,26 +85,40 @@ int run_compress_tables(const CompressOptions& opt) {
   return kExitOk;
 }
 
-// The recipe applied to the weights file, written packed; one line says where and how large.
-void write_packed_model(const CompressOptions& opt, const compress::Recipe& recipe) {
+// The recipe (and the tables' row recipes) applied to the weights file, written packed; one line
+// says where and how large. A table NAME is the weights file's entry NAME or NAME.weight.
+void write_packed_model(const CompressOptions& opt, const compress::Recipe& recipe,
+                        const std::vector<compress::RowRecipe>& tables) {
   const compress::PackedModel weights = read_packed(opt.weights);
-  if (!weights.nodes.empty())
-    throw Error("--weights '" + opt.weights + "' is already a packed model (" + std::to_string(weights.nodes.size()) +
-                " compressed nodes); give the model's uncompressed weights (gradscope.compress.save_weights)");
+  if (!weights.nodes.empty() || !weights.tables.empty())
+    throw Error("--weights '" + opt.weights + "' is already a packed model (" +
+                std::to_string(weights.nodes.size() + weights.tables.size()) +
+                " compressed nodes and tables); give the model's uncompressed weights (gradscope.compress.save_weights)");
   std::vector<compress::StateEntry> state;
   for (const compress::StoredTensor& t : weights.tensors) state.push_back({t.name, t.dtype, t.shape, t.data.data()});
+  std::map<std::string, compress::RowRecipe> rows;
+  for (const compress::RowRecipe& r : tables) {
+    const auto has = [&](const std::string& name) {
+      return std::any_of(state.begin(), state.end(), [&](const compress::StateEntry& e) { return e.name == name; });
+    };
+    const std::string entry = has(r.table) ? r.table : r.table + ".weight";
+    if (!has(entry))
+      throw Error("--weights '" + opt.weights + "' holds no entry '" + r.table + "' or '" + r.table + ".weight' for table '" +
+                  r.table + "'");
+    rows[entry] = r;
+  }
   compress::PackedModel packed;
   try {
-    packed = compress::pack(recipe, state);
+    packed = compress::pack(recipe, state, {}, {}, rows);
   } catch (const Error& e) {
     throw Error("--weights '" + opt.weights + "': " + e.what());
   }
   const PackedFileSize size = write_packed(opt.packed, packed);
   std::fprintf(opt.json || opt.out.empty() ? stderr : stdout,
-               "packed model written to %s: %lld bytes on disk (%lld of compressed nodes, %lld of other state, %lld of "
-               "header); the weights file was %lld bytes\n",
+               "packed model written to %s: %lld bytes on disk (%lld of compressed nodes and tables, %lld of other "
+               "state, %lld of header); the weights file was %lld bytes\n",
                terminal_text(opt.packed).c_str(), static_cast<long long>(size.file_bytes),
-               static_cast<long long>(packed.node_bytes), static_cast<long long>(packed.other_bytes),
+               static_cast<long long>(packed.node_bytes + packed.table_bytes), static_cast<long long>(packed.other_bytes),
                static_cast<long long>(size.header_bytes), static_cast<long long>(weights.data_bytes()));
 }
 
@@ -108,7 +128,7 @@ int run_compress(const CompressOptions& opt, bool by_bytes) {
       compress::make_recipe(nodes, by_bytes ? compress::Budget::bytes(opt.budget_bytes) : compress::Budget::loss(opt.max_loss));
   const std::string json = render_recipe_json(recipe);
   if (opt.out.empty() || opt.json) std::cout << json;
-  if (!opt.packed.empty()) write_packed_model(opt, recipe);
+  if (!opt.packed.empty()) write_packed_model(opt, recipe, {});
   if (opt.out.empty()) return kExitOk;
   write_text_file(opt.out, json);
   if (opt.json) return kExitOk;
@@ -153,7 +173,6 @@ void add_compress_command(CLI::App& app, int& exit_code) {
                                "gradscope.compress.load and gradscope::compress::load read it)");
   weights->needs(packed);
   packed->needs(weights);
-  packed->excludes(table);
   cmd->add_flag("--json", opt->json,
                 "the recipe as JSON on stdout (the default without -o; with -o, instead of the summary lines)");
   cmd->callback([opt, bytes, loss, table, &exit_code] {

@@ -245,6 +245,25 @@ TEST(CompressCli, TableRecipesFromASavedRunEqualTheInMemoryRecipe) {
   const CliResult s = run("compress " + run_dir.string() + " --table user=100");
   ASSERT_EQ(s.code, 0) << s.err;
   EXPECT_THAT(s.out, StartsWith("{\n  \"gradscope_row_recipes\""));
+  // With the model's weights: the item table packed row by row (the entry "item.weight"), the
+  // rest as it is; a table the weights lack is named.
+  std::vector<float> item(8 * 4), fc(6);
+  for (std::size_t i = 0; i < item.size(); ++i) item[i] = 0.1f * static_cast<float>(i) - 1.5f;
+  const fs::path weights = run_dir.parent_path() / "w.safetensors", packed = run_dir.parent_path() / "p.safetensors";
+  write_packed(weights.string(), compress::pack(compress::Recipe{}, {{"item.weight", "F32", {8, 4}, item.data()},
+                                                                     {"fc.weight", "F32", {1, 6}, fc.data()}}));
+  const CliResult t = run("compress " + run_dir.string() + " --table item=60 --weights " + weights.string() + " --packed " +
+                          packed.string());
+  ASSERT_EQ(t.code, 0) << t.err;
+  const compress::PackedModel p = read_packed(packed.string());
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].name, "item.weight");
+  EXPECT_EQ(p.table_bytes, compress::make_row_recipe(item_rows(), 60).bytes);
+  EXPECT_EQ(p.other_bytes, 24);
+  const CliResult u = run("compress " + run_dir.string() + " --table user=100 --weights " + weights.string() +
+                          " --packed " + packed.string());
+  EXPECT_EQ(u.code, 3);
+  EXPECT_THAT(u.err, HasSubstr("holds no entry 'user' or 'user.weight' for table 'user'"));
   fs::remove_all(run_dir.parent_path());
 }
 

@@ -191,3 +191,66 @@ TEST(CompressPacked, BadInputIsRefusedNamingIt) {
 
 }  // namespace
 }  // namespace gradscope::compress
+
+namespace gradscope::compress {
+namespace {
+
+// An 8 x 3 table with every row level: values checked against each level's definition.
+TEST(CompressPackedTable, EveryRowLevelIsStoredAsRowBytesCountsAndComesBack) {
+  std::vector<float> x;
+  for (int i = 0; i < 24; ++i) x.push_back(std::cos(0.9f * static_cast<float>(i)) * (1 + i % 5));
+  RowRecipe r;
+  r.table = "item";
+  r.rows = 8;
+  r.dim = 3;
+  r.level = {kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowPruned, kRowMerged, kRowInt8, kRowMerged};
+  r.merged_into = {-1, -1, -1, -1, -1, 3, -1, 0};
+  r.fallback = {0.5, -0.25, 0.125};
+  const PackedModel p = pack(Recipe{}, {{"item.weight", "F32", {8, 3}, x.data()}}, {}, {}, {{"item.weight", r}});
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].levels, (std::vector<uint8_t>{kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowPruned, kRowMerged}));
+  EXPECT_EQ(p.tables[0].bytes, row_bytes(3, r.level));
+  EXPECT_EQ(p.table_bytes, p.data_bytes());
+  // Six levels: 3-bit codes, 8 rows -> 3 bytes; merged indices 3 bits x 2 -> 1 byte.
+  EXPECT_EQ(named(p.tensors, "item.weight.rows.codes").data.size(), 3u);
+  for (const StoredTensor& t : p.tensors)  // each shape holds its data
+    EXPECT_EQ(t.shape.at(0) * stored_dtype_size(t.dtype), static_cast<int64_t>(t.data.size())) << t.name;
+  EXPECT_EQ(named(p.tensors, "item.weight.rows.merged").data.size(), 1u);
+  EXPECT_EQ(named(p.tensors, "item.weight.rows.int4.codes").data.size(), 2u);  // 3 x 4 bits, from a byte boundary
+  const std::vector<float> v = floats_of(named(unpack(p), "item.weight"));
+  ASSERT_EQ(v.size(), 24u);
+  auto grid = [&](int row, int qmax, int j) {
+    float m = 0;
+    for (int k = 0; k < 3; ++k) m = std::max(m, std::fabs(x[3 * row + k]));
+    const float s = m / static_cast<float>(qmax);
+    return std::clamp(std::nearbyint(x[3 * row + j] / s), -1.0f * qmax, 1.0f * qmax) * s;
+  };
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(v[0 + j], x[0 + j]);
+    EXPECT_EQ(v[3 + j], half_to_float(float_to_half(x[3 + j])));
+    EXPECT_EQ(v[6 + j], grid(2, 127, j));
+    EXPECT_EQ(v[9 + j], grid(3, 7, j));
+    EXPECT_EQ(v[12 + j], static_cast<float>(r.fallback[j]));
+    EXPECT_EQ(v[15 + j], v[9 + j]);   // merged into row 3: its stored INT4 values
+    EXPECT_EQ(v[18 + j], grid(6, 127, j));
+    EXPECT_EQ(v[21 + j], v[0 + j]);   // merged into row 0
+  }
+  // A merged row must share a stored row; the recipe must be for the entry's shape.
+  RowRecipe bad = r;
+  bad.merged_into[5] = 4;  // the pruned row
+  EXPECT_THAT(error_of([&] { pack(Recipe{}, {{"item.weight", "F32", {8, 3}, x.data()}}, {}, {}, {{"item.weight", bad}}); }),
+              HasSubstr("merged row 5 shares row 4, which is not a stored row"));
+  EXPECT_THAT(error_of([&] { pack(Recipe{}, {{"item.weight", "F32", {6, 4}, x.data()}}, {}, {}, {{"item.weight", r}}); }),
+              HasSubstr("table 'item.weight' is F32 [6, 4], its row recipe is for F32 [8, 3]"));
+  EXPECT_THAT(error_of([&] { pack(Recipe{}, {}, {}, {}, {{"user.weight", r}}); }), HasSubstr("no state entry 'user.weight'"));
+  // A uniform table needs no codes.
+  RowRecipe u = r;
+  u.level.assign(8, kRowInt8);
+  u.merged_into.clear();
+  const PackedModel q = pack(Recipe{}, {{"item.weight", "F32", {8, 3}, x.data()}}, {}, {}, {{"item.weight", u}});
+  EXPECT_EQ(q.table_bytes, 8 * (3 + 4));
+  EXPECT_THROW(named(q.tensors, "item.weight.rows.codes"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace gradscope::compress

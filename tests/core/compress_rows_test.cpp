@@ -34,12 +34,19 @@ TEST(CompressRows, SizesFollowTheLayout) {
   EXPECT_EQ(uniform_row_recipe(table(), kRowInt8).bytes, 8 * 8);
   EXPECT_EQ(uniform_row_recipe(table(), kRowInt4).bytes, 8 * 6);
   EXPECT_EQ(uniform_row_recipe(table(), kRowInt4).fp32_bytes, 8 * 16);
-  // Mixed: 2 bytes of codes; one row pruned: nothing for it, 16 for the fallback row.
+  // Two levels: a 1-bit code per row (1 byte for 8 rows); one row pruned: nothing for it, 16
+  // for the fallback row.
   std::vector<uint8_t> l(8, kRowInt8);
   l[0] = kRowPruned;
-  EXPECT_EQ(row_bytes(4, l), 7 * 8 + 2 + 16);
+  EXPECT_EQ(row_bytes(4, l), 7 * 8 + 1 + 16);
   l[0] = kRowFp16;
-  EXPECT_EQ(row_bytes(4, l), 7 * 8 + 8 + 2);
+  EXPECT_EQ(row_bytes(4, l), 7 * 8 + 8 + 1);
+  // Five levels: 3-bit codes (3 bytes for 8 rows).
+  l = {kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowPruned, kRowInt8, kRowInt8, kRowInt8};
+  EXPECT_EQ(row_bytes(4, l), 16 + 8 + 4 * 8 + 6 + 3 + 16);
+  EXPECT_EQ(row_code_bytes(8, 1), 0);
+  EXPECT_EQ(row_code_bytes(8, 4), 2);
+  EXPECT_EQ(row_code_bytes(9, 5), 4);
 }
 
 TEST(CompressRows, NeverExposedFirstThenTheRarestRowsLoseBits) {
@@ -62,14 +69,14 @@ TEST(CompressRows, BaselinesAndBadBudgets) {
   std::vector<double> key = {5, 4, 3, 2, 1, 0, 6, 7};
   const RowRecipe p = prune_row_recipe(t, key, kRowInt8, 60, "magnitude");
   EXPECT_LE(p.bytes, 60);
-  // 60 - codes 2 - fallback 16 = 42: 5 INT8 rows of 8 bytes; rows 5, 4, 3 (smallest keys) go.
+  // 60 - codes 1 - fallback 16 = 43: 5 INT8 rows of 8 bytes; rows 5, 4, 3 (smallest keys) go.
   EXPECT_EQ(p.level[5], kRowPruned);
   EXPECT_EQ(p.level[4], kRowPruned);
   EXPECT_EQ(p.level[3], kRowPruned);
   EXPECT_EQ(p.level[2], kRowInt8);
-  // Smallest: one INT4 row (6), codes (2), fallback (16).
-  EXPECT_THAT(error_of([&] { make_row_recipe(t, 23); }), HasSubstr("smallest reachable size is 24 bytes"));
-  EXPECT_LE(make_row_recipe(t, 24).bytes, 24);
+  // Smallest: one INT4 row (6), 1-bit codes (1), fallback (16).
+  EXPECT_THAT(error_of([&] { make_row_recipe(t, 22); }), HasSubstr("smallest reachable size is 23 bytes"));
+  EXPECT_LE(make_row_recipe(t, 23).bytes, 23);
   RowProfile bad = t;
   bad.sum_sq.pop_back();
   EXPECT_THAT(error_of([&] { make_row_recipe(bad, 60); }), HasSubstr("embedding table 'item': per-row statistics"));
@@ -79,12 +86,11 @@ TEST(CompressRows, BaselinesAndBadBudgets) {
 }
 
 TEST(CompressRows, MergedRowsCostTheirCodesAndIndicesOnly) {
-  // 4 rows x 4: one FP32 row, two merged into it, one pruned. 3-bit codes for 4 rows (2 bytes),
-  // two indices of ceil(log2 4) = 2 bits (1 byte), the FP32 fallback row (16 bytes).
-  EXPECT_EQ(row_bytes(4, {kRowFp32, kRowMerged, kRowMerged, kRowPruned}), 16 + 2 + 1 + 16);
-  // 5 rows need 3-bit indices; no pruned row, no fallback.
-  EXPECT_EQ(row_bytes(4, {kRowInt4, kRowMerged, kRowInt4, kRowInt4, kRowInt4}), 4 * 6 + 2 + 1);
-  // Without merged rows the 2-bit codes stay.
+  // 4 rows x 4: one FP32 row, two merged into it, one pruned. Three levels: 2-bit codes for 4
+  // rows (1 byte), two indices of ceil(log2 4) = 2 bits (1 byte), the FP32 fallback row (16).
+  EXPECT_EQ(row_bytes(4, {kRowFp32, kRowMerged, kRowMerged, kRowPruned}), 16 + 1 + 1 + 16);
+  // 5 rows need 3-bit indices; two levels, 1-bit codes; no pruned row, no fallback.
+  EXPECT_EQ(row_bytes(4, {kRowInt4, kRowMerged, kRowInt4, kRowInt4, kRowInt4}), 4 * 6 + 1 + 1);
   EXPECT_EQ(row_bytes(4, {kRowFp32, kRowInt4, kRowPruned}), 16 + 6 + 1 + 16);
 }
 

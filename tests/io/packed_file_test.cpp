@@ -111,6 +111,31 @@ TEST(PackedFile, RoundTripKeepsTensorsAndManifest) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].data, b[i].data) << a[i].name;
 }
 
+TEST(PackedFile, TablesRoundTripWithTheirLevels) {
+  TempDir dir;
+  std::vector<float> x(5 * 2);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.3f * static_cast<float>(i) - 1.0f;
+  compress::RowRecipe r;
+  r.table = "item";
+  r.rows = 5;
+  r.dim = 2;
+  r.level = {compress::kRowInt4, compress::kRowPruned, compress::kRowFp16, compress::kRowInt4, compress::kRowMerged};
+  r.merged_into = {-1, -1, -1, -1, 0};
+  r.fallback = {0.1, 0.2};
+  const compress::PackedModel p =
+      compress::pack(compress::Recipe{}, {{"emb.weight", "F32", {5, 2}, x.data()}}, {}, {}, {{"emb.weight", r}});
+  const fs::path path = dir.path / "t.safetensors";
+  const PackedFileSize size = write_packed(path.string(), p);
+  EXPECT_EQ(size.data_bytes, compress::row_bytes(2, r.level));
+  const compress::PackedModel back = read_packed(path.string());
+  ASSERT_EQ(back.tables.size(), 1u);
+  EXPECT_EQ(back.tables[0].name, "emb.weight");
+  EXPECT_EQ(back.tables[0].levels, p.tables[0].levels);
+  EXPECT_EQ(back.table_bytes, p.table_bytes);
+  EXPECT_EQ(back.other_bytes, 0);
+  EXPECT_EQ(compress::unpack(back)[0].data, compress::unpack(p)[0].data);
+}
+
 TEST(PackedFile, PlainSafetensorsIsReadAsState) {
   TempDir dir;
   const std::string data("\x00\x00\x80\x3f\x00\x00\x00\x40", 8);  // 1.0f, 2.0f

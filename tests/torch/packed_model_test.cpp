@@ -7,6 +7,7 @@
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
@@ -58,13 +59,17 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-void expect_identical(nn::Sequential& a, nn::Sequential& b) {
+void expect_identical_entries(nn::Sequential& a, nn::Sequential& b) {
   const auto sa = model_state(*a.ptr()), sb = model_state(*b.ptr());
   ASSERT_EQ(sa.size(), sb.size());
   for (std::size_t i = 0; i < sa.size(); ++i) {
     EXPECT_EQ(sa[i].first, sb[i].first);
     EXPECT_TRUE(at::equal(sa[i].second, sb[i].second)) << sa[i].first;
   }
+}
+
+void expect_identical(nn::Sequential& a, nn::Sequential& b) {
+  expect_identical_entries(a, b);
   const at::Tensor x = at::randn({10, 6});
   ::torch::NoGradGuard g;
   EXPECT_TRUE(at::equal(a->forward(x), b->forward(x)));
@@ -159,6 +164,41 @@ TEST(PackedModel, GptqRoundingLoadsAsAppliedInTheSameBytesAndMovesTheOutputLess)
   EXPECT_THAT(error_of([&] { compress::apply(*model(1).ptr(), r, wrong); }), HasSubstr("its weight needs [6, 6]"));
   wrong = {{"head", input_gram(x)}};
   EXPECT_THAT(error_of([&] { compress::apply(*model(1).ptr(), r, wrong); }), HasSubstr("'head', which the recipe does not hold"));
+}
+
+TEST(PackedModel, AnEmbeddingTablePackedRowByRowLoadsAsApplied) {
+  TempDir dir;
+  ::torch::manual_seed(4);
+  nn::Sequential net({{"emb", nn::Embedding(12, 6)}, {"fc", nn::Linear(6, 3)}});
+  RowRecipe r;
+  r.table = "item";
+  r.rows = 12;
+  r.dim = 6;
+  r.level = {kRowFp32, kRowInt8, kRowInt4, kRowInt4, kRowPruned, kRowFp16, kRowMerged, kRowInt8,
+             kRowInt4, kRowPruned, kRowInt8, kRowInt4};
+  r.merged_into.assign(12, -1);
+  r.merged_into[6] = 1;
+  r.fallback = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
+  const Recipe nodes = uniform_recipe({test::linear_node("fc", 3, 6)}, Precision::kInt8);
+  nn::Sequential applied({{"emb", nn::Embedding(12, 6)}, {"fc", nn::Linear(6, 3)}});
+  {
+    ::torch::NoGradGuard g;
+    for (std::size_t i = 0; i < model_state(*net.ptr()).size(); ++i)
+      model_state(*applied.ptr())[i].second.copy_(model_state(*net.ptr())[i].second);
+  }
+  at::Tensor table = applied[0]->as<nn::Embedding>()->weight;
+  const int64_t bytes = apply_rows(table, r);
+  compress::apply(*applied.ptr(), nodes);
+  const std::string path = (dir.path / "emb.safetensors").string();
+  const PackedFileSize size = compress::save(*net.ptr(), nodes, path, {}, {{"emb.weight", r}});
+  nn::Sequential fresh({{"emb", nn::Embedding(12, 6)}, {"fc", nn::Linear(6, 3)}});
+  compress::load(*fresh.ptr(), path);
+  expect_identical_entries(applied, fresh);
+  EXPECT_EQ(bytes, row_bytes(6, r.level));
+  EXPECT_EQ(size.data_bytes, bytes + nodes.bytes);
+  EXPECT_TRUE(at::equal(fresh[0]->as<nn::Embedding>()->weight[6], fresh[0]->as<nn::Embedding>()->weight[1]));
+  EXPECT_TRUE(at::equal(fresh[0]->as<nn::Embedding>()->weight[4].to(at::kDouble),
+                        at::tensor(r.fallback, at::kDouble).to(at::kFloat).to(at::kDouble)));
 }
 
 TEST(PackedModel, SaveWeightsRoundTripsEveryEntryExactly) {

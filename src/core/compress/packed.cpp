@@ -56,6 +56,23 @@ class BitWriter {
   std::vector<uint8_t> bytes_;
 };
 
+// Unsigned values of `bits` bits, least significant bit first, one after another.
+std::vector<uint8_t> pack_bits(const std::vector<uint32_t>& values, int64_t bits) {
+  std::vector<uint8_t> out(static_cast<std::size_t>((static_cast<int64_t>(values.size()) * bits + 7) / 8), 0);
+  int64_t at = 0;
+  for (uint32_t v : values)
+    for (int64_t b = 0; b < bits; ++b, ++at)
+      out[static_cast<std::size_t>(at / 8)] = static_cast<uint8_t>(out[static_cast<std::size_t>(at / 8)] | (((v >> b) & 1u) << (at % 8)));
+  return out;
+}
+
+uint32_t read_bits(const std::vector<uint8_t>& bytes, int64_t bits, int64_t index) {
+  uint32_t v = 0;
+  int64_t at = index * bits;
+  for (int64_t b = 0; b < bits; ++b, ++at) v |= ((bytes[static_cast<std::size_t>(at / 8)] >> (at % 8)) & 1u) << b;
+  return v;
+}
+
 int32_t read_code(const std::vector<uint8_t>& bytes, int bits, int64_t index) {
   uint32_t code = 0;
   int64_t at = index * bits;
@@ -122,6 +139,167 @@ const StoredTensor& part(const PackedModel& p, const std::string& name, int64_t 
   throw Error("packed model: tensor '" + name + "' is missing");
 }
 
+
+int level_bits(std::size_t distinct) {
+  int bits = 0;
+  while ((std::size_t{1} << bits) < distinct) ++bits;
+  return bits;
+}
+
+// One table's tensors from its F32 [rows, dim] values and its row recipe (PackedTable's layout).
+PackedTable pack_table(const std::string& name, const float* x, const RowRecipe& r, std::vector<StoredTensor>& out) {
+  PackedTable t;
+  t.name = name;
+  t.rows = r.rows;
+  t.dim = r.dim;
+  bool present[kRowLevels] = {};
+  for (uint8_t l : r.level) {
+    if (l >= kRowLevels) throw Error("pack: table '" + name + "': row level " + std::to_string(l) + " is not one");
+    present[l] = true;
+  }
+  for (int l = 0; l < kRowLevels; ++l)
+    if (present[l]) t.levels.push_back(static_cast<uint8_t>(l));
+  const int64_t dim = r.dim;
+  std::vector<uint32_t> codes, merged;
+  std::vector<uint8_t> fp32, fp16, i8, i4, s8, s4;
+  std::vector<int32_t> q(static_cast<std::size_t>(dim));
+  for (int64_t i = 0; i < r.rows; ++i) {
+    const uint8_t l = r.level[static_cast<std::size_t>(i)];
+    codes.push_back(static_cast<uint32_t>(std::find(t.levels.begin(), t.levels.end(), l) - t.levels.begin()));
+    const float* row = x + i * dim;
+    if (l == kRowInt8 || l == kRowInt4) {
+      for (int64_t k = 0; k < dim; ++k)
+        if (!std::isfinite(row[k])) throw Error("pack: table '" + name + "': row " + std::to_string(i) + " holds NaN or Inf");
+      const int bits = l == kRowInt8 ? 8 : 4;
+      const float scale = quantise_unit(row, dim, bits == 8 ? 127 : 7, q.data());
+      BitWriter w(bits);
+      for (int32_t c : q) w.add(c);
+      std::vector<uint8_t> b = w.take();
+      (bits == 8 ? i8 : i4).insert((bits == 8 ? i8 : i4).end(), b.begin(), b.end());
+      put(bits == 8 ? s8 : s4, scale);
+    } else if (l == kRowFp32) {
+      for (int64_t k = 0; k < dim; ++k) put(fp32, row[k]);
+    } else if (l == kRowFp16) {
+      for (int64_t k = 0; k < dim; ++k) put(fp16, float_to_half(row[k]));
+    } else if (l == kRowMerged) {
+      const int64_t m = r.merged_into.empty() ? -1 : r.merged_into[static_cast<std::size_t>(i)];
+      if (m < 0 || m >= r.rows || r.level[static_cast<std::size_t>(m)] >= kRowPruned)
+        throw Error("pack: table '" + name + "': merged row " + std::to_string(i) + " shares row " + std::to_string(m) +
+                    ", which is not a stored row");
+      merged.push_back(static_cast<uint32_t>(m));
+    }
+  }
+  const std::size_t before = out.size();
+  auto add = [&](const std::string& part, const char* dtype, std::vector<uint8_t> data) {
+    const int64_t count = static_cast<int64_t>(data.size()) / stored_dtype_size(dtype);
+    if (!data.empty()) out.push_back({name + ".rows." + part, dtype, {count}, std::move(data)});
+  };
+  if (t.levels.size() > 1) {
+    std::vector<uint8_t> c = pack_bits(codes, level_bits(t.levels.size()));
+    add("codes", "U8", std::move(c));
+  }
+  add("fp32", "F32", std::move(fp32));
+  add("fp16", "F16", std::move(fp16));
+  add("int8.codes", "U8", std::move(i8));
+  add("int8.scales", "F32", std::move(s8));
+  add("int4.codes", "U8", std::move(i4));
+  add("int4.scales", "F32", std::move(s4));
+  if (present[kRowPruned]) {
+    std::vector<uint8_t> f;
+    for (double v : r.fallback) put(f, static_cast<float>(v));
+    add("fallback", "F32", std::move(f));
+  }
+  if (!merged.empty()) {
+    std::vector<uint8_t> m = pack_bits(merged, row_index_bits(r.rows));
+    add("merged", "U8", std::move(m));
+  }
+  for (std::size_t k = before; k < out.size(); ++k) t.bytes += static_cast<int64_t>(out[k].data.size());
+  return t;
+}
+
+// A table's F32 values back from its tensors; `used` collects their names.
+StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<std::string>& used) {
+  const std::string where = "packed model: table '" + t.name + "'";
+  if (t.rows < 1 || t.dim < 1 || t.levels.empty()) throw Error(where + " has no rows, dim or levels");
+  for (uint8_t l : t.levels)
+    if (l >= kRowLevels) throw Error(where + ": level " + std::to_string(l) + " is not one");
+  auto find = [&](const std::string& part) -> const StoredTensor* {
+    for (const StoredTensor& x : p.tensors)
+      if (x.name == t.name + ".rows." + part) {
+        used.insert(x.name);
+        return &x;
+      }
+    return nullptr;
+  };
+  const int bits = level_bits(t.levels.size());
+  const StoredTensor* codes = bits > 0 ? find("codes") : nullptr;
+  if (bits > 0 && (!codes || static_cast<int64_t>(codes->data.size()) != (t.rows * bits + 7) / 8))
+    throw Error(where + ": its row codes are missing or of the wrong size");
+  std::vector<uint8_t> level(static_cast<std::size_t>(t.rows));
+  for (int64_t i = 0; i < t.rows; ++i) {
+    const uint32_t c = bits > 0 ? read_bits(codes->data, bits, i) : 0;
+    if (c >= t.levels.size()) throw Error(where + ": row " + std::to_string(i) + " has no level " + std::to_string(c));
+    level[static_cast<std::size_t>(i)] = t.levels[c];
+  }
+  int64_t count[kRowLevels] = {};
+  for (uint8_t l : level) ++count[l];
+  const int64_t dim = t.dim, i4_row = (dim * 4 + 7) / 8;
+  auto need = [&](const std::string& part, int64_t bytes) -> const std::vector<uint8_t>* {
+    if (bytes == 0) return nullptr;
+    const StoredTensor* x = find(part);
+    if (!x || static_cast<int64_t>(x->data.size()) != bytes)
+      throw Error(where + ": tensor '" + t.name + ".rows." + part + "' is missing or not " + std::to_string(bytes) + " bytes");
+    return &x->data;
+  };
+  const auto* fp32 = need("fp32", count[kRowFp32] * dim * 4);
+  const auto* fp16 = need("fp16", count[kRowFp16] * dim * 2);
+  const auto* i8 = need("int8.codes", count[kRowInt8] * dim);
+  const auto* s8 = need("int8.scales", count[kRowInt8] * 4);
+  const auto* i4 = need("int4.codes", count[kRowInt4] * i4_row);
+  const auto* s4 = need("int4.scales", count[kRowInt4] * 4);
+  const auto* fallback = need("fallback", count[kRowPruned] > 0 ? dim * 4 : 0);
+  const int64_t index_bits = row_index_bits(t.rows);
+  const auto* merged = need("merged", (count[kRowMerged] * index_bits + 7) / 8);
+  StoredTensor out{t.name, "F32", {t.rows, dim}, std::vector<uint8_t>(static_cast<std::size_t>(t.rows * dim * 4))};
+  float* v = reinterpret_cast<float*>(out.data.data());
+  int64_t at[kRowLevels] = {};
+  std::vector<std::pair<int64_t, int64_t>> shares;  // merged row, its representative
+  for (int64_t i = 0; i < t.rows; ++i) {
+    const uint8_t l = level[static_cast<std::size_t>(i)];
+    float* row = v + i * dim;
+    const int64_t k = at[l]++;
+    switch (l) {
+      case kRowFp32: std::memcpy(row, fp32->data() + k * dim * 4, static_cast<std::size_t>(dim * 4)); break;
+      case kRowFp16:
+        for (int64_t j = 0; j < dim; ++j) {
+          uint16_t h;
+          std::memcpy(&h, fp16->data() + (k * dim + j) * 2, 2);
+          row[j] = half_to_float(h);
+        }
+        break;
+      case kRowInt8:
+      case kRowInt4: {
+        const bool eight = l == kRowInt8;
+        float scale;
+        std::memcpy(&scale, (eight ? s8 : s4)->data() + k * 4, 4);
+        const std::vector<uint8_t> one((eight ? i8 : i4)->begin() + k * (eight ? dim : i4_row),
+                                       (eight ? i8 : i4)->begin() + (k + 1) * (eight ? dim : i4_row));
+        for (int64_t j = 0; j < dim; ++j) row[j] = static_cast<float>(read_code(one, eight ? 8 : 4, j)) * scale;
+        break;
+      }
+      case kRowPruned: std::memcpy(row, fallback->data(), static_cast<std::size_t>(dim * 4)); break;
+      default: {
+        const auto m = static_cast<int64_t>(read_bits(*merged, index_bits, k));
+        if (m >= t.rows || level[static_cast<std::size_t>(m)] >= kRowPruned)
+          throw Error(where + ": merged row " + std::to_string(i) + " shares row " + std::to_string(m) + ", not a stored row");
+        shares.emplace_back(i, m);
+      }
+    }
+  }
+  for (const auto& [i, m] : shares) std::memcpy(v + i * dim, v + m * dim, static_cast<std::size_t>(dim * 4));
+  return out;
+}
+
 }  // namespace
 
 int64_t stored_dtype_size(const std::string& dtype) {
@@ -144,7 +322,8 @@ float quantise_unit(const float* w, int64_t n, int qmax, int32_t* q) {
 
 PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
                  const std::map<std::string, std::vector<uint8_t>>& keep_masks,
-                 const std::map<std::string, std::vector<float>>& unit_scales) {
+                 const std::map<std::string, std::vector<float>>& unit_scales,
+                 const std::map<std::string, RowRecipe>& row_recipes) {
   PackedModel out;
   std::set<std::string> used;
   std::string problems;
@@ -281,6 +460,18 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
     for (auto t = out.tensors.begin() + before; t != out.tensors.end(); ++t) n.bytes += static_cast<int64_t>(t->data.size());
     out.node_bytes += n.bytes;
   }
+  for (const auto& [name, r] : row_recipes) {
+    const StateEntry* e = find_entry(state, name);
+    if (!e) throw Error("pack: no state entry '" + name + "' for its row recipe (table '" + r.table + "')");
+    if (used.count(name)) throw Error("pack: state entry '" + name + "' is both a node's and a table's");
+    if (e->dtype != "F32" || e->shape != std::vector<int64_t>{r.rows, r.dim} ||
+        static_cast<int64_t>(r.level.size()) != r.rows || static_cast<int64_t>(r.fallback.size()) != r.dim)
+      throw Error("pack: table '" + name + "' is " + e->dtype + " " + shape_text(e->shape) + ", its row recipe is for F32 [" +
+                  std::to_string(r.rows) + ", " + std::to_string(r.dim) + "] (with a level per row and a fallback of dim values)");
+    out.tables.push_back(pack_table(name, static_cast<const float*>(e->data), r, out.tensors));
+    out.table_bytes += out.tables.back().bytes;
+    used.insert(name);
+  }
   for (const StateEntry& e : state) {
     if (used.count(e.name)) continue;
     StoredTensor t{e.name, e.dtype, e.shape, {}};
@@ -369,6 +560,7 @@ std::vector<StoredTensor> unpack(const PackedModel& packed) {
       out.push_back(std::move(bias));
     }
   }
+  for (const PackedTable& t : packed.tables) out.push_back(unpack_table(packed, t, node_parts));
   for (const StoredTensor& t : packed.tensors) {
     if (node_parts.count(t.name)) continue;
     if (static_cast<int64_t>(t.data.size()) != product(t.shape) * stored_dtype_size(t.dtype))

@@ -49,24 +49,31 @@ RowRecipe base(const RowProfile& t, const std::string& method) {
 
 }  // namespace
 
+int64_t row_code_bytes(int64_t rows, int distinct) {
+  int bits = 0;
+  while ((1 << bits) < distinct) ++bits;
+  return (rows * bits + 7) / 8;
+}
+
+int64_t row_index_bits(int64_t rows) {
+  int64_t bits = 0;
+  while ((int64_t{1} << bits) < rows) ++bits;
+  return bits;
+}
+
 int64_t row_bytes(int64_t dim, const std::vector<uint8_t>& level) {
   int64_t bytes = 0, merged = 0;
-  bool mixed = false, pruned = false;
+  bool present[kRowLevels] = {};
   for (uint8_t l : level) {
     bytes += level_bytes(dim, l);
-    mixed = mixed || l != level.front();
-    pruned = pruned || l == kRowPruned;
+    present[std::min<int>(l, kRowLevels - 1)] = true;
     merged += l == kRowMerged;
   }
   const auto rows = static_cast<int64_t>(level.size());
-  if (merged > 0) {
-    int64_t index_bits = 0;
-    while ((int64_t{1} << index_bits) < rows) ++index_bits;
-    bytes += (3 * rows + 7) / 8 + (merged * index_bits + 7) / 8;  // 3-bit codes, one index per merged row
-  } else if (mixed || pruned) {
-    bytes += (rows + 3) / 4;  // 2-bit code per row
-  }
-  if (pruned) bytes += 4 * dim;                                                 // the fallback row
+  const int distinct = static_cast<int>(std::count(present, present + kRowLevels, true));
+  bytes += row_code_bytes(rows, distinct);                                    // which level each row is
+  bytes += (merged * row_index_bits(rows) + 7) / 8;                           // the row each merged row shares
+  if (present[kRowPruned]) bytes += 4 * dim;                                  // the fallback row
   return bytes;
 }
 
@@ -110,7 +117,7 @@ RowRecipe prune_row_recipe(const RowProfile& t, const std::vector<double>& key, 
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key[a] < key[b]; });
   // Pruning k rows: (rows - k) kept rows, the codes and the fallback row.
-  const int64_t per_row = level_bytes(t.dim, kept), fixed = (t.rows + 3) / 4 + 4 * t.dim;
+  const int64_t per_row = level_bytes(t.dim, kept), fixed = row_code_bytes(t.rows, 2) + 4 * t.dim;
   int64_t k = t.rows - (budget_bytes - fixed) / std::max<int64_t>(1, per_row);
   if (k >= t.rows || budget_bytes < fixed + per_row)
     throw Error("embedding table '" + t.table + "': budget of " + std::to_string(budget_bytes) +
@@ -125,7 +132,7 @@ RowRecipe prune_row_recipe(const RowProfile& t, const std::vector<double>& key, 
 
 RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRuleOptions& options) {
   RowRecipe r = base(t, options.use_frequency ? "dynamics" : "static");
-  const int64_t least = level_bytes(t.dim, kRowInt4) + (t.rows + 3) / 4 + 4 * t.dim;
+  const int64_t least = level_bytes(t.dim, kRowInt4) + row_code_bytes(t.rows, t.rows > 1 ? 2 : 1) + 4 * t.dim;
   if (budget_bytes < least)
     throw Error("embedding table '" + t.table + "': budget of " + std::to_string(budget_bytes) +
                 " bytes cannot be met: the smallest reachable size is " + std::to_string(least) +
@@ -145,8 +152,8 @@ RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRu
   if (options.use_frequency)
     for (int64_t i = 0; i < t.rows; ++i)
       if (!t.exposed[i] && !representative[i] && never + 1 < t.rows) r.level[i] = kRowPruned, ++never;
-  // Each row's next move, cheapest weighted error per byte first. The 2-bit codes count from
-  // the first change on, the fallback row from the first pruned row on.
+  // Each row's next move, cheapest weighted error per byte first. The codes take as many bits a
+  // row as the levels present need, the fallback row counts from the first pruned row on.
   using Entry = std::pair<double, int64_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
   auto push = [&](int64_t i) {
@@ -158,13 +165,12 @@ RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRu
   };
   for (int64_t i = 0; i < t.rows; ++i) push(i);
   int64_t sum = 0, kept = t.rows - never, pruned = never, merged = 0;
-  for (uint8_t l : r.level) sum += level_bytes(t.dim, l);
-  bool changed = never > 0;
-  int64_t index_bits = 0;
-  while ((int64_t{1} << index_bits) < t.rows) ++index_bits;
+  std::vector<int64_t> count(kRowLevels, 0);
+  for (uint8_t l : r.level) sum += level_bytes(t.dim, l), ++count[l];
+  const int64_t index_bits = row_index_bits(t.rows);
   auto total = [&] {
-    const int64_t codes = merged > 0 ? (3 * t.rows + 7) / 8 + (merged * index_bits + 7) / 8 : changed ? (t.rows + 3) / 4 : 0;
-    return sum + codes + (pruned > 0 ? 4 * t.dim : 0);
+    const int distinct = static_cast<int>(std::count_if(count.begin(), count.end(), [](int64_t c) { return c > 0; }));
+    return sum + row_code_bytes(t.rows, distinct) + (merged * index_bits + 7) / 8 + (pruned > 0 ? 4 * t.dim : 0);
   };
   while (total() > budget_bytes && !next.empty()) {
     const int64_t i = next.top().second;
@@ -172,8 +178,8 @@ RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRu
     const uint8_t n = down(i);
     if (n >= kRowPruned && kept == 1) continue;  // one row stays
     sum -= level_bytes(t.dim, r.level[i]) - level_bytes(t.dim, n);
+    --count[r.level[i]], ++count[n];
     r.level[i] = n;
-    changed = true;
     if (n >= kRowPruned) --kept;
     pruned += n == kRowPruned;
     merged += n == kRowMerged;
@@ -190,8 +196,6 @@ RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRu
   }
   r.bytes = row_bytes(t.dim, r.level);
   for (int64_t i = 0; i < t.rows; ++i) r.predicted_cost += weight(i) * level_error(t, i, r.level[i]);
-  int64_t count[6] = {0, 0, 0, 0, 0, 0};
-  for (uint8_t l : r.level) ++count[l];
   r.premise = std::to_string(never) + " of " + std::to_string(t.rows) +
               " rows never exposed in training (their values are their initial ones)" +
               (options.use_frequency ? "; a row's error weighs its positive lookups + 1" : "");

@@ -16,6 +16,7 @@ using Json = nlohmann::ordered_json;
 
 constexpr int64_t kMaxHeader = int64_t{100} << 20;  // safetensors' own limit
 constexpr std::uintmax_t kMaxFile = std::uintmax_t{16} << 30;
+constexpr const char* kRowLevelNames[compress::kRowLevels] = {"fp32", "fp16", "int8", "int4", "pruned", "merged"};
 
 Json manifest_of(const compress::PackedModel& p) {
   Json nodes = Json::array();
@@ -28,7 +29,15 @@ Json manifest_of(const compress::PackedModel& p) {
                      {"pruned_inputs", n.pruned_inputs},
                      {"bitmap", n.bitmap},
                      {"bytes", n.bytes}});
-  return {{"gradscope_packed", {{"version", 1}, {"node_bytes", p.node_bytes}, {"other_bytes", p.other_bytes}, {"nodes", nodes}}}};
+  Json tables = Json::array();
+  for (const compress::PackedTable& t : p.tables) {
+    Json levels = Json::array();
+    for (uint8_t l : t.levels) levels.push_back(kRowLevelNames[l]);
+    tables.push_back({{"name", t.name}, {"rows", t.rows}, {"dim", t.dim}, {"levels", levels}, {"bytes", t.bytes}});
+  }
+  return {{"gradscope_packed",
+           {{"version", 1}, {"node_bytes", p.node_bytes}, {"table_bytes", p.table_bytes}, {"other_bytes", p.other_bytes},
+            {"nodes", nodes}, {"tables", tables}}}};
 }
 
 std::vector<int64_t> int_list(const Json& j, const std::string& what) {
@@ -73,6 +82,28 @@ void read_manifest(const std::string& text, compress::PackedModel& p) {
     for (int64_t d : node.weight_shape)
       if (d < 1) throw Error(where + ".weight_shape: a dimension < 1");
     p.nodes.push_back(std::move(node));
+  }
+  if (!g.contains("tables")) return;  // written before tables were packed
+  if (!g["tables"].is_array()) throw Error("manifest: tables is not a list");
+  for (std::size_t i = 0; i < g["tables"].size(); ++i) {
+    const Json& t = g["tables"][i];
+    const std::string where = "manifest: tables[" + std::to_string(i) + "]";
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("rows") ||
+        !t["rows"].is_number_integer() || !t.contains("dim") || !t["dim"].is_number_integer() || !t.contains("levels") ||
+        !t["levels"].is_array() || !t.contains("bytes") || !t["bytes"].is_number_integer())
+      throw Error(where + ": needs name, rows, dim, levels and bytes");
+    compress::PackedTable table;
+    table.name = t["name"].get<std::string>();
+    table.rows = t["rows"].get<int64_t>();
+    table.dim = t["dim"].get<int64_t>();
+    table.bytes = t["bytes"].get<int64_t>();
+    for (const Json& l : t["levels"]) {
+      uint8_t k = 0;
+      while (k < compress::kRowLevels && !(l.is_string() && l.get<std::string>() == kRowLevelNames[k])) ++k;
+      if (k == compress::kRowLevels) throw Error(where + ".levels: " + l.dump() + " is not fp32, fp16, int8, int4, pruned or merged");
+      table.levels.push_back(k);
+    }
+    p.tables.push_back(std::move(table));
   }
 }
 
@@ -181,9 +212,12 @@ compress::PackedModel read_packed(const std::string& path) {
     throw Error("packed model '" + path + "': " + e.what());
   }
   for (const compress::PackedNode& n : p.nodes) p.node_bytes += n.bytes;
+  for (const compress::PackedTable& t : p.tables) p.table_bytes += t.bytes;
   for (const compress::StoredTensor& t : p.tensors) {
     const bool part = std::any_of(p.nodes.begin(), p.nodes.end(), [&](const compress::PackedNode& n) {
       return t.name.rfind(n.node + ".weight", 0) == 0 || t.name == n.node + ".bias";
+    }) || std::any_of(p.tables.begin(), p.tables.end(), [&](const compress::PackedTable& x) {
+      return t.name.rfind(x.name + ".rows.", 0) == 0;
     });
     if (!part) p.other_bytes += static_cast<int64_t>(t.data.size());
   }

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include "gradscope/core/compress/packed.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/compress/apply_recipe.h"
 
@@ -26,35 +27,20 @@ int64_t apply_rows(at::Tensor& table, const RowRecipe& recipe) {
   const at::Tensor quantised = level.ge(kRowFp16).logical_and(level.lt(kRowPruned));
   if (!at::isfinite(table.index({quantised})).all().item<bool>())
     throw Error(who + "a row to quantise holds NaN or Inf");
-  const at::Tensor rows = table.detach();
-  const at::Tensor half = rows.to(at::kHalf).to(rows.scalar_type());
-  auto grid = [&](double qmax) {
-    const at::Tensor scale = rows.abs().amax(at::IntArrayRef{1}, true) / qmax;
-    const at::Tensor safe = at::where(scale > 0, scale, at::ones_like(scale));
-    return (rows / safe).round().clamp(-qmax, qmax).mul(safe);
-  };
-  const at::Tensor int8 = grid(127.0), int4 = grid(7.0);
-  const at::Tensor fallback = at::tensor(recipe.fallback, at::kDouble).to(rows.scalar_type()).expand_as(rows);
-  at::Tensor out = rows.clone();
-  const std::pair<RowLevel, const at::Tensor*> levels[] = {
-      {kRowFp16, &half}, {kRowInt8, &int8}, {kRowInt4, &int4}, {kRowPruned, &fallback}};
-  for (const auto& [l, values] : levels) out = at::where(level.eq(l).unsqueeze(1), *values, out);
-  if (!recipe.merged_into.empty()) {
-    std::vector<int64_t> members, sources;
-    for (int64_t i = 0; i < recipe.rows; ++i) {
-      if (recipe.level[i] != kRowMerged) continue;
-      const int64_t m = recipe.merged_into[i];
-      if (m < 0 || m >= recipe.rows || recipe.level[m] >= kRowPruned)
-        throw Error(who + "merged row " + std::to_string(i) + " shares row " + std::to_string(m) +
-                    ", which is not a stored row");
-      members.push_back(i);
-      sources.push_back(m);
-    }
-    if (!members.empty())
-      out.index_copy_(0, at::tensor(members, at::kLong), out.index_select(0, at::tensor(sources, at::kLong)));
+  for (int64_t i = 0; i < recipe.rows; ++i) {
+    if (recipe.level[i] != kRowMerged) continue;
+    const int64_t m = recipe.merged_into[i];
+    if (m < 0 || m >= recipe.rows || recipe.level[m] >= kRowPruned)
+      throw Error(who + "merged row " + std::to_string(i) + " shares row " + std::to_string(m) + ", which is not a stored row");
   }
-  table.copy_(out);
-  return row_bytes(recipe.dim, recipe.level);
+  // What the packed file holds, reconstructed as a loader does (core/compress/packed.h), so
+  // that a table applied here equals one loaded from the file.
+  const at::Tensor x = table.detach().to(at::kFloat).contiguous();
+  const PackedModel packed =
+      pack(Recipe{}, {{"table", "F32", {recipe.rows, recipe.dim}, x.data_ptr()}}, {}, {}, {{"table", recipe}});
+  const std::vector<StoredTensor> dense = unpack(packed);
+  table.copy_(at::from_blob(const_cast<uint8_t*>(dense.front().data.data()), {recipe.rows, recipe.dim}, at::kFloat));
+  return packed.table_bytes;
 }
 
 RowProfile row_profile(const std::string& name, const at::Tensor& table, const EmbeddingRows& rows) {

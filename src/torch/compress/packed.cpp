@@ -101,7 +101,7 @@ at::Tensor input_gram(const at::Tensor& rows) {
 }
 
 PackedModel pack_state(const std::vector<std::pair<std::string, at::Tensor>>& state, const Recipe& recipe,
-                       const InputGrams& grams) {
+                       const InputGrams& grams, const RowRecipes& tables) {
   for (const auto& [node, g] : grams)
     if (std::none_of(recipe.nodes.begin(), recipe.nodes.end(), [&](const NodeDecision& d) { return d.node == node; }))
       throw Error("compress: a calibration Gram matrix is given for '" + node + "', which the recipe does not hold");
@@ -110,8 +110,9 @@ PackedModel pack_state(const std::vector<std::pair<std::string, at::Tensor>>& st
   for (const auto& [name, tensor] : state) {
     if (!tensor.defined()) throw Error("compress: state entry '" + name + "' is undefined");
     at::Tensor t = tensor.detach().to(at::kCPU);
-    if (is_node_weight(recipe, name) || (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0 &&
-                                         is_node_weight(recipe, name.substr(0, name.size() - 5) + ".weight")))
+    if (is_node_weight(recipe, name) || tables.count(name) ||
+        (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0 &&
+         is_node_weight(recipe, name.substr(0, name.size() - 5) + ".weight")))
       t = t.to(at::kFloat);
     t = t.contiguous();
     held.push_back(t);
@@ -158,11 +159,12 @@ PackedModel pack_state(const std::vector<std::pair<std::string, at::Tensor>>& st
     held.push_back(rounded);
     entry->data = rounded.data_ptr();
   }
-  return pack(recipe, entries, masks, scales);
+  return pack(recipe, entries, masks, scales, tables);
 }
 
-PackedFileSize save(::torch::nn::Module& model, const Recipe& recipe, const std::string& path, const InputGrams& grams) {
-  return write_packed(path, pack_state(model_state(model), recipe, grams));
+PackedFileSize save(::torch::nn::Module& model, const Recipe& recipe, const std::string& path, const InputGrams& grams,
+                    const RowRecipes& tables) {
+  return write_packed(path, pack_state(model_state(model), recipe, grams, tables));
 }
 
 PackedFileSize save_weights(::torch::nn::Module& model, const std::string& path) {

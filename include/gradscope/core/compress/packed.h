@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gradscope/core/compress/recipe.h"
+#include "gradscope/core/compress/rows.h"
 
 namespace gradscope::compress {
 
@@ -58,15 +59,31 @@ struct PackedNode {
   int64_t bytes = 0;          ///< bytes of its tensors in the file (== node_bytes of the recipe)
 };
 
+/// What the manifest says of one embedding table packed row by row (rows.h): tensors
+/// "<name>.rows.codes" (U8, each row's level as an index into `levels`, ceil(log2 k) bits a
+/// row), ".rows.fp32" / ".rows.fp16" (the rows at that precision, in row order),
+/// ".rows.int8.codes" / ".rows.int4.codes" (U8, each row's codes from a byte boundary) with
+/// ".rows.int8.scales" / ".rows.int4.scales" (F32 per row), ".rows.fallback" (F32, what pruned
+/// rows are served) and ".rows.merged" (U8, each merged row's representative, ceil(log2 rows)
+/// bits); only the tensors with content are written.
+struct PackedTable {
+  std::string name;             ///< its state entry ("item.weight")
+  int64_t rows = 0, dim = 0;
+  std::vector<uint8_t> levels;  ///< the RowLevels present, ascending
+  int64_t bytes = 0;            ///< bytes of its tensors (== row_bytes of its recipe)
+};
+
 /// A packed model: the manifest's nodes and the file's tensors (node parts first, named
 /// "<node>.weight.codes" / ".weight.scales" / ".weight.mask" / ".weight" / ".bias", then every
 /// other state entry under its own name).
 struct PackedModel {
   std::vector<PackedNode> nodes;
+  std::vector<PackedTable> tables;
   std::vector<StoredTensor> tensors;
   int64_t node_bytes = 0;   ///< the nodes' tensors
+  int64_t table_bytes = 0;  ///< the tables' tensors
   int64_t other_bytes = 0;  ///< the other state entries, stored as they were
-  int64_t data_bytes() const { return node_bytes + other_bytes; }
+  int64_t data_bytes() const { return node_bytes + table_bytes + other_bytes; }
 };
 
 /// Symmetric quantisation of one unit's `n` weights to integers in [-qmax, qmax]: returns the
@@ -81,9 +98,13 @@ float quantise_unit(const float* w, int64_t n, int qmax, int32_t* q);
 /// `unit_scales` (node -> one scale per kept unit, integer precisions only) replaces
 /// round-to-nearest's max|w_j| / qmax: each weight then goes to the nearest level of the given
 /// grid (gptq.h gives weights already on it, so they are stored exactly).
+/// `row_recipes` (state entry name -> its row recipe) packs those F32 [rows, dim] entries row by
+/// row: each row at its level (quantise_unit per INT8/INT4 row), pruned rows left out and served
+/// the recipe's fallback row, merged rows their representative's stored values.
 PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
                  const std::map<std::string, std::vector<uint8_t>>& keep_masks = {},
-                 const std::map<std::string, std::vector<float>>& unit_scales = {});
+                 const std::map<std::string, std::vector<float>>& unit_scales = {},
+                 const std::map<std::string, RowRecipe>& row_recipes = {});
 
 /// The dense state back: node weights and biases as F32 of their full shapes (zeros where
 /// pruned or masked, q * scale where quantised), every other entry as stored. Throws Error for

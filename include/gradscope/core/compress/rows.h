@@ -6,10 +6,10 @@
 //   RowRecipe r = gradscope::compress::make_row_recipe(t, /*budget_bytes=*/40000);
 //   // r.level[row]: kRowFp32 .. kRowPruned; r.bytes as stored
 //
-// Storage: kept rows at their precision (+4 bytes of scale for INT8/INT4), a 2-bit code per row
-// when rows differ in precision or any is pruned, and the FP32 fallback row when any is pruned.
-// With merged rows (near-identical to another row, sharing its stored values) the code takes 3
-// bits a row and each merged row stores the index of the row it shares, ceil(log2 rows) bits.
+// Storage: kept rows at their precision (+4 bytes of scale for INT8/INT4), a code per row of
+// ceil(log2 k) bits when k > 1 levels are present, and the FP32 fallback row when any is pruned.
+// Merged rows (near-identical to another row, sharing its stored values) store the index of the
+// row they share, ceil(log2 rows) bits each. The packed file holds exactly this (packed.h).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@ namespace gradscope::compress {
 
 /// What a row becomes.
 enum RowLevel : uint8_t { kRowFp32 = 0, kRowFp16 = 1, kRowInt8 = 2, kRowInt4 = 3, kRowPruned = 4, kRowMerged = 5 };
+constexpr int kRowLevels = 6;
 
 /// One table: per row its positive lookups during training (how often it was a query or a
 /// positive; the tracker's lookups minus negatives), whether it was ever exposed, and its final
@@ -58,6 +59,10 @@ struct RowRecipe {
 
 /// Bytes of a table stored as `level` says (the layout above).
 int64_t row_bytes(int64_t dim, const std::vector<uint8_t>& level);
+/// Bytes of `rows` codes, each telling which of `distinct` levels a row is (0 for one level).
+int64_t row_code_bytes(int64_t rows, int distinct);
+/// Bits of a merged row's index: ceil(log2 rows).
+int64_t row_index_bits(int64_t rows);
 
 /// Every row at one level (kRowInt8 or kRowInt4 for the uniform baselines).
 RowRecipe uniform_row_recipe(const RowProfile& t, RowLevel level);

@@ -41,15 +41,19 @@ using InputGrams = std::map<std::string, at::Tensor>;
 /// unfolded patches, at::im2col transposed, columns in the weight's (channel, kh, kw) order).
 at::Tensor input_gram(const at::Tensor& rows);
 
-/// `state` packed under `recipe` (compress::pack; node weights read as float32), rounding the
-/// nodes `grams` covers by GPTQ.
-PackedModel pack_state(const std::vector<std::pair<std::string, at::Tensor>>& state, const Recipe& recipe,
-                       const InputGrams& grams = {});
+/// Embedding tables to pack row by row: state entry ("item.weight") -> its row recipe (rows.h).
+using RowRecipes = std::map<std::string, RowRecipe>;
 
-/// Writes `model` packed under `recipe` to `path`. The model is not changed. Throws Error as
-/// pack() does (the recipe does not fit the model) or when the file cannot be written.
+/// `state` packed under `recipe` (compress::pack; node weights read as float32), rounding the
+/// nodes `grams` covers by GPTQ, and the tables `tables` names row by row.
+PackedModel pack_state(const std::vector<std::pair<std::string, at::Tensor>>& state, const Recipe& recipe,
+                       const InputGrams& grams = {}, const RowRecipes& tables = {});
+
+/// Writes `model` packed under `recipe` (and its embedding tables under `tables`) to `path`. The
+/// model is not changed. Throws Error as pack() does (the recipe does not fit the model) or when
+/// the file cannot be written.
 PackedFileSize save(::torch::nn::Module& model, const Recipe& recipe, const std::string& path,
-                    const InputGrams& grams = {});
+                    const InputGrams& grams = {}, const RowRecipes& tables = {});
 
 /// Every parameter and buffer at its own dtype, nothing compressed: the weights file that
 /// `gradscope compress apply --weights` reads.
