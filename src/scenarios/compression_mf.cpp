@@ -56,11 +56,12 @@ std::vector<MfMeasured> compare_mf_methods(const Interactions& data, uint64_t se
   }
   auto norms = [](const RowProfile& p) { return p.sum_sq; };
   auto lookups = [](const RowProfile& p) { return p.lookups; };
-  for (const auto& [name, level] : {std::pair<std::string, RowLevel>{"int8", kRowInt8}, {"int4", kRowInt4},
-                                    {"int4x0.5", kRowInt4}}) {
+  // At the size of each uniform per-row precision (INT2 is about half of INT4's bytes).
+  for (const RowLevel level : {kRowInt8, kRowInt4, kRowInt3, kRowInt2}) {
+    const std::string name = row_level_name(level);
     RowRecipe bu = uniform_row_recipe(pu, level), bi = uniform_row_recipe(pi, level);
-    if (name != "int4x0.5") out.push_back(rank_with(data, trained, bu, bi, name, opt.top_k));
-    const int64_t su = name == "int4x0.5" ? bu.bytes / 2 : bu.bytes, si = name == "int4x0.5" ? bi.bytes / 2 : bi.bytes;
+    out.push_back(rank_with(data, trained, bu, bi, name, opt.top_k));
+    const int64_t su = bu.bytes, si = bi.bytes;
     out.push_back(rank_with(data, trained, make_row_recipe(pu, su), make_row_recipe(pi, si), name, opt.top_k));
     out.push_back(rank_with(data, trained, make_row_recipe(pu, su, RowRuleOptions{false}),
                             make_row_recipe(pi, si, RowRuleOptions{false}), name, opt.top_k));

@@ -15,7 +15,7 @@
 namespace gradscope::scenarios {
 
 /// Both tables compressed by one method to one budget each (the bytes of that table's uniform
-/// INT8 or INT4, or half of INT4's), ranked.
+/// per-row INT8, INT4, INT3 or INT2), ranked.
 struct MfMeasured {
   std::string method, budget;
   int64_t bytes = 0;  ///< user + item tables as stored

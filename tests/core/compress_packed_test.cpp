@@ -203,20 +203,23 @@ TEST(CompressPackedTable, EveryRowLevelIsStoredAsRowBytesCountsAndComesBack) {
   r.table = "item";
   r.rows = 8;
   r.dim = 3;
-  r.level = {kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowPruned, kRowMerged, kRowInt8, kRowMerged};
-  r.merged_into = {-1, -1, -1, -1, -1, 3, -1, 0};
+  r.level = {kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowPruned, kRowMerged, kRowInt3, kRowInt2};
+  r.merged_into = {-1, -1, -1, -1, -1, 3, -1, -1};
   r.fallback = {0.5, -0.25, 0.125};
   const PackedModel p = pack(Recipe{}, {{"item.weight", "F32", {8, 3}, x.data()}}, {}, {}, {{"item.weight", r}});
   ASSERT_EQ(p.tables.size(), 1u);
-  EXPECT_EQ(p.tables[0].levels, (std::vector<uint8_t>{kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowPruned, kRowMerged}));
+  EXPECT_EQ(p.tables[0].levels, (std::vector<uint8_t>{kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowInt3, kRowInt2,
+                                                      kRowPruned, kRowMerged}));
   EXPECT_EQ(p.tables[0].bytes, row_bytes(3, r.level));
   EXPECT_EQ(p.table_bytes, p.data_bytes());
-  // Six levels: 3-bit codes, 8 rows -> 3 bytes; merged indices 3 bits x 2 -> 1 byte.
+  // Eight levels: 3-bit codes, 8 rows -> 3 bytes; one merged index of 3 bits -> 1 byte.
   EXPECT_EQ(named(p.tensors, "item.weight.rows.codes").data.size(), 3u);
   for (const StoredTensor& t : p.tensors)  // each shape holds its data
     EXPECT_EQ(t.shape.at(0) * stored_dtype_size(t.dtype), static_cast<int64_t>(t.data.size())) << t.name;
   EXPECT_EQ(named(p.tensors, "item.weight.rows.merged").data.size(), 1u);
   EXPECT_EQ(named(p.tensors, "item.weight.rows.int4.codes").data.size(), 2u);  // 3 x 4 bits, from a byte boundary
+  EXPECT_EQ(named(p.tensors, "item.weight.rows.int3.codes").data.size(), 2u);  // 3 x 3 bits
+  EXPECT_EQ(named(p.tensors, "item.weight.rows.int2.codes").data.size(), 1u);  // 3 x 2 bits
   const std::vector<float> v = floats_of(named(unpack(p), "item.weight"));
   ASSERT_EQ(v.size(), 24u);
   auto grid = [&](int row, int qmax, int j) {
@@ -232,8 +235,8 @@ TEST(CompressPackedTable, EveryRowLevelIsStoredAsRowBytesCountsAndComesBack) {
     EXPECT_EQ(v[9 + j], grid(3, 7, j));
     EXPECT_EQ(v[12 + j], static_cast<float>(r.fallback[j]));
     EXPECT_EQ(v[15 + j], v[9 + j]);   // merged into row 3: its stored INT4 values
-    EXPECT_EQ(v[18 + j], grid(6, 127, j));
-    EXPECT_EQ(v[21 + j], v[0 + j]);   // merged into row 0
+    EXPECT_EQ(v[18 + j], grid(6, 3, j));
+    EXPECT_EQ(v[21 + j], grid(7, 1, j));
   }
   // A merged row must share a stored row; the recipe must be for the entry's shape.
   RowRecipe bad = r;

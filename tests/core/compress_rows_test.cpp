@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../common/error_of.h"
 #include "gradscope/core/compress/rows.h"
 
@@ -74,9 +76,9 @@ TEST(CompressRows, BaselinesAndBadBudgets) {
   EXPECT_EQ(p.level[4], kRowPruned);
   EXPECT_EQ(p.level[3], kRowPruned);
   EXPECT_EQ(p.level[2], kRowInt8);
-  // Smallest: one INT4 row (6), 1-bit codes (1), fallback (16).
-  EXPECT_THAT(error_of([&] { make_row_recipe(t, 22); }), HasSubstr("smallest reachable size is 23 bytes"));
-  EXPECT_LE(make_row_recipe(t, 23).bytes, 23);
+  // Smallest: one INT2 row (1 byte of codes + 4 of scale), 1-bit codes (1), fallback (16).
+  EXPECT_THAT(error_of([&] { make_row_recipe(t, 21); }), HasSubstr("smallest reachable size is 22 bytes"));
+  EXPECT_LE(make_row_recipe(t, 22).bytes, 22);
   RowProfile bad = t;
   bad.sum_sq.pop_back();
   EXPECT_THAT(error_of([&] { make_row_recipe(bad, 60); }), HasSubstr("embedding table 'item': per-row statistics"));
@@ -92,6 +94,45 @@ TEST(CompressRows, MergedRowsCostTheirCodesAndIndicesOnly) {
   // 5 rows need 3-bit indices; two levels, 1-bit codes; no pruned row, no fallback.
   EXPECT_EQ(row_bytes(4, {kRowInt4, kRowMerged, kRowInt4, kRowInt4, kRowInt4}), 4 * 6 + 1 + 1);
   EXPECT_EQ(row_bytes(4, {kRowFp32, kRowInt4, kRowPruned}), 16 + 6 + 1 + 16);
+}
+
+}  // namespace
+}  // namespace gradscope::compress
+
+namespace gradscope::compress {
+namespace {
+
+TEST(CompressRows, TheLadderSkipsStepsThatSaveNothing) {
+  const RowProfile t = table();  // dim 4: FP16 and INT8 both take 8 bytes a row
+  EXPECT_EQ(uniform_row_recipe(t, kRowInt3).bytes, 8 * 6);  // 12 bits -> 2 bytes + 4 of scale
+  EXPECT_EQ(uniform_row_recipe(t, kRowInt2).bytes, 8 * 5);  // 8 bits -> 1 byte + 4
+  EXPECT_EQ(uniform_row_recipe(t, kRowInt2).method, "uniform-int2");
+  for (int64_t budget : {100, 70, 60, 50, 40, 30}) {
+    SCOPED_TRACE(budget);
+    const RowRecipe r = make_row_recipe(t, budget);
+    EXPECT_LE(r.bytes, budget);
+    EXPECT_EQ(r.bytes, row_bytes(4, r.level));
+    for (uint8_t l : r.level) {
+      EXPECT_NE(l, kRowInt8);  // FP16 -> INT8 saves nothing at dim 4: skipped
+      EXPECT_NE(l, kRowInt3);  // nor INT4 -> INT3 (6 bytes each)
+    }
+  }
+  // Four rows, one looked up far more: at 27 bytes (FP16 8 + three INT4 rows of 6 + 1 byte of
+  // codes) it keeps FP16. Taking the step that saves nothing would move it to INT8, the same
+  // bytes with more error, and on down.
+  RowProfile four;
+  four.table = "four";
+  four.rows = 4;
+  four.dim = 4;
+  four.lookups = {1000, 0, 0, 0};
+  four.exposed = {1, 1, 1, 1};
+  four.max_abs = {1, 1, 1, 1};
+  four.sum_sq = {2, 2, 2, 2};
+  four.fallback_sq = {1, 1, 1, 1};
+  four.fallback = {0, 0, 0, 0};
+  const RowRecipe r = make_row_recipe(four, 27);
+  EXPECT_EQ(r.level, (std::vector<uint8_t>{kRowFp16, kRowInt4, kRowInt4, kRowInt4}));
+  EXPECT_EQ(r.bytes, 27);
 }
 
 }  // namespace

@@ -77,9 +77,9 @@ TEST(RowRecipesJson, RoundTripsAndRecomputesSizes) {
                                        std::string("\"bytes\": " + std::to_string(r.bytes)).size(), "\"bytes\": 1");
   EXPECT_EQ(parse_row_recipes_json(lie, "x.json")[0].bytes, r.bytes);  // computed, not read
   std::string bad = render_row_recipes_json({r});
-  bad.replace(bad.find("\"pruned\""), 8, "\"int3\"");
+  bad.replace(bad.find("\"pruned\""), 8, "\"int5\"");
   EXPECT_THAT(error_of([&] { parse_row_recipes_json(bad, "x.json"); }),
-              HasSubstr("'int3' is not fp32, fp16, int8, int4, pruned or merged"));
+              HasSubstr("'int5' is not fp32, fp16, int8, int4, int3, int2, pruned or merged"));
   // A table decided twice would be applied twice.
   EXPECT_THAT(error_of([&] { parse_row_recipes_json(render_row_recipes_json({r, r}), "x.json"); }),
               HasSubstr("tables[1].table: table 'user' appears twice (a table is decided once)"));

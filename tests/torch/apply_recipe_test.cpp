@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
@@ -281,9 +282,10 @@ TEST(MergeRows, NearIdenticalRowsShareOneStoredRowAndTheSizeCountsIt) {
   add_merge_candidates(p, table);
   EXPECT_EQ(p.merge_into, (std::vector<int64_t>{-1, 0, -1, -1, -1}));
   EXPECT_NEAR(p.merge_sq[1], 0.005 * 0.005, 1e-9);
-  // 40 bytes: with row 4 pruned (its fallback row takes 16) one more exposed row must go;
-  // merging row 1 costs 0.005^2, pruning any row far more.
-  const int64_t budget = 40, int4 = uniform_row_recipe(p, kRowInt4).bytes;
+  // 34 bytes: with row 4 pruned (its fallback row takes 16) the four exposed rows do not fit even
+  // at INT2 (4 x 5 + 1 byte of codes = 21 > 18); one must go: merging row 1 costs 0.005^2,
+  // pruning any row far more.
+  const int64_t budget = 34, int4 = uniform_row_recipe(p, kRowInt4).bytes;
   RowRuleOptions merge;
   merge.merge = true;
   const RowRecipe m = make_row_recipe(p, budget, merge);
@@ -293,11 +295,14 @@ TEST(MergeRows, NearIdenticalRowsShareOneStoredRowAndTheSizeCountsIt) {
   EXPECT_EQ(m.merged_into[1], 0);
   EXPECT_EQ(m.level[4], kRowPruned);  // never exposed
   EXPECT_NE(m.level[0], kRowPruned);  // a representative stays
-  // Stored: rows 0, 2, 3 at their levels, 3-bit codes for 5 rows (2 bytes), one 3-bit index
-  // (1 byte), the fallback row (16 bytes).
+  // Stored: rows 0, 2, 3 at their levels (4 values: FP32 16 bytes, FP16 and INT8 8, INT4 2 bytes
+  // of codes + 4 of scale, INT3 and INT2 1 + 4, pruned 0), codes of ceil(log2 k) bits for the k
+  // levels present, one 3-bit index (1 byte), the fallback row (16 bytes).
+  const int64_t by_level[kRowLevels] = {16, 8, 8, 6, 5, 5, 0, 0};
   int64_t kept = 0;
-  for (int64_t i : {0, 2, 3}) kept += m.level[i] == kRowInt4 ? 6 : m.level[i] == kRowInt8 ? 8 : m.level[i] == kRowFp16 ? 8 : 16;
-  EXPECT_EQ(m.bytes, kept + 2 + 1 + 16);
+  std::set<uint8_t> present(m.level.begin(), m.level.end());
+  for (int64_t i : {0, 2, 3}) kept += by_level[m.level[i]];
+  EXPECT_EQ(m.bytes, kept + row_code_bytes(5, static_cast<int>(present.size())) + 1 + 16);
   EXPECT_EQ(row_bytes(4, m.level), m.bytes);
   EXPECT_LE(m.bytes, budget);
   at::Tensor applied = table.clone();

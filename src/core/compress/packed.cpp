@@ -161,22 +161,23 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
     if (present[l]) t.levels.push_back(static_cast<uint8_t>(l));
   const int64_t dim = r.dim;
   std::vector<uint32_t> codes, merged;
-  std::vector<uint8_t> fp32, fp16, i8, i4, s8, s4;
+  std::vector<uint8_t> fp32, fp16;
+  std::map<int, std::pair<std::vector<uint8_t>, std::vector<uint8_t>>> ints;  // bits -> codes, scales
   std::vector<int32_t> q(static_cast<std::size_t>(dim));
   for (int64_t i = 0; i < r.rows; ++i) {
     const uint8_t l = r.level[static_cast<std::size_t>(i)];
     codes.push_back(static_cast<uint32_t>(std::find(t.levels.begin(), t.levels.end(), l) - t.levels.begin()));
     const float* row = x + i * dim;
-    if (l == kRowInt8 || l == kRowInt4) {
+    if (const int bits = row_level_int_bits(l)) {
       for (int64_t k = 0; k < dim; ++k)
         if (!std::isfinite(row[k])) throw Error("pack: table '" + name + "': row " + std::to_string(i) + " holds NaN or Inf");
-      const int bits = l == kRowInt8 ? 8 : 4;
-      const float scale = quantise_unit(row, dim, bits == 8 ? 127 : 7, q.data());
+      const float scale = quantise_unit(row, dim, (1 << (bits - 1)) - 1, q.data());
       BitWriter w(bits);
       for (int32_t c : q) w.add(c);
-      std::vector<uint8_t> b = w.take();
-      (bits == 8 ? i8 : i4).insert((bits == 8 ? i8 : i4).end(), b.begin(), b.end());
-      put(bits == 8 ? s8 : s4, scale);
+      std::vector<uint8_t> b = w.take();  // each row from a byte boundary
+      auto& [buf, scales] = ints[bits];
+      buf.insert(buf.end(), b.begin(), b.end());
+      put(scales, scale);
     } else if (l == kRowFp32) {
       for (int64_t k = 0; k < dim; ++k) put(fp32, row[k]);
     } else if (l == kRowFp16) {
@@ -200,10 +201,11 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
   }
   add("fp32", "F32", std::move(fp32));
   add("fp16", "F16", std::move(fp16));
-  add("int8.codes", "U8", std::move(i8));
-  add("int8.scales", "F32", std::move(s8));
-  add("int4.codes", "U8", std::move(i4));
-  add("int4.scales", "F32", std::move(s4));
+  for (auto& [bits, parts] : ints) {
+    const std::string level = "int" + std::to_string(bits);
+    add(level + ".codes", "U8", std::move(parts.first));
+    add(level + ".scales", "F32", std::move(parts.second));
+  }
   if (present[kRowPruned]) {
     std::vector<uint8_t> f;
     for (double v : r.fallback) put(f, static_cast<float>(v));
@@ -243,7 +245,7 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
   }
   int64_t count[kRowLevels] = {};
   for (uint8_t l : level) ++count[l];
-  const int64_t dim = t.dim, i4_row = (dim * 4 + 7) / 8;
+  const int64_t dim = t.dim;
   auto need = [&](const std::string& part, int64_t bytes) -> const std::vector<uint8_t>* {
     if (bytes == 0) return nullptr;
     const StoredTensor* x = find(part);
@@ -253,10 +255,14 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
   };
   const auto* fp32 = need("fp32", count[kRowFp32] * dim * 4);
   const auto* fp16 = need("fp16", count[kRowFp16] * dim * 2);
-  const auto* i8 = need("int8.codes", count[kRowInt8] * dim);
-  const auto* s8 = need("int8.scales", count[kRowInt8] * 4);
-  const auto* i4 = need("int4.codes", count[kRowInt4] * i4_row);
-  const auto* s4 = need("int4.scales", count[kRowInt4] * 4);
+  const std::vector<uint8_t>* int_codes[kRowLevels] = {};
+  const std::vector<uint8_t>* int_scales[kRowLevels] = {};
+  for (uint8_t l = 0; l < kRowLevels; ++l)
+    if (const int bits = row_level_int_bits(l)) {
+      const std::string level = "int" + std::to_string(bits);
+      int_codes[l] = need(level + ".codes", count[l] * ((dim * bits + 7) / 8));
+      int_scales[l] = need(level + ".scales", count[l] * 4);
+    }
   const auto* fallback = need("fallback", count[kRowPruned] > 0 ? dim * 4 : 0);
   const int64_t index_bits = row_index_bits(t.rows);
   const auto* merged = need("merged", (count[kRowMerged] * index_bits + 7) / 8);
@@ -268,6 +274,14 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
     const uint8_t l = level[static_cast<std::size_t>(i)];
     float* row = v + i * dim;
     const int64_t k = at[l]++;
+    if (const int bits = row_level_int_bits(l)) {
+      const int64_t row_bytes = (dim * bits + 7) / 8;
+      float scale;
+      std::memcpy(&scale, int_scales[l]->data() + k * 4, 4);
+      const std::vector<uint8_t> one(int_codes[l]->begin() + k * row_bytes, int_codes[l]->begin() + (k + 1) * row_bytes);
+      for (int64_t j = 0; j < dim; ++j) row[j] = static_cast<float>(read_code(one, bits, j)) * scale;
+      continue;
+    }
     switch (l) {
       case kRowFp32: std::memcpy(row, fp32->data() + k * dim * 4, static_cast<std::size_t>(dim * 4)); break;
       case kRowFp16:
@@ -277,16 +291,6 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
           row[j] = half_to_float(h);
         }
         break;
-      case kRowInt8:
-      case kRowInt4: {
-        const bool eight = l == kRowInt8;
-        float scale;
-        std::memcpy(&scale, (eight ? s8 : s4)->data() + k * 4, 4);
-        const std::vector<uint8_t> one((eight ? i8 : i4)->begin() + k * (eight ? dim : i4_row),
-                                       (eight ? i8 : i4)->begin() + (k + 1) * (eight ? dim : i4_row));
-        for (int64_t j = 0; j < dim; ++j) row[j] = static_cast<float>(read_code(one, eight ? 8 : 4, j)) * scale;
-        break;
-      }
       case kRowPruned: std::memcpy(row, fallback->data(), static_cast<std::size_t>(dim * 4)); break;
       default: {
         const auto m = static_cast<int64_t>(read_bits(*merged, index_bits, k));

@@ -11,11 +11,10 @@ namespace gradscope::compress {
 namespace {
 
 int64_t level_bytes(int64_t dim, uint8_t level) {
+  if (const int bits = row_level_int_bits(level)) return (dim * bits + 7) / 8 + 4;  // codes from a byte boundary, the scale
   switch (level) {
     case kRowFp32: return 4 * dim;
     case kRowFp16: return 2 * dim;
-    case kRowInt8: return dim + 4;
-    case kRowInt4: return (dim + 1) / 2 + 4;
     default: return 0;
   }
 }
@@ -24,11 +23,10 @@ int64_t level_bytes(int64_t dim, uint8_t level) {
 // significant bits) or, pruned, the distance to the fallback row.
 double level_error(const RowProfile& t, int64_t r, uint8_t level) {
   const double d = static_cast<double>(t.dim);
+  if (const int bits = row_level_int_bits(level)) return d * std::pow(t.max_abs[r] / ((1 << (bits - 1)) - 1), 2) / 12.0;
   switch (level) {
     case kRowFp32: return 0.0;
     case kRowFp16: return t.sum_sq[r] * std::ldexp(1.0, -22) / 3.0;
-    case kRowInt8: return d * std::pow(t.max_abs[r] / 127.0, 2) / 12.0;
-    case kRowInt4: return d * std::pow(t.max_abs[r] / 7.0, 2) / 12.0;
     case kRowMerged: return t.merge_sq[r];
     default: return t.fallback_sq[r];
   }
@@ -48,6 +46,21 @@ RowRecipe base(const RowProfile& t, const std::string& method) {
 }
 
 }  // namespace
+
+int row_level_int_bits(uint8_t level) {
+  switch (level) {
+    case kRowInt8: return 8;
+    case kRowInt4: return 4;
+    case kRowInt3: return 3;
+    case kRowInt2: return 2;
+    default: return 0;
+  }
+}
+
+const char* row_level_name(uint8_t level) {
+  static const char* const kNames[kRowLevels] = {"fp32", "fp16", "int8", "int4", "int3", "int2", "pruned", "merged"};
+  return level < kRowLevels ? kNames[level] : "unknown";
+}
 
 int64_t row_code_bytes(int64_t rows, int distinct) {
   int bits = 0;
@@ -101,7 +114,7 @@ void check_row_profile(const RowProfile& t) {
 }
 
 RowRecipe uniform_row_recipe(const RowProfile& t, RowLevel level) {
-  RowRecipe r = base(t, level == kRowInt8 ? "uniform-int8" : level == kRowInt4 ? "uniform-int4" : "uniform");
+  RowRecipe r = base(t, std::string("uniform-") + row_level_name(level));
   std::fill(r.level.begin(), r.level.end(), static_cast<uint8_t>(level));
   r.bytes = row_bytes(t.dim, r.level);
   for (int64_t i = 0; i < t.rows; ++i) r.predicted_cost += (t.lookups[i] + 1) * level_error(t, i, level);
@@ -132,11 +145,11 @@ RowRecipe prune_row_recipe(const RowProfile& t, const std::vector<double>& key, 
 
 RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRuleOptions& options) {
   RowRecipe r = base(t, options.use_frequency ? "dynamics" : "static");
-  const int64_t least = level_bytes(t.dim, kRowInt4) + row_code_bytes(t.rows, t.rows > 1 ? 2 : 1) + 4 * t.dim;
+  const int64_t least = level_bytes(t.dim, kRowInt2) + row_code_bytes(t.rows, t.rows > 1 ? 2 : 1) + 4 * t.dim;
   if (budget_bytes < least)
     throw Error("embedding table '" + t.table + "': budget of " + std::to_string(budget_bytes) +
                 " bytes cannot be met: the smallest reachable size is " + std::to_string(least) +
-                " bytes (one row at int4, the rest pruned)");
+                " bytes (one row at int2, the rest pruned)");
   const bool merging = options.merge && !t.merge_into.empty();
   // A representative serves its members' lookups too, and is never pruned (they share it).
   std::vector<double> served(t.lookups);
@@ -147,7 +160,14 @@ RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRu
   auto weight = [&](int64_t i) { return options.use_frequency ? served[i] + 1.0 : 1.0; };
   // The ladder's last step: merged into the candidate where there is one, else pruned.
   auto last = [&](int64_t i) -> uint8_t { return merging && t.merge_into[i] >= 0 ? kRowMerged : kRowPruned; };
-  auto down = [&](int64_t i) -> uint8_t { return r.level[i] == kRowInt4 ? last(i) : r.level[i] + 1; };
+  // One level down, skipping levels that save no bytes (FP16 and INT8 take the same 8 bytes for
+  // 4 values): a move that saves nothing would never be taken and would strand the row.
+  auto down = [&](int64_t i) -> uint8_t {
+    uint8_t n = r.level[i];
+    do n = n == kRowInt2 ? last(i) : static_cast<uint8_t>(n + 1);
+    while (n < kRowPruned && level_bytes(t.dim, n) >= level_bytes(t.dim, r.level[i]));
+    return n;
+  };
   int64_t never = 0;
   if (options.use_frequency)
     for (int64_t i = 0; i < t.rows; ++i)
@@ -158,7 +178,7 @@ RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRu
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
   auto push = [&](int64_t i) {
     const uint8_t l = r.level[i];
-    if (l >= kRowPruned || (l == kRowInt4 && representative[i])) return;
+    if (l >= kRowPruned || (l == kRowInt2 && representative[i])) return;
     const uint8_t n = down(i);
     const double saved = static_cast<double>(level_bytes(t.dim, l) - level_bytes(t.dim, n));
     next.push({weight(i) * (level_error(t, i, n) - level_error(t, i, l)) / saved, i});
@@ -201,6 +221,7 @@ RowRecipe make_row_recipe(const RowProfile& t, int64_t budget_bytes, const RowRu
               (options.use_frequency ? "; a row's error weighs its positive lookups + 1" : "");
   r.action = std::to_string(count[kRowFp32]) + " rows fp32, " + std::to_string(count[kRowFp16]) + " fp16, " +
              std::to_string(count[kRowInt8]) + " int8, " + std::to_string(count[kRowInt4]) + " int4, " +
+             std::to_string(count[kRowInt3]) + " int3, " + std::to_string(count[kRowInt2]) + " int2, " +
              std::to_string(count[kRowPruned]) + " pruned (served by the fallback row, the mean of the trained rows)" +
              (merging ? ", " + std::to_string(count[kRowMerged]) + " merged (served by a near-identical row)" : "");
   return r;

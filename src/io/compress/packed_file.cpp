@@ -16,7 +16,6 @@ using Json = nlohmann::ordered_json;
 
 constexpr int64_t kMaxHeader = int64_t{100} << 20;  // safetensors' own limit
 constexpr std::uintmax_t kMaxFile = std::uintmax_t{16} << 30;
-constexpr const char* kRowLevelNames[compress::kRowLevels] = {"fp32", "fp16", "int8", "int4", "pruned", "merged"};
 
 Json manifest_of(const compress::PackedModel& p) {
   Json nodes = Json::array();
@@ -32,7 +31,7 @@ Json manifest_of(const compress::PackedModel& p) {
   Json tables = Json::array();
   for (const compress::PackedTable& t : p.tables) {
     Json levels = Json::array();
-    for (uint8_t l : t.levels) levels.push_back(kRowLevelNames[l]);
+    for (uint8_t l : t.levels) levels.push_back(compress::row_level_name(l));
     tables.push_back({{"name", t.name}, {"rows", t.rows}, {"dim", t.dim}, {"levels", levels}, {"bytes", t.bytes}});
   }
   return {{"gradscope_packed",
@@ -99,8 +98,9 @@ void read_manifest(const std::string& text, compress::PackedModel& p) {
     table.bytes = t["bytes"].get<int64_t>();
     for (const Json& l : t["levels"]) {
       uint8_t k = 0;
-      while (k < compress::kRowLevels && !(l.is_string() && l.get<std::string>() == kRowLevelNames[k])) ++k;
-      if (k == compress::kRowLevels) throw Error(where + ".levels: " + l.dump() + " is not fp32, fp16, int8, int4, pruned or merged");
+      while (k < compress::kRowLevels && !(l.is_string() && l.get<std::string>() == compress::row_level_name(k))) ++k;
+      if (k == compress::kRowLevels)
+        throw Error(where + ".levels: " + l.dump() + " is not fp32, fp16, int8, int4, int3, int2, pruned or merged");
       table.levels.push_back(k);
     }
     p.tables.push_back(std::move(table));

@@ -21,7 +21,6 @@ using Json = nlohmann::ordered_json;
 using internal::Field;
 using namespace compress;
 
-constexpr const char* kLevelNames[] = {"fp32", "fp16", "int8", "int4", "pruned", "merged"};
 
 std::vector<double> numbers(const Field& f, double lo) {
   std::vector<double> out(f.size());
@@ -134,7 +133,7 @@ std::string render_row_recipes_json(const std::vector<RowRecipe>& recipes, int i
   Json out = Json::array();
   for (const RowRecipe& r : recipes) {
     Json levels = Json::array();
-    for (uint8_t l : r.level) levels.push_back(kLevelNames[std::min<int>(l, kRowMerged)]);
+    for (uint8_t l : r.level) levels.push_back(compress::row_level_name(l));
     out.push_back({{"table", r.table},
                    {"method", r.method},
                    {"rows", r.rows},
@@ -178,8 +177,9 @@ std::vector<RowRecipe> parse_row_recipes_json(const std::string& text, const std
       for (std::size_t k = 0; k < levels.size(); ++k) {
         const std::string name = levels.element(k).string();
         uint8_t l = 0;
-        while (l <= kRowMerged && name != kLevelNames[l]) ++l;
-        if (l > kRowMerged) levels.element(k).fail("'" + name + "' is not fp32, fp16, int8, int4, pruned or merged");
+        while (l < compress::kRowLevels && name != compress::row_level_name(l)) ++l;
+        if (l == compress::kRowLevels)
+          levels.element(k).fail("'" + name + "' is not fp32, fp16, int8, int4, int3, int2, pruned or merged");
         r.level.push_back(l);
       }
       const Field merged = t.at("merged_into");

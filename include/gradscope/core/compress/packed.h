@@ -62,8 +62,8 @@ struct PackedNode {
 /// What the manifest says of one embedding table packed row by row (rows.h): tensors
 /// "<name>.rows.codes" (U8, each row's level as an index into `levels`, ceil(log2 k) bits a
 /// row), ".rows.fp32" / ".rows.fp16" (the rows at that precision, in row order),
-/// ".rows.int8.codes" / ".rows.int4.codes" (U8, each row's codes from a byte boundary) with
-/// ".rows.int8.scales" / ".rows.int4.scales" (F32 per row), ".rows.fallback" (F32, what pruned
+/// ".rows.intN.codes" for N = 8, 4, 3, 2 (U8, each row's codes from a byte boundary) with
+/// ".rows.intN.scales" (F32 per row), ".rows.fallback" (F32, what pruned
 /// rows are served) and ".rows.merged" (U8, each merged row's representative, ceil(log2 rows)
 /// bits); only the tensors with content are written.
 struct PackedTable {

@@ -1,12 +1,12 @@
-// Compression of embedding tables, row by row: each row at FP32, FP16, INT8 or INT4 (one FP32
-// scale per row) or pruned and served by the table's fallback row (the mean of its trained
+// Compression of embedding tables, row by row: each row at FP32, FP16, INT8, INT4, INT3 or INT2
+// (one FP32 scale per row, symmetric) or pruned and served by the table's fallback row (the mean of its trained
 // rows), chosen by frequency-aware saliency under a byte budget (docs/compression.md).
 //
 //   RowProfile t = ...;                    // rows' lookups (tracker) and norms (final table)
 //   RowRecipe r = gradscope::compress::make_row_recipe(t, /*budget_bytes=*/40000);
 //   // r.level[row]: kRowFp32 .. kRowPruned; r.bytes as stored
 //
-// Storage: kept rows at their precision (+4 bytes of scale for INT8/INT4), a code per row of
+// Storage: kept rows at their precision (+4 bytes of scale for INT8/4/3/2), a code per row of
 // ceil(log2 k) bits when k > 1 levels are present, and the FP32 fallback row when any is pruned.
 // Merged rows (near-identical to another row, sharing its stored values) store the index of the
 // row they share, ceil(log2 rows) bits each. The packed file holds exactly this (packed.h).
@@ -19,8 +19,23 @@
 namespace gradscope::compress {
 
 /// What a row becomes.
-enum RowLevel : uint8_t { kRowFp32 = 0, kRowFp16 = 1, kRowInt8 = 2, kRowInt4 = 3, kRowPruned = 4, kRowMerged = 5 };
-constexpr int kRowLevels = 6;
+/// What a row becomes, from most to fewest bits (the rule moves a row one level down at a time;
+/// every level from kRowPruned on stores no values).
+enum RowLevel : uint8_t {
+  kRowFp32 = 0,
+  kRowFp16 = 1,
+  kRowInt8 = 2,
+  kRowInt4 = 3,
+  kRowInt3 = 4,
+  kRowInt2 = 5,
+  kRowPruned = 6,
+  kRowMerged = 7
+};
+constexpr int kRowLevels = 8;
+/// "fp32", "fp16", "int8", "int4", "int3", "int2", "pruned", "merged".
+const char* row_level_name(uint8_t level);
+/// Bits a value of an integer level (8, 4, 3, 2); 0 for the others.
+int row_level_int_bits(uint8_t level);
 
 /// One table: per row its positive lookups during training (how often it was a query or a
 /// positive; the tracker's lookups minus negatives), whether it was ever exposed, and its final
@@ -64,7 +79,7 @@ int64_t row_code_bytes(int64_t rows, int distinct);
 /// Bits of a merged row's index: ceil(log2 rows).
 int64_t row_index_bits(int64_t rows);
 
-/// Every row at one level (kRowInt8 or kRowInt4 for the uniform baselines).
+/// Every row at one level (kRowInt8 ... kRowInt2 for the uniform baselines).
 RowRecipe uniform_row_recipe(const RowProfile& t, RowLevel level);
 
 /// Rows ordered by `key` ascending are pruned, the rest at `kept`, as many pruned as the budget
