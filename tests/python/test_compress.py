@@ -117,6 +117,16 @@ def test_recipe_from_a_python_run_equals_the_cli_recipe(gradscope_cli, tmp_path)
     assert loaded.to_json() == mine.to_json() and loaded.bytes == mine.bytes <= 2500
     model = copy.deepcopy(net)
     assert gradscope.compress.apply(model, out) == mine.bytes   # a path works as the recipe too
+    # From the saved run to a packed file by the CLI (no LibTorch), loaded into PyTorch: the
+    # model the recipe applied in memory, bit for bit.
+    weights, packed = tmp_path / "w.safetensors", tmp_path / "p.safetensors"
+    gradscope.compress.save_weights(net, weights)
+    subprocess.run([gradscope_cli, "compress", str(run), "--budget-bytes", "2500", "--weights", str(weights),
+                    "--packed", str(packed), "-o", str(tmp_path / "again.json")], check=True, capture_output=True)
+    fresh = mlp()
+    gradscope.compress.load(fresh, packed)
+    assert raw(fresh) == raw(model)
+    assert packed.stat().st_size < weights.stat().st_size
 
 
 def test_bad_input_is_an_error_naming_it(tmp_path):
