@@ -73,12 +73,14 @@ uint32_t read_bits(const std::vector<uint8_t>& bytes, int64_t bits, int64_t inde
   return v;
 }
 
-int32_t read_code(const std::vector<uint8_t>& bytes, int bits, int64_t index) {
+// The code of `bits` bits that starts at bit `at`, as q.
+int32_t read_code_at(const std::vector<uint8_t>& bytes, int bits, int64_t at) {
   uint32_t code = 0;
-  int64_t at = index * bits;
   for (int b = 0; b < bits; ++b, ++at) code |= ((bytes[static_cast<std::size_t>(at / 8)] >> (at % 8)) & 1u) << b;
   return static_cast<int32_t>(code) - (1 << (bits - 1));
 }
+
+int32_t read_code(const std::vector<uint8_t>& bytes, int bits, int64_t index) { return read_code_at(bytes, bits, index * bits); }
 
 struct NodeParts {
   const StateEntry* weight = nullptr;
@@ -278,8 +280,8 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
       const int64_t row_bytes = (dim * bits + 7) / 8;
       float scale;
       std::memcpy(&scale, int_scales[l]->data() + k * 4, 4);
-      const std::vector<uint8_t> one(int_codes[l]->begin() + k * row_bytes, int_codes[l]->begin() + (k + 1) * row_bytes);
-      for (int64_t j = 0; j < dim; ++j) row[j] = static_cast<float>(read_code(one, bits, j)) * scale;
+      for (int64_t j = 0; j < dim; ++j)  // each row's codes start at a byte boundary
+        row[j] = static_cast<float>(read_code_at(*int_codes[l], bits, k * row_bytes * 8 + j * bits)) * scale;
       continue;
     }
     switch (l) {

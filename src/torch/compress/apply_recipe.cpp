@@ -112,7 +112,6 @@ Applied apply(::torch::nn::Module& model, const Recipe& recipe, const InputGrams
     state.emplace_back(module_path(t.decision->node) + ".weight", t.weight);
     if (t.bias.defined()) state.emplace_back(module_path(t.decision->node) + ".bias", t.bias);
   }
-  const std::map<std::string, std::vector<uint8_t>> masks = magnitude_masks(state, recipe);
   const PackedModel packed = pack_state(state, recipe, grams);
   std::map<std::string, at::Tensor> dense;
   for (StoredTensor& t : unpack(packed)) {
@@ -134,10 +133,12 @@ Applied apply(::torch::nn::Module& model, const Recipe& recipe, const InputGrams
     n.bytes = packed.nodes[i].bytes;
     const int64_t bias = t.bias.defined() ? t.bias.numel() : 0;
     const std::vector<int64_t> shape = t.weight.sizes().vec();
-    const auto mask = masks.find(d.node);
-    if (mask != masks.end()) {
+    if (packed.nodes[i].bitmap) {  // the weights its bitmap keeps
       n.kept_units = t.units;
-      n.kept_weights = std::count_if(mask->second.begin(), mask->second.end(), [](uint8_t m) { return m != 0; });
+      const auto mask = std::find_if(packed.tensors.begin(), packed.tensors.end(),
+                                     [&](const StoredTensor& x) { return x.name == path + ".weight.mask"; });
+      n.kept_weights = 0;
+      for (uint8_t byte : mask->data) n.kept_weights += __builtin_popcount(byte);
     } else {
       n.kept_units = t.units - static_cast<int64_t>(d.pruned_units.size());
       const int64_t inputs = t.inputs - pruned_inputs(recipe.nodes, d.node);
