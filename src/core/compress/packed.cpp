@@ -73,11 +73,14 @@ uint32_t read_bits(const std::vector<uint8_t>& bytes, int64_t bits, int64_t inde
   return v;
 }
 
-// The code of `bits` bits that starts at bit `at`, as q.
+// The code of `bits` (<= 8) bits that starts at bit `at`, as q: it spans at most two bytes, and
+// the second exists whenever the code reaches into it.
 int32_t read_code_at(const std::vector<uint8_t>& bytes, int bits, int64_t at) {
-  uint32_t code = 0;
-  for (int b = 0; b < bits; ++b, ++at) code |= ((bytes[static_cast<std::size_t>(at / 8)] >> (at % 8)) & 1u) << b;
-  return static_cast<int32_t>(code) - (1 << (bits - 1));
+  const auto byte = static_cast<std::size_t>(at / 8);
+  const int shift = static_cast<int>(at % 8);
+  uint32_t word = bytes[byte];
+  if (shift + bits > 8) word |= static_cast<uint32_t>(bytes[byte + 1]) << 8;
+  return static_cast<int32_t>((word >> shift) & ((1u << bits) - 1)) - (1 << (bits - 1));
 }
 
 int32_t read_code(const std::vector<uint8_t>& bytes, int bits, int64_t index) { return read_code_at(bytes, bits, index * bits); }
