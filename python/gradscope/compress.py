@@ -26,10 +26,14 @@ __all__ = ["Applied", "NodeDecision", "NodeProfile", "PackedFileSize", "Recipe",
            "calibration_grams", "load", "profile", "recipe", "save", "save_profile", "save_weights"]
 
 
-def _model_spec(model):
-    """The whole model as the engine's node spec: every module path and parameter (shared)."""
+def _require_module(model):
     if not isinstance(model, nn.Module):
         raise TypeError(f"compress: model must be a torch.nn.Module, got {type(model).__name__}")
+
+
+def _model_spec(model):
+    """The whole model as the engine's node spec: every module path and parameter (shared)."""
+    _require_module(model)
     modules = [(path, type(m).__name__) for path, m in model.named_modules() if path]
     return ("model", type(model).__name__, modules, list(model.named_parameters()))
 
@@ -148,8 +152,7 @@ def apply(model, recipe, calibration=None):
 
 
 def _state_of(model):
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"compress: model must be a torch.nn.Module, got {type(model).__name__}")
+    _require_module(model)
     return list(model.state_dict().items())
 
 
@@ -167,31 +170,18 @@ def save(model, recipe, path, calibration=None):
 
 def save_weights(model, path):
     """Every parameter and buffer as it is, nothing compressed: the weights file that
-    `gradscope compress apply --weights` reads."""
+    `gradscope compress RUN --weights` reads."""
     return _engine.save_packed(_state_of(model), None, os.fspath(path))
 
 
 def load(model, path):
-    """Loads a packed file (save(), save_weights(), `gradscope compress apply` or the C++
+    """Loads a packed file (save(), save_weights(), `gradscope compress --packed` or the C++
     gradscope::compress::save) into `model`, a model of the same architecture: its parameters
     and buffers become the file's, dequantised (equal bit for bit to apply() of the same recipe).
     Raises gradscope.Error before changing anything when the file lacks an entry of the model,
     has one the model lacks, or a shape differs."""
     path = os.fspath(path)
     state = dict(_engine.load_packed_state(path))
-    own = _state_of(model)
-    names = {name for name, _ in own}
-    missing = [name for name, _ in own if name not in state]
-    extra = [name for name in state if name not in names]
-    differ = [f"'{name}' (file {list(state[name].shape)}, model {list(t.shape)})" for name, t in own
-              if name in state and state[name].shape != t.shape]
-    if missing or extra or differ:
-        parts = []
-        if missing:
-            parts.append("the model's " + ", ".join(f"'{n}'" for n in missing) + " not in it")
-        if extra:
-            parts.append(", ".join(f"'{n}'" for n in extra) + " not in the model")
-        if differ:
-            parts.append("shapes differ for " + ", ".join(differ))
-        raise Error(f"packed model '{path}' does not fit this model: " + "; ".join(parts))
+    _engine.check_state_fits([(name, list(t.shape)) for name, t in _state_of(model)],
+                             [(name, list(t.shape)) for name, t in state.items()], f"packed model '{path}'")
     model.load_state_dict(state, strict=True)

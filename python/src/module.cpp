@@ -594,6 +594,7 @@ void bind_compress(py::module_& m) {
         return write_packed(path, cz::pack_state(state, recipe ? *recipe : cz::Recipe{}, grams));
       },
       py::arg("state"), py::arg("recipe"), py::arg("path"), py::arg("grams") = cz::InputGrams{});
+  m.def("check_state_fits", &cz::check_state_fits, py::arg("model"), py::arg("file"), py::arg("source"));
   m.def(
       "load_packed_state",
       [](const std::string& path) {

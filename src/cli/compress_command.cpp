@@ -52,39 +52,6 @@ std::pair<std::string, int64_t> table_budget(const std::string& arg) {
   return {arg.substr(0, eq), bytes};
 }
 
-void write_packed_model(const CompressOptions& opt, const compress::Recipe& recipe,
-                        const std::vector<compress::RowRecipe>& tables);
-
-int run_compress_tables(const CompressOptions& opt) {
-  const std::vector<compress::RowProfile> tables = load_run_row_profiles(opt.run);
-  std::vector<compress::RowRecipe> recipes;
-  for (const std::string& arg : opt.tables) {
-    const auto [name, bytes] = table_budget(arg);
-    for (const compress::RowRecipe& r : recipes)
-      if (r.table == name) throw UsageError("compress: --table names '" + name + "' twice (a table gets one budget)");
-    const compress::RowProfile* found = nullptr;
-    std::string names;
-    for (const compress::RowProfile& t : tables) {
-      if (t.table == name) found = &t;
-      names += (names.empty() ? "'" : ", '") + t.table + "'";
-    }
-    if (!found) throw Error("run '" + opt.run + "': no embedding table '" + name + "' in rows.json (its tables: " + names + ")");
-    recipes.push_back(compress::make_row_recipe(*found, bytes));
-  }
-  const std::string json = render_row_recipes_json(recipes);
-  if (opt.out.empty() || opt.json) std::cout << json;
-  if (!opt.packed.empty()) write_packed_model(opt, compress::Recipe{}, recipes);  // the tables only
-  if (opt.out.empty()) return kExitOk;
-  write_text_file(opt.out, json);
-  if (opt.json) return kExitOk;
-  for (const compress::RowRecipe& r : recipes)
-    std::printf("table %s: %lld of %lld bytes (%.1f%% of FP32): %s\n      because: %s\n", terminal_text(r.table).c_str(),
-                static_cast<long long>(r.bytes), static_cast<long long>(r.fp32_bytes), 100.0 * r.bytes / r.fp32_bytes,
-                terminal_text(r.action).c_str(), terminal_text(r.premise).c_str());
-  std::printf("written to %s\n", terminal_text(opt.out).c_str());
-  return kExitOk;
-}
-
 // The recipe (and the tables' row recipes) applied to the weights file, written packed; one line
 // says where and how large. A table NAME is the weights file's entry NAME or NAME.weight.
 void write_packed_model(const CompressOptions& opt, const compress::Recipe& recipe,
@@ -120,6 +87,36 @@ void write_packed_model(const CompressOptions& opt, const compress::Recipe& reci
                terminal_text(opt.packed).c_str(), static_cast<long long>(size.file_bytes),
                static_cast<long long>(packed.node_bytes + packed.table_bytes), static_cast<long long>(packed.other_bytes),
                static_cast<long long>(size.header_bytes), static_cast<long long>(weights.data_bytes()));
+}
+
+int run_compress_tables(const CompressOptions& opt) {
+  const std::vector<compress::RowProfile> tables = load_run_row_profiles(opt.run);
+  std::vector<compress::RowRecipe> recipes;
+  for (const std::string& arg : opt.tables) {
+    const auto [name, bytes] = table_budget(arg);
+    for (const compress::RowRecipe& r : recipes)
+      if (r.table == name) throw UsageError("compress: --table names '" + name + "' twice (a table gets one budget)");
+    const compress::RowProfile* found = nullptr;
+    std::string names;
+    for (const compress::RowProfile& t : tables) {
+      if (t.table == name) found = &t;
+      names += (names.empty() ? "'" : ", '") + t.table + "'";
+    }
+    if (!found) throw Error("run '" + opt.run + "': no embedding table '" + name + "' in rows.json (its tables: " + names + ")");
+    recipes.push_back(compress::make_row_recipe(*found, bytes));
+  }
+  const std::string json = render_row_recipes_json(recipes);
+  if (opt.out.empty() || opt.json) std::cout << json;
+  if (!opt.packed.empty()) write_packed_model(opt, compress::Recipe{}, recipes);  // the tables only
+  if (opt.out.empty()) return kExitOk;
+  write_text_file(opt.out, json);
+  if (opt.json) return kExitOk;
+  for (const compress::RowRecipe& r : recipes)
+    std::printf("table %s: %lld of %lld bytes (%.1f%% of FP32): %s\n      because: %s\n", terminal_text(r.table).c_str(),
+                static_cast<long long>(r.bytes), static_cast<long long>(r.fp32_bytes), 100.0 * r.bytes / r.fp32_bytes,
+                terminal_text(r.action).c_str(), terminal_text(r.premise).c_str());
+  std::printf("written to %s\n", terminal_text(opt.out).c_str());
+  return kExitOk;
 }
 
 int run_compress(const CompressOptions& opt, bool by_bytes) {

@@ -1,7 +1,5 @@
 #include "demo_compress.h"
 
-#include <torch/utils.h>
-
 #include <cstdio>
 
 #include "compression_eval.h"
@@ -85,15 +83,7 @@ std::string run_compression_demo(const Digits& data, const std::string& out_dir,
     std::printf("   %-5s %s\n         because: %s\n", d.node.c_str(), d.action.c_str(), d.premise.c_str());
   const std::string packed = (dir / "model.gsq.safetensors").string();
   const PackedFileSize size = compress::save(*trained.model->audit_root(), shipped, packed);
-  std::vector<at::Tensor> kept;
-  for (const at::Tensor& p : trained.model->parameters()) kept.push_back(p.detach().clone());
-  compress::load(*trained.model->audit_root(), packed);
-  const double loaded_accuracy = scenarios::accuracy(*trained.model, data.x_test, data.y_test);
-  {
-    ::torch::NoGradGuard no_grad;
-    std::size_t i = 0;
-    for (at::Tensor& p : trained.model->parameters()) p.copy_(kept[i++]);
-  }
+  const double loaded_accuracy = scenarios::accuracy_loaded(trained, packed, data);
   std::printf("   packed: %s, %lld bytes on disk (%lld of weights as the recipe counts them, %lld of header);\n"
               "   loaded back into the model: accuracy %.3f\n",
               packed.c_str(), static_cast<long long>(size.file_bytes), static_cast<long long>(size.data_bytes),

@@ -179,10 +179,32 @@ Trained train_for_compression(const CompressionTask& task, const cli::Digits& da
   return t;
 }
 
+namespace {
+
+// The trained weights, put back when it goes out of scope: each measured variant starts from them.
+class KeepWeights {
+ public:
+  explicit KeepWeights(ScenarioModel& model) : model_(model) {
+    for (const at::Tensor& p : model.parameters()) saved_.push_back(p.detach().clone());
+  }
+  ~KeepWeights() {
+    ::torch::NoGradGuard no_grad;
+    std::size_t i = 0;
+    for (at::Tensor& p : model_.parameters()) p.copy_(saved_[i++]);
+  }
+  KeepWeights(const KeepWeights&) = delete;
+  KeepWeights& operator=(const KeepWeights&) = delete;
+
+ private:
+  ScenarioModel& model_;
+  std::vector<at::Tensor> saved_;
+};
+
+}  // namespace
+
 Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Digits& data, const std::string& budget,
                  const compress::InputGrams& grams) {
-  std::vector<at::Tensor> saved;
-  for (const at::Tensor& p : trained.model->parameters()) saved.push_back(p.detach().clone());
+  KeepWeights keep(*trained.model);
   Measured m;
   m.method = recipe.method;
   m.budget = budget;
@@ -194,10 +216,13 @@ Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Di
   if (!grams.empty()) m.method += "-gptq";
   m.bytes = applied.bytes;
   m.accuracy = accuracy(*trained.model, data.x_test, data.y_test);
-  ::torch::NoGradGuard no_grad;
-  std::size_t i = 0;
-  for (at::Tensor& p : trained.model->parameters()) p.copy_(saved[i++]);
   return m;
+}
+
+double accuracy_loaded(Trained& trained, const std::string& packed, const cli::Digits& data) {
+  KeepWeights keep(*trained.model);
+  compress::load(*trained.model->audit_root(), packed);
+  return accuracy(*trained.model, data.x_test, data.y_test);
 }
 
 compress::InputGrams calibration_grams(Trained& trained, const at::Tensor& x) {

@@ -73,6 +73,9 @@ struct Measured {
 /// the nodes to round by GPTQ (calibration_grams) instead of to nearest.
 Measured measure(Trained& trained, const compress::Recipe& recipe, const cli::Digits& data, const std::string& budget,
                  const compress::InputGrams& grams = {});
+/// Held-out accuracy of the trained model loaded from a packed file (compress::load); its
+/// trained weights are restored afterwards.
+double accuracy_loaded(Trained& trained, const std::string& packed, const cli::Digits& data);
 /// Per node, X^T X of its inputs when the trained model runs on `x` (the calibration batch).
 /// Throws Error for a model whose node inputs it cannot follow (a Sequential of modules and
 /// the Fashion CNN are followed).

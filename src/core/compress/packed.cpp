@@ -23,12 +23,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-std::string dotted(const std::string& node) {
-  std::string s = node;
-  std::replace(s.begin(), s.end(), '/', '.');
-  return s;
-}
-
 template <class T>
 void put(std::vector<uint8_t>& out, T v) {
   const std::size_t at = out.size();
@@ -36,17 +30,16 @@ void put(std::vector<uint8_t>& out, T v) {
   std::memcpy(out.data() + at, &v, sizeof v);
 }
 
-// Codes of `bits` bits, least significant bit first, one after another across bytes; a code is
-// q + 2^(bits-1), so -qmax..qmax are 1..2^bits - 1.
+// Values of `bits` bits (at most 32), least significant bit first, one after another across
+// bytes: codes, row levels and merged rows' indices all take this layout.
 class BitWriter {
  public:
   explicit BitWriter(int bits) : bits_(bits) {}
-  void add(int32_t q) {
-    const uint32_t code = static_cast<uint32_t>(q + (1 << (bits_ - 1)));
-    for (int b = 0; b < bits_; ++b, ++at_) {
-      if (at_ % 8 == 0) bytes_.push_back(0);
-      bytes_.back() = static_cast<uint8_t>(bytes_.back() | (((code >> b) & 1u) << (at_ % 8)));
-    }
+  void add(uint32_t v) {
+    bytes_.resize(static_cast<std::size_t>((at_ + bits_ + 7) / 8), 0);
+    uint64_t x = static_cast<uint64_t>(v) << (at_ % 8);
+    for (auto k = static_cast<std::size_t>(at_ / 8); x != 0; ++k, x >>= 8) bytes_[k] = static_cast<uint8_t>(bytes_[k] | x);
+    at_ += bits_;
   }
   std::vector<uint8_t> take() { return std::move(bytes_); }
 
@@ -56,34 +49,18 @@ class BitWriter {
   std::vector<uint8_t> bytes_;
 };
 
-// Unsigned values of `bits` bits, least significant bit first, one after another.
-std::vector<uint8_t> pack_bits(const std::vector<uint32_t>& values, int64_t bits) {
-  std::vector<uint8_t> out(static_cast<std::size_t>((static_cast<int64_t>(values.size()) * bits + 7) / 8), 0);
-  int64_t at = 0;
-  for (uint32_t v : values)
-    for (int64_t b = 0; b < bits; ++b, ++at)
-      out[static_cast<std::size_t>(at / 8)] = static_cast<uint8_t>(out[static_cast<std::size_t>(at / 8)] | (((v >> b) & 1u) << (at % 8)));
-  return out;
-}
-
-uint32_t read_bits(const std::vector<uint8_t>& bytes, int64_t bits, int64_t index) {
-  uint32_t v = 0;
-  int64_t at = index * bits;
-  for (int64_t b = 0; b < bits; ++b, ++at) v |= ((bytes[static_cast<std::size_t>(at / 8)] >> (at % 8)) & 1u) << b;
-  return v;
-}
-
-// The code of `bits` (<= 8) bits that starts at bit `at`, as q: it spans at most two bytes, and
-// the second exists whenever the code reaches into it.
-int32_t read_code_at(const std::vector<uint8_t>& bytes, int bits, int64_t at) {
-  const auto byte = static_cast<std::size_t>(at / 8);
+// The value of `bits` bits that starts at bit `at` (it spans at most 5 bytes, all present).
+uint32_t read_bits_at(const std::vector<uint8_t>& bytes, int bits, int64_t at) {
+  const auto first = static_cast<std::size_t>(at / 8);
   const int shift = static_cast<int>(at % 8);
-  uint32_t word = bytes[byte];
-  if (shift + bits > 8) word |= static_cast<uint32_t>(bytes[byte + 1]) << 8;
-  return static_cast<int32_t>((word >> shift) & ((1u << bits) - 1)) - (1 << (bits - 1));
+  uint64_t word = 0;
+  for (int k = 0; k * 8 < shift + bits; ++k) word |= static_cast<uint64_t>(bytes[first + k]) << (8 * k);
+  return static_cast<uint32_t>((word >> shift) & ((uint64_t{1} << bits) - 1));
 }
 
-int32_t read_code(const std::vector<uint8_t>& bytes, int bits, int64_t index) { return read_code_at(bytes, bits, index * bits); }
+// A weight's integer q stored as the code q + 2^(bits-1): -qmax..qmax are 1..2^bits - 1.
+uint32_t code_of(int32_t q, int bits) { return static_cast<uint32_t>(q + (1 << (bits - 1))); }
+int32_t q_of(uint32_t code, int bits) { return static_cast<int32_t>(code) - (1 << (bits - 1)); }
 
 struct NodeParts {
   const StateEntry* weight = nullptr;
@@ -145,12 +122,6 @@ const StoredTensor& part(const PackedModel& p, const std::string& name, int64_t 
 }
 
 
-int level_bits(std::size_t distinct) {
-  int bits = 0;
-  while ((std::size_t{1} << bits) < distinct) ++bits;
-  return bits;
-}
-
 // One table's tensors from its F32 [rows, dim] values and its row recipe (PackedTable's layout).
 PackedTable pack_table(const std::string& name, const float* x, const RowRecipe& r, std::vector<StoredTensor>& out) {
   PackedTable t;
@@ -178,7 +149,7 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
         if (!std::isfinite(row[k])) throw Error("pack: table '" + name + "': row " + std::to_string(i) + " holds NaN or Inf");
       const float scale = quantise_unit(row, dim, (1 << (bits - 1)) - 1, q.data());
       BitWriter w(bits);
-      for (int32_t c : q) w.add(c);
+      for (int32_t c : q) w.add(code_of(c, bits));
       std::vector<uint8_t> b = w.take();  // each row from a byte boundary
       auto& [buf, scales] = ints[bits];
       buf.insert(buf.end(), b.begin(), b.end());
@@ -201,7 +172,9 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
     if (!data.empty()) out.push_back({name + ".rows." + part, dtype, {count}, std::move(data)});
   };
   if (t.levels.size() > 1) {
-    std::vector<uint8_t> c = pack_bits(codes, level_bits(t.levels.size()));
+    BitWriter w(row_code_bits(static_cast<int>(t.levels.size())));
+    for (uint32_t c : codes) w.add(c);
+    std::vector<uint8_t> c = w.take();
     add("codes", "U8", std::move(c));
   }
   add("fp32", "F32", std::move(fp32));
@@ -217,7 +190,9 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
     add("fallback", "F32", std::move(f));
   }
   if (!merged.empty()) {
-    std::vector<uint8_t> m = pack_bits(merged, row_index_bits(r.rows));
+    BitWriter w(static_cast<int>(row_index_bits(r.rows)));
+    for (uint32_t m : merged) w.add(m);
+    std::vector<uint8_t> m = w.take();
     add("merged", "U8", std::move(m));
   }
   for (std::size_t k = before; k < out.size(); ++k) t.bytes += static_cast<int64_t>(out[k].data.size());
@@ -238,13 +213,13 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
       }
     return nullptr;
   };
-  const int bits = level_bits(t.levels.size());
+  const int bits = row_code_bits(static_cast<int>(t.levels.size()));
   const StoredTensor* codes = bits > 0 ? find("codes") : nullptr;
   if (bits > 0 && (!codes || static_cast<int64_t>(codes->data.size()) != (t.rows * bits + 7) / 8))
     throw Error(where + ": its row codes are missing or of the wrong size");
   std::vector<uint8_t> level(static_cast<std::size_t>(t.rows));
   for (int64_t i = 0; i < t.rows; ++i) {
-    const uint32_t c = bits > 0 ? read_bits(codes->data, bits, i) : 0;
+    const uint32_t c = bits > 0 ? read_bits_at(codes->data, bits, i * bits) : 0;
     if (c >= t.levels.size()) throw Error(where + ": row " + std::to_string(i) + " has no level " + std::to_string(c));
     level[static_cast<std::size_t>(i)] = t.levels[c];
   }
@@ -284,7 +259,7 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
       float scale;
       std::memcpy(&scale, int_scales[l]->data() + k * 4, 4);
       for (int64_t j = 0; j < dim; ++j)  // each row's codes start at a byte boundary
-        row[j] = static_cast<float>(read_code_at(*int_codes[l], bits, k * row_bytes * 8 + j * bits)) * scale;
+        row[j] = static_cast<float>(q_of(read_bits_at(*int_codes[l], bits, k * row_bytes * 8 + j * bits), bits)) * scale;
       continue;
     }
     switch (l) {
@@ -298,7 +273,7 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
         break;
       case kRowPruned: std::memcpy(row, fallback->data(), static_cast<std::size_t>(dim * 4)); break;
       default: {
-        const auto m = static_cast<int64_t>(read_bits(*merged, index_bits, k));
+        const auto m = static_cast<int64_t>(read_bits_at(*merged, static_cast<int>(index_bits), k * index_bits));
         if (m >= t.rows || level[static_cast<std::size_t>(m)] >= kRowPruned)
           throw Error(where + ": merged row " + std::to_string(i) + " shares row " + std::to_string(m) + ", not a stored row");
         shares.emplace_back(i, m);
@@ -310,6 +285,36 @@ StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<s
 }
 
 }  // namespace
+
+void check_state_fits(const std::vector<EntryShape>& model, const std::vector<EntryShape>& file,
+                      const std::string& source) {
+  std::map<std::string, const std::vector<int64_t>*> in_model, in_file;
+  for (const auto& [name, shape] : model) in_model[name] = &shape;
+  for (const auto& [name, shape] : file) in_file[name] = &shape;
+  std::string missing, extra, differ;
+  auto add = [](std::string& list, const std::string& item) { list += (list.empty() ? "'" : ", '") + item; };
+  for (const auto& [name, shape] : model)
+    if (!in_file.count(name)) add(missing, name + "'");
+  for (const auto& [name, shape] : file) {
+    const auto m = in_model.find(name);
+    if (m == in_model.end()) add(extra, name + "'");
+    else if (*m->second != shape)
+      add(differ, name + "' (file " + shape_text(shape) + ", model " + shape_text(*m->second) + ")");
+  }
+  if (missing.empty() && extra.empty() && differ.empty()) return;
+  std::string msg = source + " does not fit this model:";
+  if (!missing.empty()) msg += " the model's " + missing + " not in it;";
+  if (!extra.empty()) msg += " " + extra + " not in the model;";
+  if (!differ.empty()) msg += " shapes differ for " + differ + ";";
+  msg.pop_back();
+  throw Error(msg);
+}
+
+std::string node_path(const std::string& node) {
+  std::string s = node;
+  std::replace(s.begin(), s.end(), '/', '.');
+  return s;
+}
 
 int64_t stored_dtype_size(const std::string& dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
@@ -348,7 +353,7 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
   std::vector<NodeParts> parts;
   for (const NodeDecision& d : recipe.nodes) {
     PackedNode n;
-    n.node = dotted(d.node);
+    n.node = node_path(d.node);
     n.precision = d.precision;
     n.weight_shape = d.weight_shape;
     n.has_bias = d.bias > 0;
@@ -399,7 +404,7 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
   for (std::size_t a = 0; a < recipe.nodes.size(); ++a) {
     const NodeDecision& d = recipe.nodes[a];
     if (d.pruned_units.empty()) continue;
-    auto next = std::find_if(out.nodes.begin(), out.nodes.end(), [&](const PackedNode& n) { return n.node == dotted(d.next); });
+    auto next = std::find_if(out.nodes.begin(), out.nodes.end(), [&](const PackedNode& n) { return n.node == node_path(d.next); });
     const int64_t inputs = next == out.nodes.end() || next->weight_shape.size() < 2 ? 0 : next->weight_shape[1];
     if (next == out.nodes.end() || d.next_fan < 1 || d.next_fan * d.weight_shape[0] != inputs)
       throw Error("pack: node '" + d.node + "': its pruned units have no matching inputs in next node '" + d.next + "'");
@@ -438,7 +443,7 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
             q[i] = scale > 0 ? static_cast<int32_t>(std::clamp(std::nearbyint(unit[i] / scale), -fq, fq)) : 0;
           put(scales, scale);
         }
-        for (int32_t c : q) codes.add(c);
+        for (int32_t c : q) codes.add(code_of(c, bits));
       }
       std::vector<uint8_t> packed = codes.take();
       out.tensors.push_back({n.node + ".weight.codes", "U8", {static_cast<int64_t>(packed.size())}, std::move(packed)});
@@ -524,7 +529,7 @@ std::vector<StoredTensor> unpack(const PackedModel& packed) {
       for_kept(n, n.bitmap ? &mask : nullptr, [&](int64_t u, int64_t flat) {
         float scale;
         std::memcpy(&scale, scales.data.data() + 4 * u, 4);
-        w[static_cast<std::size_t>(flat)] = static_cast<float>(read_code(codes.data, bits, index++)) * scale;
+        w[static_cast<std::size_t>(flat)] = static_cast<float>(q_of(read_bits_at(codes.data, bits, index++ * bits), bits)) * scale;
       });
     } else {
       const StoredTensor& values = part(packed, n.node + ".weight", kept * bits / 8);

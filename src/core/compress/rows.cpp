@@ -62,11 +62,13 @@ const char* row_level_name(uint8_t level) {
   return level < kRowLevels ? kNames[level] : "unknown";
 }
 
-int64_t row_code_bytes(int64_t rows, int distinct) {
+int row_code_bits(int distinct) {
   int bits = 0;
   while ((1 << bits) < distinct) ++bits;
-  return (rows * bits + 7) / 8;
+  return bits;
 }
+
+int64_t row_code_bytes(int64_t rows, int distinct) { return (rows * row_code_bits(distinct) + 7) / 8; }
 
 int64_t row_index_bits(int64_t rows) {
   int64_t bits = 0;

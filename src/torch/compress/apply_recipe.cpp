@@ -27,13 +27,6 @@ std::string shape_text(at::IntArrayRef shape) {
   return s + "]";
 }
 
-std::string module_path(const std::string& node) {
-  std::string s = node;
-  for (char& c : s)
-    if (c == '/') c = '.';
-  return s;
-}
-
 std::map<std::string, std::pair<at::Tensor, at::Tensor>> weights_by_node(::torch::nn::Module& model) {
   std::map<std::string, std::pair<at::Tensor, at::Tensor>> out;
   for (const auto& item : model.named_modules("", /*include_self=*/false)) {
@@ -53,7 +46,7 @@ Applied apply(::torch::nn::Module& model, const Recipe& recipe, const InputGrams
   std::vector<Target> targets;
   std::string missing, differ;
   for (const NodeDecision& d : recipe.nodes) {
-    auto it = modules.find(module_path(d.node));
+    auto it = modules.find(node_path(d.node));
     if (it == modules.end()) {
       missing += (missing.empty() ? "'" : ", '") + d.node + "'";
       continue;
@@ -109,8 +102,8 @@ Applied apply(::torch::nn::Module& model, const Recipe& recipe, const InputGrams
   // write back what a loader reconstructs (core/compress/packed.h), so applied == loaded.
   std::vector<std::pair<std::string, at::Tensor>> state;
   for (const Target& t : targets) {
-    state.emplace_back(module_path(t.decision->node) + ".weight", t.weight);
-    if (t.bias.defined()) state.emplace_back(module_path(t.decision->node) + ".bias", t.bias);
+    state.emplace_back(node_path(t.decision->node) + ".weight", t.weight);
+    if (t.bias.defined()) state.emplace_back(node_path(t.decision->node) + ".bias", t.bias);
   }
   const PackedModel packed = pack_state(state, recipe, grams);
   std::map<std::string, at::Tensor> dense;
@@ -124,7 +117,7 @@ Applied apply(::torch::nn::Module& model, const Recipe& recipe, const InputGrams
   for (std::size_t i = 0; i < targets.size(); ++i) {
     Target& t = targets[i];
     const NodeDecision& d = *t.decision;
-    const std::string path = module_path(d.node);
+    const std::string path = node_path(d.node);
     t.weight.copy_(dense.at(path + ".weight"));
     if (t.bias.defined()) t.bias.copy_(dense.at(path + ".bias"));
     AppliedNode n;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include "gradscope/core/compress/gptq.h"
 #include "gradscope/core/error.h"
@@ -42,12 +41,8 @@ std::string shape_text(at::IntArrayRef shape) {
 }
 
 bool is_node_weight(const Recipe& recipe, const std::string& name) {
-  for (const NodeDecision& d : recipe.nodes) {
-    std::string path = d.node;
-    for (char& c : path)
-      if (c == '/') c = '.';
-    if (name == path + ".weight") return true;
-  }
+  for (const NodeDecision& d : recipe.nodes)
+    if (name == node_path(d.node) + ".weight") return true;
   return false;
 }
 
@@ -68,11 +63,8 @@ std::map<std::string, std::vector<uint8_t>> magnitude_masks(const std::vector<st
   std::vector<at::Tensor> flat;
   std::vector<std::string> nodes;
   for (const NodeDecision& d : recipe.nodes) {
-    std::string path = d.node;
-    for (char& c : path)
-      if (c == '/') c = '.';
     for (const auto& [name, t] : state)
-      if (name == path + ".weight") {
+      if (name == node_path(d.node) + ".weight") {
         flat.push_back(t.detach().to(at::kFloat).abs().reshape({-1}));
         nodes.push_back(d.node);
       }
@@ -123,9 +115,8 @@ PackedModel pack_state(const std::vector<std::pair<std::string, at::Tensor>>& st
   for (const NodeDecision& d : recipe.nodes) {
     const auto g = grams.find(d.node);
     if (g == grams.end() || precision_bits(d.precision) > 8 || recipe.magnitude_keep < 1.0) continue;
-    std::string path = d.node;
-    std::replace(path.begin(), path.end(), '/', '.');
-    auto entry = std::find_if(entries.begin(), entries.end(), [&](const StateEntry& e) { return e.name == path + ".weight"; });
+    const std::string weight = node_path(d.node) + ".weight";
+    auto entry = std::find_if(entries.begin(), entries.end(), [&](const StateEntry& e) { return e.name == weight; });
     if (entry == entries.end() || entry->shape != d.weight_shape) continue;  // pack() names what is wrong
     const int64_t units = d.weight_shape[0], inputs = d.weight_shape.size() < 2 ? 1 : d.weight_shape[1];
     int64_t per_input = 1;
@@ -184,35 +175,14 @@ std::vector<std::pair<std::string, at::Tensor>> load_state(const std::string& pa
 void load_state_into(::torch::nn::Module& model, const std::vector<std::pair<std::string, at::Tensor>>& state,
                      const std::string& source) {
   const auto targets = model_state(model);
-  std::set<std::string> given, wanted;
-  for (const auto& [name, t] : state) given.insert(name);
-  std::string missing, extra, differ;
-  for (const auto& [name, target] : targets) {
-    wanted.insert(name);
-    if (!given.count(name)) missing += (missing.empty() ? "'" : ", '") + name + "'";
-  }
-  for (const auto& [name, t] : state) {
-    if (!wanted.count(name)) {
-      extra += (extra.empty() ? "'" : ", '") + name + "'";
-      continue;
-    }
-    for (const auto& [target_name, target] : targets)
-      if (target_name == name && !target.sizes().equals(t.sizes()))
-        differ += (differ.empty() ? "'" : ", '") + name + "' (file " + shape_text(t.sizes()) + ", model " +
-                  shape_text(target.sizes()) + ")";
-  }
-  if (!missing.empty() || !extra.empty() || !differ.empty()) {
-    std::string msg = source + " does not fit this model:";
-    if (!missing.empty()) msg += " the model's " + missing + " not in it;";
-    if (!extra.empty()) msg += " " + extra + " not in the model;";
-    if (!differ.empty()) msg += " shapes differ for " + differ + ";";
-    msg.pop_back();
-    throw Error(msg);
-  }
+  std::vector<EntryShape> have, given;
+  for (const auto& [name, t] : targets) have.push_back({name, t.sizes().vec()});
+  for (const auto& [name, t] : state) given.push_back({name, t.sizes().vec()});
+  check_state_fits(have, given, source);
+  std::map<std::string, const at::Tensor*> by_name;
+  for (const auto& [name, t] : state) by_name[name] = &t;
   ::torch::NoGradGuard no_grad;
-  for (const auto& [name, t] : state)
-    for (const auto& [target_name, target] : targets)
-      if (target_name == name) target.copy_(t);
+  for (const auto& [name, target] : targets) target.copy_(*by_name.at(name));
 }
 
 void load(::torch::nn::Module& model, const std::string& path) {

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include "gradscope/core/compress/packed.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/error.h"
 #include "gradscope/torch/compress/apply_recipe.h"
@@ -21,9 +22,7 @@ std::vector<NodeProfile> profile_model(::torch::nn::Module& model, const std::ve
   std::vector<NodeProfile> out;
   std::vector<at::Tensor> weights;
   for (const std::string& id : node_ids) {
-    std::string path = id;
-    for (char& c : path)
-      if (c == '/') c = '.';
+    const std::string path = node_path(id);
     std::shared_ptr<::torch::nn::Module> module;
     for (const auto& item : model.named_modules("", false))
       if (item.key() == path) module = item.value();

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gradscope/core/compress/recipe.h"
@@ -37,6 +38,10 @@ struct StoredTensor {
 
 /// Bytes per element of a safetensors dtype; throws Error naming an unknown one.
 int64_t stored_dtype_size(const std::string& dtype);
+
+/// A node id's module path as state entries name it: "encoder/fc" -> "encoder.fc" (a node's
+/// weight is the entry "<path>.weight").
+std::string node_path(const std::string& node);
 
 /// One entry of a model's state to pack: a parameter or buffer by its dotted path
 /// ("fc1.weight", "bn.running_mean"), pointing at its contiguous data.
@@ -105,6 +110,14 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
                  const std::map<std::string, std::vector<uint8_t>>& keep_masks = {},
                  const std::map<std::string, std::vector<float>>& unit_scales = {},
                  const std::map<std::string, RowRecipe>& row_recipes = {});
+
+/// An entry's name and shape, to check that a file's state fits a model.
+using EntryShape = std::pair<std::string, std::vector<int64_t>>;
+
+/// Throws Error "<source> does not fit this model: ..." naming the model's entries the file
+/// lacks, the file's entries the model lacks, and the entries whose shapes differ.
+void check_state_fits(const std::vector<EntryShape>& model, const std::vector<EntryShape>& file,
+                      const std::string& source);
 
 /// The dense state back: node weights and biases as F32 of their full shapes (zeros where
 /// pruned or masked, q * scale where quantised), every other entry as stored. Throws Error for

@@ -74,6 +74,8 @@ struct RowRecipe {
 
 /// Bytes of a table stored as `level` says (the layout above).
 int64_t row_bytes(int64_t dim, const std::vector<uint8_t>& level);
+/// Bits of a row's code telling which of `distinct` levels it is: ceil(log2 distinct).
+int row_code_bits(int distinct);
 /// Bytes of `rows` codes, each telling which of `distinct` levels a row is (0 for one level).
 int64_t row_code_bytes(int64_t rows, int distinct);
 /// Bits of a merged row's index: ceil(log2 rows).

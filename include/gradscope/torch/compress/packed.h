@@ -56,7 +56,7 @@ PackedFileSize save(::torch::nn::Module& model, const Recipe& recipe, const std:
                     const InputGrams& grams = {}, const RowRecipes& tables = {});
 
 /// Every parameter and buffer at its own dtype, nothing compressed: the weights file that
-/// `gradscope compress apply --weights` reads.
+/// `gradscope compress RUN --weights` reads.
 PackedFileSize save_weights(::torch::nn::Module& model, const std::string& path);
 
 /// The dense state a packed file holds (dequantised node weights as float32, zeros where
