@@ -265,6 +265,25 @@ TEST(RunStore, FullQueueMakesTheProducerWaitAndLosesNothing) {
   fs::remove_all(dir);
 }
 
+// A reader that opens a run before its writer has logged anything must not take the file as
+// finished: the writer's checkpoints rewrite it (an immutable read saw "malformed" pages under
+// load, the concurrent test below).
+TEST(RunStore, AReaderOpenedBeforeTheFirstCommitReadsWhatTheWriterCheckpointsLater) {
+  const fs::path dir = fresh_dir("early-reader");
+  constexpr int kSteps = 300, kNodes = 8;
+  RunWriter w(dir.string());
+  RunReader r(dir.string());  // the writer has created the run, logged nothing
+  for (int step = 0; step < kSteps; ++step) {
+    for (int n = 0; n < kNodes; ++n) w.add(Record{step, node_name(n), Site::kParamGrad, stats_for(step, n)});
+    if (step % 10 == 9) w.commit();
+  }
+  w.close();  // the log checkpointed into run.db, then removed
+  const auto steps = read_all(r);
+  ASSERT_EQ(steps.size(), static_cast<std::size_t>(kSteps));
+  EXPECT_TRUE(same_stats(steps.rbegin()->second.back().stats, stats_for(kSteps - 1, kNodes - 1)));
+  fs::remove_all(dir);
+}
+
 TEST(RunStore, ConcurrentReaderSeesOnlyCompleteCommittedStepsGrowing) {
   const fs::path dir = fresh_dir("concurrent");
   constexpr int kSteps = 300, kNodes = 8;

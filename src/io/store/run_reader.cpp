@@ -147,8 +147,20 @@ void RunReader::open_as(const internal::LogState& state) {
   const std::string log = path_ + "-wal";
   db_.reset();
   copy_.reset();
-  if (!state.has_frames) {
-    // No transaction in a log: the file alone is the run, and nothing about it needs a lock.
+  if (!state.has_frames && state.has_index) {
+    // A writer has the run open but has logged nothing yet: its checkpoints will rewrite the
+    // file, so read it with the log's locks (an immutable read raced the first checkpoint and
+    // saw a "malformed" file). Where that cannot open (a read-only copy), the file alone.
+    try {
+      mode_ = internal::OpenMode::kReadOnly;
+      db_ = std::make_unique<internal::Database>(path_, mode_);
+      db_->query_int("SELECT count(*) FROM sqlite_schema");
+    } catch (const Error&) {
+      mode_ = internal::OpenMode::kImmutable;
+      db_ = std::make_unique<internal::Database>(path_, mode_);
+    }
+  } else if (!state.has_frames) {
+    // No log at all: the file alone is the run, and nothing about it needs a lock.
     mode_ = internal::OpenMode::kImmutable;
     db_ = std::make_unique<internal::Database>(path_, mode_);
   } else if (state.has_index) {
