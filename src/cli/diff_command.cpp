@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include <unordered_map>
 
 #include "commands.h"
+#include "gradscope/core/findings/kinds.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/render/findings_json.h"
 #include "gradscope/io/render/run_report.h"
@@ -35,8 +35,17 @@ struct DiffOptions {
   std::string min_confidence = "low";
 };
 
-// The finding kinds gradscope writes (Finding::kind).
-const std::vector<std::string> kKinds = {"module", "flow", "embedding", "trees", "loss_scale"};
+// What --fail-on accepts, for its help and its error: every finding kind, then every type by
+// kind (core/findings/kinds.h), so a typo is refused instead of never matching.
+std::string fail_on_values() {
+  std::string kinds, types;
+  for (FindingKind k : kFindingKinds) {
+    kinds += std::string(kinds.empty() ? "" : ", ") + finding_kind_name(k);
+    types += std::string(types.empty() ? "" : "; ") + finding_kind_name(k) + ":";
+    for (const std::string& t : finding_types(k)) types += " " + t;
+  }
+  return "kinds " + kinds + "; types by kind: " + types;
+}
 
 // Whether a finding new in B fails the diff.
 bool fails(const DiffOptions& opt, const Finding& f) {
@@ -49,7 +58,8 @@ bool fails(const DiffOptions& opt, const Finding& f) {
 
 // Whether nodes whose flags got more severe fail the diff (they are module findings).
 bool nodes_fail(const DiffOptions& opt) {
-  return opt.fail_on.empty() || std::find(opt.fail_on.begin(), opt.fail_on.end(), "module") != opt.fail_on.end();
+  const std::string module = finding_kind_name(FindingKind::kModule);
+  return opt.fail_on.empty() || std::find(opt.fail_on.begin(), opt.fail_on.end(), module) != opt.fail_on.end();
 }
 
 using Json = nlohmann::ordered_json;
@@ -292,17 +302,12 @@ void add_diff_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opt->json,
                 "one JSON document: per node what changed, and the findings new in and gone from RUN_B");
   cmd->add_option("--fail-on", opt->fail_on,
-                  "finding kinds (module, flow, embedding, trees, loss_scale) or types (ZOMBIE_ROWS, NAN, ...) "
-                  "that fail the diff when new in RUN_B (comma-separated or repeated; default: every finding)")
+                  "finding kinds or types that fail the diff when new in RUN_B (comma-separated or repeated; "
+                  "default: every finding): " + fail_on_values())
       ->delimiter(',')
       ->check([](const std::string& v) -> std::string {
-        if (v.empty()) return "an empty kind or type";
-        if (std::find(kKinds.begin(), kKinds.end(), v) != kKinds.end()) return "";
-        for (char ch : v)
-          if (!(std::isupper(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_'))
-            return "'" + v + "' is neither a finding kind (module, flow, embedding, trees, loss_scale) nor a type "
-                   "(upper case, as ZOMBIE_ROWS)";
-        return "";
+        if (parse_finding_kind(v) || is_finding_type(v)) return "";
+        return "'" + v + "' is neither a finding kind nor a finding type (" + fail_on_values() + ")";
       });
   cmd->add_option("--min-confidence", opt->min_confidence,
                   "the least confidence of a new finding that fails the diff (default low: all)")

@@ -16,6 +16,7 @@
 #include <regex>
 
 #include "../common/stats_fixture.h"
+#include "gradscope/core/findings/kinds.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/html/report.h"
 #include "gradscope/io/store/run_writer.h"
@@ -390,6 +391,19 @@ TEST_F(AgentJson, DiffFailOnPicksTheKindsAndTypesThatFail) {
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("'zombies' is neither a finding kind"));
   EXPECT_EQ(run_cli("diff --min-confidence certain " + good + " " + bad).code, 2);
+  // A typo of a type is refused, not a gate that never fires (it was accepted: any upper-case
+  // word passed), and the error lists what is valid.
+  for (const char* typo : {"NANN", "VANISHNG", "ZOMBIE", "HEALTHY", "GRADIENT_SPIKE", "LOSS_SCALE", "Module"}) {
+    r = run_cli(std::string("diff --fail-on ") + typo + " " + good + " " + bad);
+    EXPECT_EQ(r.code, 2) << typo;
+    EXPECT_THAT(r.err, HasSubstr(std::string("'") + typo + "' is neither a finding kind nor a finding type")) << typo;
+    EXPECT_THAT(r.err, HasSubstr("module: VANISHING EXPLODING NAN")) << typo;
+    EXPECT_THAT(r.err, HasSubstr("embedding: ZOMBIE_ROWS")) << typo;
+  }
+  // Every type of every kind is accepted.
+  for (FindingKind k : kFindingKinds)
+    for (const std::string& type : finding_types(k))
+      EXPECT_NE(run_cli("diff --fail-on " + type + " " + good + " " + bad).code, 2) << type;
 }
 
 TEST_F(AgentJson, LsJsonAndCheckExitCodes) {

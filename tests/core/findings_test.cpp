@@ -12,6 +12,7 @@
 
 #include "../common/stats_fixture.h"
 #include "gradscope/core/audit/rules.h"
+#include "gradscope/core/findings/kinds.h"
 
 namespace gradscope {
 namespace {
@@ -330,6 +331,40 @@ TEST(Findings, EmbeddingAndTreeFindingsKeepTheirRulesTexts) {
   EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kMedium);
   trees.findings[0].value = 0.022;  // 0.1 past
   EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kLow);
+}
+
+// The registry of finding kinds and types (core/findings/kinds.h) holds what the rules make:
+// every flag but HEALTHY, every tree flag, and no type twice within a kind.
+TEST(FindingKinds, HoldEveryTypeTheRulesMakeOnce) {
+  std::set<std::string> kinds;
+  for (FindingKind k : kFindingKinds) {
+    const std::string name = finding_kind_name(k);
+    EXPECT_TRUE(kinds.insert(name).second) << name;
+    EXPECT_EQ(parse_finding_kind(name), k);
+    const std::vector<std::string> types = finding_types(k);
+    EXPECT_FALSE(types.empty()) << name;
+    EXPECT_EQ(std::set<std::string>(types.begin(), types.end()).size(), types.size()) << name;
+    for (const std::string& t : types) EXPECT_TRUE(is_finding_type(t)) << t;
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"module", "flow", "embedding", "trees", "loss_scale"}));
+  const std::vector<std::string> module = finding_types(FindingKind::kModule);
+  EXPECT_EQ(module.size(), static_cast<std::size_t>(kFlagCount - 1));
+  for (int f = 1; f < kFlagCount; ++f) EXPECT_TRUE(is_finding_type(flag_name(static_cast<Flag>(f))));
+  for (int f = 0; f < kTreeFlagCount; ++f) EXPECT_TRUE(is_finding_type(tree_flag_name(static_cast<TreeFlag>(f))));
+  EXPECT_EQ(finding_types(FindingKind::kEmbedding),
+            (std::vector<std::string>{"ZOMBIE_ROWS", "DEAD_ROWS", "POPULARITY_BIAS", "NEGATIVE_SAMPLER_SKEW",
+                                      "REPRESENTATION_COLLAPSE"}));
+  // The findings the rules build carry a kind and type of the registry.
+  EXPECT_EQ(tree_findings(TreeDynamicsReport{}).size(), 0u);
+  EmbeddingReport table;
+  EmbeddingDiagnostic d;
+  d.type = kZombieRows;
+  table.diagnostics = {d};
+  const Finding e = embedding_findings(table).at(0);
+  EXPECT_EQ(parse_finding_kind(e.kind), FindingKind::kEmbedding);
+  for (const char* no : {"", "HEALTHY", "NANN", "nan", "INVALID", "?", "module"}) EXPECT_FALSE(is_finding_type(no)) << no;
+  EXPECT_FALSE(parse_finding_kind("Module"));
+  EXPECT_FALSE(parse_finding_kind("NAN"));
 }
 
 TEST(Findings, ShownNumbersKeepFourDigitsAndCountsInFull) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "gradscope/core/findings/kinds.h"
 #include "gradscope/core/findings/numbers.h"
 #include "gradscope/core/embedding/math.h"
 #include "gradscope/core/embedding/report.h"
@@ -110,7 +111,7 @@ void add_windowed_zombies(const EmbeddingRows& rows, const Thresholds& t, std::s
   const double chance = static_cast<double>(lon.judged) * lon.null.both_below(lon.null.threshold) +
                         static_cast<double>(sho.judged) * sho.null.both_below(sho.null.threshold);
   EmbeddingDiagnostic d;
-  d.type = "ZOMBIE_ROWS";
+  d.type = kZombieRows;
   const std::string on_short =
       s.zombie_rows_judged_short
           ? " (" + num(sho.window) + " for the " + num(s.zombie_rows_judged_short) + " rows with fewer than " +
@@ -190,7 +191,7 @@ void add_gradtracer_zombies(const EmbeddingRows& rows, const Thresholds& t, std:
   s.zombie_mean_cosine = s.zombie_rows ? cosine_sum / s.zombie_rows : std::numeric_limits<double>::quiet_NaN();
   if (s.zombie_rows == 0) return;
   EmbeddingDiagnostic d;
-  d.type = "ZOMBIE_ROWS";
+  d.type = kZombieRows;
   d.premise = num(s.zombie_rows) + " of " + num(s.exposed_rows) +
               " exposed rows oscillate (GradTracer's rule): exposure > " + num(t.zombie_min_exposure) +
               ", oscillation EMA < " + num(t.zombie_oscillation) + ", velocity > " + num(t.zombie_velocity_ratio) +
@@ -224,7 +225,7 @@ void add_sampler_skew(const EmbeddingRows& rows, const EmbeddingRuleOptions& o, 
   const std::string declared =
       uniform ? "uniform over rows" : "popularity^" + num(o.negative_sampler.exponent) + " (non-negative lookups)";
   EmbeddingDiagnostic d;
-  d.type = "NEGATIVE_SAMPLER_SKEW";
+  d.type = kNegativeSamplerSkew;
   d.premise = "The " + num(k.negatives) + " negatives drawn are distributed unlike the declared sampler (" + declared +
               "): total-variation distance " + num(k.tv) + ", where a correct sampler with as many draws reaches " +
               num(k.tv_chance) + " by chance; threshold " + num(o.sampler_skew) + " beyond chance.";
@@ -331,7 +332,7 @@ EmbeddingReport diagnose_embedding(const std::string& layer, const EmbeddingRows
   const int64_t dead = s.never_exposed_rows + s.never_updated_rows;
   if (rows.rows() > 0 && static_cast<double>(dead) / rows.rows() > o.dead_rows_frac) {
     EmbeddingDiagnostic d;
-    d.type = "DEAD_ROWS";
+    d.type = kDeadRows;
     d.premise = num(s.never_exposed_rows) + " of " + num(s.num_embeddings) +
                 " rows were never in a batch and " + num(s.never_updated_rows) +
                 " were exposed but never moved by more than " +
@@ -358,7 +359,7 @@ EmbeddingReport diagnose_embedding(const std::string& layer, const EmbeddingRows
   // sampler that repeats popular rows shows); stricter threshold 25% closer to 1.
   if (s.lookup_gini > o.popularity_gini) {
     EmbeddingDiagnostic d;
-    d.type = "POPULARITY_BIAS";
+    d.type = kPopularityBias;
     d.premise = "Lookups are concentrated: Gini " + num(s.lookup_gini) + " > " + num(o.popularity_gini) +
                 " over the lookups of " + num(s.exposed_rows) + " exposed rows (per step: Gini " +
                 num(s.popularity_gini) + ", normalised entropy " + num(s.exposure_entropy) + ").";
@@ -385,7 +386,7 @@ EmbeddingReport diagnose_embedding(const std::string& layer, const EmbeddingRows
     const double ratio = s.effective_rank / full;
     if (ratio < o.collapse_ratio) {
       EmbeddingDiagnostic d;
-      d.type = "REPRESENTATION_COLLAPSE";
+      d.type = kRepresentationCollapse;
       d.premise = "Effective rank " + num(s.effective_rank) + " of " + num(full) +
                   " possible (ratio " + num(ratio) + " < " + num(o.collapse_ratio) + ") over " +
                   num(sampled_rows) + " sampled rows.";

@@ -1,6 +1,7 @@
 // Every verdict as a Finding. Premises show the report's own numbers with four significant
 // digits (shown_number) and how far past its threshold a value is; the evidence keeps every
 // digit, so an agent (or a test) can match each number to the report's value.
+#include "gradscope/core/findings/kinds.h"
 #include "gradscope/core/findings/findings.h"
 
 #include <algorithm>
@@ -228,7 +229,7 @@ std::vector<Finding> module_findings(const Report& report) {
       const NonFiniteOrigin& origin = report.nonfinite_origin;
       const FlagGuidance& g = origin.found() ? nonfinite_guidance(e.flag, origin.phase) : flag_guidance(e.flag);
       Finding f;
-      f.kind = "module";
+      f.kind = finding_kind_name(FindingKind::kModule);
       f.type = flag_name(e.flag);
       f.node = n->node;
       f.since_step = e.first_step;
@@ -247,8 +248,8 @@ std::vector<Finding> module_findings(const Report& report) {
 std::optional<Finding> flow_finding(const FlowSummary& flow, const Thresholds& t) {
   if (flow.health == FlowHealth::kHealthy) return std::nullopt;
   Finding f;
-  f.kind = "flow";
-  f.type = "GRADIENT_FLOW";
+  f.kind = finding_kind_name(FindingKind::kFlow);
+  f.type = kGradientFlow;
   const double ratio_threshold = flow_ratio_threshold(flow.health, t);
   int64_t vanishing = 0, exploding = 0;
   for (const NodeFlow& n : flow.nodes) {
@@ -298,7 +299,7 @@ std::vector<Finding> embedding_findings(const EmbeddingReport& table) {
   std::vector<Finding> out;
   for (const EmbeddingDiagnostic& d : table.diagnostics) {
     Finding f;
-    f.kind = "embedding";
+    f.kind = finding_kind_name(FindingKind::kEmbedding);
     f.type = d.type;
     f.node = table.layer;
     f.premise = d.premise;
@@ -321,7 +322,7 @@ std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
   std::vector<Finding> out;
   for (const TreeFinding& t : r.findings) {
     Finding f;
-    f.kind = "trees";
+    f.kind = finding_kind_name(FindingKind::kTrees);
     f.type = tree_flag_name(t.flag);
     f.node = t.flag == TreeFlag::kConcentrated && t.feature >= 0
                  ? "features/" + r.feature_name(t.feature)

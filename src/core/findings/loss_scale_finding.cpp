@@ -1,4 +1,5 @@
 // loss_scale_finding: a loss scaler's skipped steps as a finding (LOSS_SCALE_OVERFLOW).
+#include "gradscope/core/findings/kinds.h"
 #include "gradscope/core/findings/findings.h"
 
 #include <string>
@@ -29,8 +30,8 @@ std::optional<Finding> loss_scale_finding(const LossScaleReport& ls) {
   if (!ls.found()) return std::nullopt;
   const bool warning = ls.verdict == LossScaleReport::Verdict::kWarning;
   Finding f;
-  f.kind = "loss_scale";
-  f.type = "LOSS_SCALE_OVERFLOW";
+  f.kind = finding_kind_name(FindingKind::kLossScale);
+  f.type = kLossScaleOverflow;
   f.since_step = ls.first_skipped;
   auto steps_text = [](int64_t n) { return std::to_string(n) + (n == 1 ? " step" : " steps"); };
   f.premise = std::string(warning ? "warning" : "informational") + ": " + steps_text(ls.skipped) + " of " +

@@ -1,0 +1,48 @@
+// The kinds of finding (Finding::kind) and every type a finding of each kind may have, declared
+// once: the rules that make findings, the CLI's gates (`diff --fail-on`) and the docs read them
+// from here, so that a gate can refuse a type no rule makes instead of never matching it.
+//
+//   for (gradscope::FindingKind k : gradscope::kFindingKinds)
+//     for (const std::string& type : gradscope::finding_types(k)) std::cout << type << "\n";
+//   gradscope::is_finding_type("NANN");   // false: a typo, not a type
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradscope {
+
+/// Where a finding comes from: the module audit, gradient flow, embedding tables, boosted
+/// trees, the loss scaler.
+enum class FindingKind : uint8_t { kModule, kFlow, kEmbedding, kTrees, kLossScale };
+
+/// Every kind, in the order findings are listed.
+inline constexpr FindingKind kFindingKinds[] = {FindingKind::kModule, FindingKind::kFlow, FindingKind::kEmbedding,
+                                                FindingKind::kTrees, FindingKind::kLossScale};
+
+/// "module", "flow", "embedding", "trees", "loss_scale" (Finding::kind).
+const char* finding_kind_name(FindingKind kind);
+
+/// The kind named `name`; nullopt for any other text.
+std::optional<FindingKind> parse_finding_kind(const std::string& name);
+
+/// The types a finding of `kind` may have (Finding::type): the module flags but HEALTHY,
+/// GRADIENT_FLOW, the embedding rules' types, the tree flags, LOSS_SCALE_OVERFLOW.
+std::vector<std::string> finding_types(FindingKind kind);
+
+/// Whether some kind has a finding type `type` (EXPLODING and STAGNANT belong to two kinds).
+bool is_finding_type(const std::string& type);
+
+/// The embedding rules' finding types (EmbeddingDiagnostic::type).
+inline constexpr const char* kZombieRows = "ZOMBIE_ROWS";
+inline constexpr const char* kDeadRows = "DEAD_ROWS";
+inline constexpr const char* kPopularityBias = "POPULARITY_BIAS";
+inline constexpr const char* kNegativeSamplerSkew = "NEGATIVE_SAMPLER_SKEW";
+inline constexpr const char* kRepresentationCollapse = "REPRESENTATION_COLLAPSE";
+/// The flow and loss-scale findings' types.
+inline constexpr const char* kGradientFlow = "GRADIENT_FLOW";
+inline constexpr const char* kLossScaleOverflow = "LOSS_SCALE_OVERFLOW";
+
+}  // namespace gradscope

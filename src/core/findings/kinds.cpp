@@ -1,0 +1,51 @@
+#include "gradscope/core/findings/kinds.h"
+
+#include "gradscope/core/audit/flags.h"
+#include "gradscope/core/trees/dynamics.h"
+
+namespace gradscope {
+
+const char* finding_kind_name(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kModule: return "module";
+    case FindingKind::kFlow: return "flow";
+    case FindingKind::kEmbedding: return "embedding";
+    case FindingKind::kTrees: return "trees";
+    case FindingKind::kLossScale: return "loss_scale";
+  }
+  return "?";
+}
+
+std::optional<FindingKind> parse_finding_kind(const std::string& name) {
+  for (FindingKind k : kFindingKinds)
+    if (name == finding_kind_name(k)) return k;
+  return std::nullopt;
+}
+
+std::vector<std::string> finding_types(FindingKind kind) {
+  std::vector<std::string> types;
+  switch (kind) {
+    case FindingKind::kModule:
+      for (int f = 0; f < kFlagCount; ++f)
+        if (static_cast<Flag>(f) != Flag::kHealthy) types.push_back(flag_name(static_cast<Flag>(f)));
+      break;
+    case FindingKind::kFlow: types = {kGradientFlow}; break;
+    case FindingKind::kEmbedding:
+      types = {kZombieRows, kDeadRows, kPopularityBias, kNegativeSamplerSkew, kRepresentationCollapse};
+      break;
+    case FindingKind::kTrees:
+      for (int f = 0; f < kTreeFlagCount; ++f) types.push_back(tree_flag_name(static_cast<TreeFlag>(f)));
+      break;
+    case FindingKind::kLossScale: types = {kLossScaleOverflow}; break;
+  }
+  return types;
+}
+
+bool is_finding_type(const std::string& type) {
+  for (FindingKind k : kFindingKinds)
+    for (const std::string& t : finding_types(k))
+      if (t == type) return true;
+  return false;
+}
+
+}  // namespace gradscope
