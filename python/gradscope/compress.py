@@ -178,10 +178,9 @@ def load(model, path):
     """Loads a packed file (save(), save_weights(), `gradscope compress --packed` or the C++
     gradscope::compress::save) into `model`, a model of the same architecture: its parameters
     and buffers become the file's, dequantised (equal bit for bit to apply() of the same recipe).
-    Raises gradscope.Error before changing anything when the file lacks an entry of the model,
-    has one the model lacks, or a shape differs."""
+    Raises gradscope.Error before changing anything (and before decoding the file) when the
+    file lacks an entry of the model, has one the model lacks, a shape differs or a dtype cannot
+    load (an integer entry into a float parameter)."""
     path = os.fspath(path)
-    state = dict(_engine.load_packed_state(path))
-    _engine.check_state_fits([(name, list(t.shape)) for name, t in _state_of(model)],
-                             [(name, list(t.shape)) for name, t in state.items()], f"packed model '{path}'")
+    state = dict(_engine.load_packed_state(path, _state_of(model)))
     model.load_state_dict(state, strict=True)

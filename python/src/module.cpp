@@ -594,14 +594,14 @@ void bind_compress(py::module_& m) {
         return write_packed(path, cz::pack_state(state, recipe ? *recipe : cz::Recipe{}, grams));
       },
       py::arg("state"), py::arg("recipe"), py::arg("path"), py::arg("grams") = cz::InputGrams{});
-  m.def("check_state_fits", &cz::check_state_fits, py::arg("model"), py::arg("file"), py::arg("source"));
   m.def(
       "load_packed_state",
-      [](const std::string& path) {
+      [](const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& model) {
+        const std::vector<cz::EntryShape> entries = cz::entry_shapes(model);
         py::gil_scoped_release release;
-        return cz::load_state(path);
+        return cz::load_state(path, entries);
       },
-      py::arg("path"));
+      py::arg("path"), py::arg("model"));
   m.def(
       "profile_model",
       [](const py::tuple& model, const AuditEngine& audit, int64_t batch, bool chain) {

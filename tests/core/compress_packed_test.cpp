@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include "../common/error_of.h"
 #include "gradscope/core/compress/packed.h"
@@ -195,10 +197,8 @@ TEST(CompressPacked, BadInputIsRefusedNamingIt) {
 namespace gradscope::compress {
 namespace {
 
-// An 8 x 3 table with every row level: values checked against each level's definition.
-TEST(CompressPackedTable, EveryRowLevelIsStoredAsRowBytesCountsAndComesBack) {
-  std::vector<float> x;
-  for (int i = 0; i < 24; ++i) x.push_back(std::cos(0.9f * static_cast<float>(i)) * (1 + i % 5));
+// The row recipe of an 8 x 3 table with every row level (row 5 merged into row 3).
+RowRecipe every_level_recipe() {
   RowRecipe r;
   r.table = "item";
   r.rows = 8;
@@ -206,6 +206,14 @@ TEST(CompressPackedTable, EveryRowLevelIsStoredAsRowBytesCountsAndComesBack) {
   r.level = {kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowPruned, kRowMerged, kRowInt3, kRowInt2};
   r.merged_into = {-1, -1, -1, -1, -1, 3, -1, -1};
   r.fallback = {0.5, -0.25, 0.125};
+  return r;
+}
+
+// An 8 x 3 table with every row level: values checked against each level's definition.
+TEST(CompressPackedTable, EveryRowLevelIsStoredAsRowBytesCountsAndComesBack) {
+  std::vector<float> x;
+  for (int i = 0; i < 24; ++i) x.push_back(std::cos(0.9f * static_cast<float>(i)) * (1 + i % 5));
+  const RowRecipe r = every_level_recipe();
   const PackedModel p = pack(Recipe{}, {{"item.weight", "F32", {8, 3}, x.data()}}, {}, {}, {{"item.weight", r}});
   ASSERT_EQ(p.tables.size(), 1u);
   EXPECT_EQ(p.tables[0].levels, (std::vector<uint8_t>{kRowFp32, kRowFp16, kRowInt8, kRowInt4, kRowInt3, kRowInt2,
@@ -253,6 +261,198 @@ TEST(CompressPackedTable, EveryRowLevelIsStoredAsRowBytesCountsAndComesBack) {
   const PackedModel q = pack(Recipe{}, {{"item.weight", "F32", {8, 3}, x.data()}}, {}, {}, {{"item.weight", u}});
   EXPECT_EQ(q.table_bytes, 8 * (3 + 4));
   EXPECT_THROW(named(q.tensors, "item.weight.rows.codes"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace gradscope::compress
+
+namespace gradscope::compress {
+namespace {
+
+// Hostile packed models: what a crafted or damaged file's manifest and tensors can say. Each is
+// refused naming the node or table and what is wrong, before a part is read past its end.
+
+StoredTensor& part_of(PackedModel& p, const std::string& name) {
+  for (StoredTensor& t : p.tensors)
+    if (t.name == name) return t;
+  throw std::runtime_error("no tensor " + name);
+}
+
+void set_float(StoredTensor& t, std::size_t i, float v) { std::memcpy(t.data.data() + 4 * i, &v, 4); }
+
+// fc1 [3, 5] at INT4 with a bias prunes unit 1, so fc2 [2, 3] at INT8 loses input 1.
+PackedModel pruned_pair() {
+  static std::vector<float> w1, b1 = {0.1f, 0.2f, 0.3f}, w2, b2 = {1, 2};
+  for (int i = 0; i < 15; ++i) w1.push_back(std::sin(0.7f * static_cast<float>(i)));
+  for (int i = 0; i < 6; ++i) w2.push_back(std::cos(0.3f * static_cast<float>(i)));
+  Recipe r;
+  r.nodes = {node("fc1", {3, 5}, 3, Precision::kInt4), node("fc2", {2, 3}, 2, Precision::kInt8)};
+  r.nodes[0].next = "fc2";
+  r.nodes[0].next_fan = 1;
+  r.nodes[0].pruned_units = {1};
+  return pack(r, {{"fc1.weight", "F32", {3, 5}, w1.data()},
+                  {"fc1.bias", "F32", {3}, b1.data()},
+                  {"fc2.weight", "F32", {2, 3}, w2.data()},
+                  {"fc2.bias", "F32", {2}, b2.data()}});
+}
+
+TEST(CompressPackedHostile, APrunedUnitOrInputListedTwiceIsRefusedNotReadPastItsParts) {
+  PackedModel p = pruned_pair();
+  ASSERT_NO_THROW(unpack(p));
+  // Unit 1 twice: 3 - 2 = 1 kept unit by the count, 2 by the units visited. The scales and
+  // bias cut to one unit's match the count; reading the second unit's went past them.
+  p.nodes[0].pruned_units = {1, 1};
+  for (auto [name, bytes] : {std::pair<const char*, int>{"fc1.weight.scales", 4}, {"fc1.bias", 2}}) {
+    StoredTensor& t = part_of(p, name);
+    t.data = std::vector<uint8_t>(t.data.begin(), t.data.begin() + bytes);  // no spare capacity
+    t.shape = {1};
+    p.nodes[0].bytes -= bytes;
+  }
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("node 'fc1': pruned_units: unit 1 is listed twice"));
+  p = pruned_pair();
+  p.nodes[1].pruned_inputs = {1, 1};
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("node 'fc2': pruned_inputs: input 1 is listed twice"));
+  p.nodes[1].pruned_inputs = {2, 1};
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("node 'fc2': pruned_inputs: not ascending"));
+  p = pruned_pair();
+  p.nodes[0].pruned_units = {0, 1, 2};
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("node 'fc1': pruned_units: prunes every unit"));
+}
+
+TEST(CompressPackedHostile, ANodeOrTableListedTwiceOrWithWrongBytesIsRefused) {
+  PackedModel p = pruned_pair();
+  p.nodes.push_back(p.nodes[0]);
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("node 'fc1' is listed twice"));
+  p = pruned_pair();
+  p.nodes[1].bytes += 1;
+  EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("node 'fc2': bytes"));
+  std::vector<float> x(12, 0.5f);
+  RowRecipe r;
+  r.table = "item";
+  r.rows = 4;
+  r.dim = 3;
+  r.level = {kRowFp32, kRowInt8, kRowPruned, kRowInt8};
+  r.fallback = {0, 0, 0};
+  PackedModel t = pack(Recipe{}, {{"item.weight", "F32", {4, 3}, x.data()}}, {}, {}, {{"item.weight", r}});
+  t.tables.push_back(t.tables[0]);
+  EXPECT_THAT(error_of([&] { unpack(t); }), HasSubstr("table 'item.weight' is listed twice"));
+  t.tables.pop_back();
+  t.tables[0].levels = {kRowFp32, kRowInt8, kRowInt8, kRowPruned};  // still 2-bit codes
+  EXPECT_THAT(error_of([&] { unpack(t); }), HasSubstr("table 'item.weight': levels: int8 is listed twice"));
+}
+
+TEST(CompressPackedHostile, NonFiniteNegativeOrOverflowingScalesAreRefused) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  for (Precision prec : {Precision::kInt8, Precision::kInt4}) {
+    SCOPED_TRACE(precision_name(prec));
+    std::vector<float> w(15, 0.25f);
+    Recipe r;
+    r.nodes = {node("fc", {3, 5}, 0, prec)};
+    const PackedModel good = pack(r, {{"fc.weight", "F32", {3, 5}, w.data()}});
+    for (float bad : {nan, inf, -inf, -1.0f, 3e38f}) {
+      PackedModel p = good;
+      set_float(part_of(p, "fc.weight.scales"), 1, bad);
+      EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("node 'fc': tensor 'fc.weight.scales': scale 1 is")) << bad;
+    }
+    PackedModel zero = good;  // an all-zero unit's scale (quantise_unit)
+    set_float(part_of(zero, "fc.weight.scales"), 1, 0.0f);
+    EXPECT_NO_THROW(unpack(zero));
+  }
+}
+
+TEST(CompressPackedHostile, NonFiniteTableScalesAndFallbackRowsAreRefused) {
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = 0.1f * static_cast<float>(i) - 0.5f;
+  RowRecipe r;
+  r.table = "item";
+  r.rows = 4;
+  r.dim = 3;
+  r.level = {kRowInt8, kRowInt8, kRowPruned, kRowFp32};
+  r.fallback = {0.5, -0.5, 0.25};
+  const PackedModel good = pack(Recipe{}, {{"item.weight", "F32", {4, 3}, x.data()}}, {}, {}, {{"item.weight", r}});
+  ASSERT_NO_THROW(unpack(good));
+  for (float bad : {std::nanf(""), INFINITY, -1.0f, 3e38f}) {
+    PackedModel p = good;
+    set_float(part_of(p, "item.weight.rows.int8.scales"), 1, bad);
+    EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("tensor 'item.weight.rows.int8.scales': scale 1 is")) << bad;
+  }
+  for (float bad : {std::nanf(""), -INFINITY}) {
+    PackedModel p = good;
+    set_float(part_of(p, "item.weight.rows.fallback"), 2, bad);
+    EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("tensor 'item.weight.rows.fallback': value 2 is")) << bad;
+  }
+}
+
+// What unpack refuses is never written.
+TEST(CompressPackedHostile, PackRefusesWhatUnpackRefuses) {
+  std::vector<float> w(6, 0.5f), w3(4, 0.25f);
+  Recipe r;
+  r.nodes = {node("a", {2, 3}, 0, Precision::kInt8), node("b", {2, 3}, 0, Precision::kInt8),
+             node("c", {2, 2}, 0, Precision::kInt8)};
+  r.nodes[0].next = r.nodes[1].next = "c";
+  r.nodes[0].next_fan = r.nodes[1].next_fan = 1;
+  r.nodes[0].pruned_units = r.nodes[1].pruned_units = {0};  // both remove c's input 0
+  const std::vector<StateEntry> state = {
+      {"a.weight", "F32", {2, 3}, w.data()}, {"b.weight", "F32", {2, 3}, w.data()}, {"c.weight", "F32", {2, 2}, w3.data()}};
+  EXPECT_THAT(error_of([&] { pack(r, state); }), HasSubstr("node 'c': input 0 is pruned twice"));
+  r.nodes[0].pruned_units = {0, 1};
+  EXPECT_THAT(error_of([&] { pack(r, state); }), HasSubstr("node 'a': prunes every unit"));
+  std::vector<float> x(6, 1.0f);
+  RowRecipe t;
+  t.table = "item";
+  t.rows = 2;
+  t.dim = 3;
+  t.level = {kRowPruned, kRowPruned};
+  t.fallback = {0, 0, 0};
+  EXPECT_THAT(error_of([&] { pack(Recipe{}, {{"item.weight", "F32", {2, 3}, x.data()}}, {}, {}, {{"item.weight", t}}); }),
+              HasSubstr("table 'item.weight': every row is pruned or merged"));
+  t.level = {kRowPruned, kRowFp32};
+  t.fallback = {0, std::nan(""), 0};
+  EXPECT_THAT(error_of([&] { pack(Recipe{}, {{"item.weight", "F32", {2, 3}, x.data()}}, {}, {}, {{"item.weight", t}}); }),
+              HasSubstr("table 'item.weight': its fallback row holds NaN or Inf"));
+}
+
+// Each part of every kind of node and table declared with another dtype of the same size, or
+// with another shape of the same size: refused naming the part, never read as what it is not.
+TEST(CompressPackedHostile, APartDeclaredWithAnotherDtypeOrShapeIsRefused) {
+  std::vector<float> w(15), b = {0.1f, 0.2f, 0.3f}, x(24);
+  for (int i = 0; i < 15; ++i) w[i] = std::sin(0.9f * static_cast<float>(i));
+  for (int i = 0; i < 24; ++i) x[i] = std::cos(0.4f * static_cast<float>(i));
+  const std::vector<StateEntry> state = {{"fc.weight", "F32", {3, 5}, w.data()}, {"fc.bias", "F32", {3}, b.data()}};
+  std::vector<PackedModel> models;
+  for (Precision prec : {Precision::kInt4, Precision::kFp32, Precision::kFp16}) {
+    Recipe r;
+    r.nodes = {node("fc", {3, 5}, 3, prec)};
+    models.push_back(pack(r, state));
+  }
+  Recipe m;  // a bitmap
+  m.nodes = {node("fc", {3, 5}, 3, Precision::kFp16)};
+  m.magnitude_keep = 0.5;
+  std::vector<uint8_t> keep(15);
+  for (int i = 0; i < 15; ++i) keep[i] = i % 2;
+  models.push_back(pack(m, state, {{"fc", keep}}));
+  models.push_back(
+      pack(Recipe{}, {{"item.weight", "F32", {8, 3}, x.data()}}, {}, {}, {{"item.weight", every_level_recipe()}}));
+  const std::map<std::string, std::vector<std::string>> same_size = {
+      {"U8", {"I8", "BOOL"}}, {"F32", {"I32", "U32"}}, {"F16", {"BF16", "I16"}}};
+  int cases = 0;
+  for (const PackedModel& good : models) {
+    ASSERT_NO_THROW(unpack(good));
+    for (std::size_t k = 0; k < good.tensors.size(); ++k) {
+      const StoredTensor& part = good.tensors[k];
+      SCOPED_TRACE(part.name);
+      for (const std::string& dtype : same_size.at(part.dtype)) {
+        PackedModel p = good;
+        p.tensors[k].dtype = dtype;
+        EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("tensor '" + part.name + "' is " + dtype)) << dtype;
+        ++cases;
+      }
+      PackedModel p = good;
+      p.tensors[k].shape = {1, part.shape.at(0)};
+      EXPECT_THAT(error_of([&] { unpack(p); }), HasSubstr("tensor '" + part.name + "' is " + part.dtype + " [1, "));
+    }
+  }
+  EXPECT_EQ(cases, 2 * 23);  // codes, scales, values, masks, biases, every table part
 }
 
 }  // namespace

@@ -31,6 +31,11 @@ void write_tree_seeds(const std::filesystem::path& out);
 /// write them (each after the byte that chooses its reader), and one cut short.
 void write_compress_seeds(const std::filesystem::path& out);
 
+/// <out>/packed_file: the sample model (packed_sample.h) packed at every precision, pruned,
+/// with bitmaps, given scales and tables at every row level, a plain safetensors file, and the
+/// hostile files of issue 41.
+void write_packed_seeds(const std::filesystem::path& out);
+
 /// <out>/lsp_transport: framed sessions as an editor sends them (initialize, a Python and a
 /// C++ file opened and changed, hovers, shutdown, exit), and framing cut short or damaged.
 void write_lsp_seeds(const std::filesystem::path& out);

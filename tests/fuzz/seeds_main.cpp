@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     fs::remove_all(work);
     gradscope::fuzz::write_tree_seeds(out);
     gradscope::fuzz::write_compress_seeds(out);
+    gradscope::fuzz::write_packed_seeds(out);
     gradscope::fuzz::write_lsp_seeds(out);
     for (const auto& dir : fs::directory_iterator(out)) {
       if (!dir.is_directory()) continue;

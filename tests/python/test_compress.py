@@ -221,6 +221,31 @@ def test_loading_into_another_model_is_refused_before_any_change(tmp_path):
         gradscope.compress.save_weights("model", path)
 
 
+def safetensors_file(path, tensors):
+    """A safetensors file of `tensors` (name -> tensor), written by hand from its public layout."""
+    names = {torch.float32: "F32", torch.int32: "I32", torch.int64: "I64"}
+    header, data = {}, b""
+    for name, t in tensors.items():
+        raw_bytes = t.detach().contiguous().numpy().tobytes()
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [len(data), len(data) + len(raw_bytes)]}
+        data += raw_bytes
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+
+
+def test_an_integer_entry_under_a_float_parameters_name_is_refused(tmp_path):
+    # load_state_dict converts an I32 tensor into the float parameter without a word.
+    net = mlp()
+    state = dict(net.state_dict())
+    state["fc1.bias"] = (state["fc1.bias"] * 100).to(torch.int32)
+    safetensors_file(tmp_path / "i32.safetensors", state)
+    kept = raw(net)
+    with pytest.raises(gradscope.Error, match=r"dtypes cannot load for 'fc1.bias' \(file I32, model F32\)"):
+        gradscope.compress.load(net, tmp_path / "i32.safetensors")
+    assert raw(net) == kept
+
+
 def test_calibrated_rounding_loads_as_applied_in_the_same_bytes(tmp_path):
     net, audit = trained()
     recipe = edited(gradscope.compress.recipe(gradscope.compress.profile(net, audit, batch=BATCH), budget_bytes=3000),

@@ -19,6 +19,7 @@
 #include "../common/compress_fixture.h"
 #include "../common/error_of.h"
 #include "gradscope/torch/compress/apply_recipe.h"
+#include "gradscope/io/compress/packed_file.h"
 #include "gradscope/torch/compress/packed.h"
 
 namespace gradscope::compress {
@@ -230,6 +231,63 @@ TEST(PackedModel, AFileForAnotherModelIsRefusedBeforeAnyChange) {
   EXPECT_THAT(error_of([&] { compress::save(*other.ptr(), uniform_recipe(profiles(), Precision::kInt8), path + "2"); }),
               HasSubstr("no state entry 'out.weight'"));
   EXPECT_FALSE(fs::exists(path + "2"));
+}
+
+// A plain I32 entry under a float parameter's name loaded as that parameter, converted by copy_
+// without a word; integer entries load only into their own dtype.
+TEST(PackedModel, AnIntegerEntryUnderAFloatParametersNameIsRefused) {
+  TempDir dir;
+  nn::Sequential a = model(1), b = model(4);
+  const std::string path = (dir.path / "i32.safetensors").string();
+  PackedModel p;
+  for (const auto& [name, t] : model_state(*a.ptr())) {
+    const bool swap = name == "fc1.bias";
+    const at::Tensor x = swap ? t.to(at::kInt).contiguous() : t.contiguous();
+    const auto* bytes = static_cast<const uint8_t*>(x.data_ptr());
+    p.tensors.push_back({name, swap ? "I32" : (x.scalar_type() == at::kLong ? "I64" : "F32"), x.sizes().vec(),
+                         std::vector<uint8_t>(bytes, bytes + x.numel() * x.element_size())});
+  }
+  write_packed(path, p);
+  const at::Tensor before = b[0]->as<nn::Linear>()->bias.clone();
+  EXPECT_THAT(error_of([&] { compress::load(*b.ptr(), path); }),
+              HasSubstr("dtypes cannot load for 'fc1.bias' (file I32, model F32)"));
+  EXPECT_TRUE(at::equal(before, b[0]->as<nn::Linear>()->bias));
+  EXPECT_FALSE(loads_into("I64", "F32"));
+  EXPECT_FALSE(loads_into("F32", "I64"));
+  EXPECT_FALSE(loads_into("BOOL", "U8"));
+  EXPECT_TRUE(loads_into("F32", "F64"));  // a node's dequantised weight into a float64 model
+  EXPECT_TRUE(loads_into("F16", "BF16"));
+  EXPECT_TRUE(loads_into("I64", "I64"));
+}
+
+// A valid file may declare a dense state far beyond its size (merged rows store an index, not
+// values): 100,000 rows of 1,000,000 values, 400 GB dense, from a 4 MB file. Against a model
+// whose table is small it is refused before anything is decoded (it was unpacked first:
+// std::bad_alloc, not an error naming the table).
+TEST(PackedModel, AFileDeclaringMoreThanTheModelIsRefusedBeforeItIsDecoded) {
+  TempDir dir;
+  const std::string path = (dir.path / "huge.safetensors").string();
+  constexpr int64_t kRows = 100000, kDim = 1000000;
+  PackedModel p;
+  PackedTable t;
+  t.name = "item.weight";
+  t.rows = kRows;
+  t.dim = kDim;
+  t.levels = {kRowFp32, kRowMerged};  // row 0 stored, every other row shares it
+  std::vector<uint8_t> codes(static_cast<std::size_t>((kRows * row_code_bits(2) + 7) / 8), 0xff);
+  codes[0] = 0xfe;
+  const int64_t index_bits = row_index_bits(kRows);
+  p.tensors.push_back({"item.weight.rows.codes", "U8", {static_cast<int64_t>(codes.size())}, codes});
+  p.tensors.push_back({"item.weight.rows.fp32", "F32", {kDim}, std::vector<uint8_t>(static_cast<std::size_t>(kDim) * 4, 0)});
+  const auto merged = static_cast<int64_t>(((kRows - 1) * index_bits + 7) / 8);
+  p.tensors.push_back({"item.weight.rows.merged", "U8", {merged}, std::vector<uint8_t>(static_cast<std::size_t>(merged), 0)});
+  for (const StoredTensor& x : p.tensors) t.bytes += static_cast<int64_t>(x.data.size());
+  p.tables = {t};
+  write_packed(path, p);
+  EXPECT_EQ(check_packed(read_packed(path)).at(0).shape, (std::vector<int64_t>{kRows, kDim}));  // valid as a file
+  nn::Sequential m({{"item", nn::Embedding(kRows, 4)}});
+  EXPECT_THAT(error_of([&] { compress::load(*m.ptr(), path); }),
+              HasSubstr("shapes differ for 'item.weight' (file [100000, 1000000], model [100000, 4])"));
 }
 
 }  // namespace

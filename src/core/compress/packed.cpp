@@ -7,21 +7,14 @@
 
 #include "gradscope/core/error.h"
 #include "gradscope/core/stats/half.h"
+#include "internal/packed_layout.h"
 
 namespace gradscope::compress {
 namespace {
 
-int64_t product(const std::vector<int64_t>& shape, std::size_t from = 0) {
-  int64_t n = 1;
-  for (std::size_t i = from; i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+using internal::code_of;
+using internal::product;
+using internal::shape_text;
 
 template <class T>
 void put(std::vector<uint8_t>& out, T v) {
@@ -49,19 +42,6 @@ class BitWriter {
   std::vector<uint8_t> bytes_;
 };
 
-// The value of `bits` bits that starts at bit `at` (it spans at most 5 bytes, all present).
-uint32_t read_bits_at(const std::vector<uint8_t>& bytes, int bits, int64_t at) {
-  const auto first = static_cast<std::size_t>(at / 8);
-  const int shift = static_cast<int>(at % 8);
-  uint64_t word = 0;
-  for (int k = 0; k * 8 < shift + bits; ++k) word |= static_cast<uint64_t>(bytes[first + k]) << (8 * k);
-  return static_cast<uint32_t>((word >> shift) & ((uint64_t{1} << bits) - 1));
-}
-
-// A weight's integer q stored as the code q + 2^(bits-1): -qmax..qmax are 1..2^bits - 1.
-uint32_t code_of(int32_t q, int bits) { return static_cast<uint32_t>(q + (1 << (bits - 1))); }
-int32_t q_of(uint32_t code, int bits) { return static_cast<int32_t>(code) - (1 << (bits - 1)); }
-
 struct NodeParts {
   const StateEntry* weight = nullptr;
   const StateEntry* bias = nullptr;
@@ -73,54 +53,12 @@ const StateEntry* find_entry(const std::vector<StateEntry>& state, const std::st
   return nullptr;
 }
 
-// The kept elements of a node's weight, unit by unit: units not pruned, input indices not
-// pruned, and with a bitmap only the weights it keeps. `visit(unit_position, flat_index)`.
-template <class Visit>
-void for_kept(const PackedNode& n, const std::vector<uint8_t>* mask, Visit visit) {
-  const int64_t units = n.weight_shape[0];
-  const int64_t inputs = n.weight_shape.size() < 2 ? 1 : n.weight_shape[1];
-  const int64_t per_input = product(n.weight_shape, 2);
-  std::vector<char> unit_gone(static_cast<std::size_t>(units), 0), input_gone(static_cast<std::size_t>(inputs), 0);
-  for (int64_t j : n.pruned_units) unit_gone[static_cast<std::size_t>(j)] = 1;
-  for (int64_t i : n.pruned_inputs) input_gone[static_cast<std::size_t>(i)] = 1;
-  int64_t kept_unit = 0;
-  for (int64_t j = 0; j < units; ++j) {
-    if (unit_gone[static_cast<std::size_t>(j)]) continue;
-    for (int64_t i = 0; i < inputs; ++i) {
-      if (input_gone[static_cast<std::size_t>(i)]) continue;
-      for (int64_t k = 0; k < per_input; ++k) {
-        const int64_t flat = (j * inputs + i) * per_input + k;
-        if (!mask || (*mask)[static_cast<std::size_t>(flat)]) visit(kept_unit, flat);
-      }
-    }
-    ++kept_unit;
-  }
-}
-
 std::vector<uint8_t> bitmap_of(const std::vector<uint8_t>& mask) {
   std::vector<uint8_t> bits((mask.size() + 7) / 8, 0);
   for (std::size_t i = 0; i < mask.size(); ++i)
     if (mask[i]) bits[i / 8] = static_cast<uint8_t>(bits[i / 8] | (1u << (i % 8)));
   return bits;
 }
-
-std::vector<uint8_t> mask_of(const std::vector<uint8_t>& bitmap, int64_t n) {
-  std::vector<uint8_t> mask(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) mask[static_cast<std::size_t>(i)] = (bitmap[static_cast<std::size_t>(i / 8)] >> (i % 8)) & 1u;
-  return mask;
-}
-
-const StoredTensor& part(const PackedModel& p, const std::string& name, int64_t bytes) {
-  for (const StoredTensor& t : p.tensors)
-    if (t.name == name) {
-      if (static_cast<int64_t>(t.data.size()) != bytes)
-        throw Error("packed model: tensor '" + name + "' holds " + std::to_string(t.data.size()) + " bytes, its node needs " +
-                    std::to_string(bytes));
-      return t;
-    }
-  throw Error("packed model: tensor '" + name + "' is missing");
-}
-
 
 // One table's tensors from its F32 [rows, dim] values and its row recipe (PackedTable's layout).
 PackedTable pack_table(const std::string& name, const float* x, const RowRecipe& r, std::vector<StoredTensor>& out) {
@@ -135,6 +73,12 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
   }
   for (int l = 0; l < kRowLevels; ++l)
     if (present[l]) t.levels.push_back(static_cast<uint8_t>(l));
+  // What unpack refuses is not written: a table with no stored row, a fallback not finite.
+  if (t.levels.empty() || t.levels[0] >= kRowPruned)
+    throw Error("pack: table '" + name + "': every row is pruned or merged");
+  if (present[kRowPruned])
+    for (double v : r.fallback)
+      if (!std::isfinite(static_cast<float>(v))) throw Error("pack: table '" + name + "': its fallback row holds NaN or Inf");
   const int64_t dim = r.dim;
   std::vector<uint32_t> codes, merged;
   std::vector<uint8_t> fp32, fp16;
@@ -148,6 +92,8 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
       for (int64_t k = 0; k < dim; ++k)
         if (!std::isfinite(row[k])) throw Error("pack: table '" + name + "': row " + std::to_string(i) + " holds NaN or Inf");
       const float scale = quantise_unit(row, dim, (1 << (bits - 1)) - 1, q.data());
+      if (!internal::scale_fits(scale, (1 << (bits - 1)) - 1))
+        throw Error("pack: table '" + name + "': row " + std::to_string(i) + " is near the float range's end; cannot quantise it");
       BitWriter w(bits);
       for (int32_t c : q) w.add(code_of(c, bits));
       std::vector<uint8_t> b = w.take();  // each row from a byte boundary
@@ -199,113 +145,36 @@ PackedTable pack_table(const std::string& name, const float* x, const RowRecipe&
   return t;
 }
 
-// A table's F32 values back from its tensors; `used` collects their names.
-StoredTensor unpack_table(const PackedModel& p, const PackedTable& t, std::set<std::string>& used) {
-  const std::string where = "packed model: table '" + t.name + "'";
-  if (t.rows < 1 || t.dim < 1 || t.levels.empty()) throw Error(where + " has no rows, dim or levels");
-  for (uint8_t l : t.levels)
-    if (l >= kRowLevels) throw Error(where + ": level " + std::to_string(l) + " is not one");
-  auto find = [&](const std::string& part) -> const StoredTensor* {
-    for (const StoredTensor& x : p.tensors)
-      if (x.name == t.name + ".rows." + part) {
-        used.insert(x.name);
-        return &x;
-      }
-    return nullptr;
-  };
-  const int bits = row_code_bits(static_cast<int>(t.levels.size()));
-  const StoredTensor* codes = bits > 0 ? find("codes") : nullptr;
-  if (bits > 0 && (!codes || static_cast<int64_t>(codes->data.size()) != (t.rows * bits + 7) / 8))
-    throw Error(where + ": its row codes are missing or of the wrong size");
-  std::vector<uint8_t> level(static_cast<std::size_t>(t.rows));
-  for (int64_t i = 0; i < t.rows; ++i) {
-    const uint32_t c = bits > 0 ? read_bits_at(codes->data, bits, i * bits) : 0;
-    if (c >= t.levels.size()) throw Error(where + ": row " + std::to_string(i) + " has no level " + std::to_string(c));
-    level[static_cast<std::size_t>(i)] = t.levels[c];
-  }
-  int64_t count[kRowLevels] = {};
-  for (uint8_t l : level) ++count[l];
-  const int64_t dim = t.dim;
-  auto need = [&](const std::string& part, int64_t bytes) -> const std::vector<uint8_t>* {
-    if (bytes == 0) return nullptr;
-    const StoredTensor* x = find(part);
-    if (!x || static_cast<int64_t>(x->data.size()) != bytes)
-      throw Error(where + ": tensor '" + t.name + ".rows." + part + "' is missing or not " + std::to_string(bytes) + " bytes");
-    return &x->data;
-  };
-  const auto* fp32 = need("fp32", count[kRowFp32] * dim * 4);
-  const auto* fp16 = need("fp16", count[kRowFp16] * dim * 2);
-  const std::vector<uint8_t>* int_codes[kRowLevels] = {};
-  const std::vector<uint8_t>* int_scales[kRowLevels] = {};
-  for (uint8_t l = 0; l < kRowLevels; ++l)
-    if (const int bits = row_level_int_bits(l)) {
-      const std::string level = "int" + std::to_string(bits);
-      int_codes[l] = need(level + ".codes", count[l] * ((dim * bits + 7) / 8));
-      int_scales[l] = need(level + ".scales", count[l] * 4);
-    }
-  const auto* fallback = need("fallback", count[kRowPruned] > 0 ? dim * 4 : 0);
-  const int64_t index_bits = row_index_bits(t.rows);
-  const auto* merged = need("merged", (count[kRowMerged] * index_bits + 7) / 8);
-  StoredTensor out{t.name, "F32", {t.rows, dim}, std::vector<uint8_t>(static_cast<std::size_t>(t.rows * dim * 4))};
-  float* v = reinterpret_cast<float*>(out.data.data());
-  int64_t at[kRowLevels] = {};
-  std::vector<std::pair<int64_t, int64_t>> shares;  // merged row, its representative
-  for (int64_t i = 0; i < t.rows; ++i) {
-    const uint8_t l = level[static_cast<std::size_t>(i)];
-    float* row = v + i * dim;
-    const int64_t k = at[l]++;
-    if (const int bits = row_level_int_bits(l)) {
-      const int64_t row_bytes = (dim * bits + 7) / 8;
-      float scale;
-      std::memcpy(&scale, int_scales[l]->data() + k * 4, 4);
-      for (int64_t j = 0; j < dim; ++j)  // each row's codes start at a byte boundary
-        row[j] = static_cast<float>(q_of(read_bits_at(*int_codes[l], bits, k * row_bytes * 8 + j * bits), bits)) * scale;
-      continue;
-    }
-    switch (l) {
-      case kRowFp32: std::memcpy(row, fp32->data() + k * dim * 4, static_cast<std::size_t>(dim * 4)); break;
-      case kRowFp16:
-        for (int64_t j = 0; j < dim; ++j) {
-          uint16_t h;
-          std::memcpy(&h, fp16->data() + (k * dim + j) * 2, 2);
-          row[j] = half_to_float(h);
-        }
-        break;
-      case kRowPruned: std::memcpy(row, fallback->data(), static_cast<std::size_t>(dim * 4)); break;
-      default: {
-        const auto m = static_cast<int64_t>(read_bits_at(*merged, static_cast<int>(index_bits), k * index_bits));
-        if (m >= t.rows || level[static_cast<std::size_t>(m)] >= kRowPruned)
-          throw Error(where + ": merged row " + std::to_string(i) + " shares row " + std::to_string(m) + ", not a stored row");
-        shares.emplace_back(i, m);
-      }
-    }
-  }
-  for (const auto& [i, m] : shares) std::memcpy(v + i * dim, v + m * dim, static_cast<std::size_t>(dim * 4));
-  return out;
-}
-
 }  // namespace
+
+bool loads_into(const std::string& file, const std::string& model) {
+  auto floating = [](const std::string& d) { return d == "F64" || d == "F32" || d == "F16" || d == "BF16"; };
+  return file.empty() || model.empty() || file == model || (floating(file) && floating(model));
+}
 
 void check_state_fits(const std::vector<EntryShape>& model, const std::vector<EntryShape>& file,
                       const std::string& source) {
-  std::map<std::string, const std::vector<int64_t>*> in_model, in_file;
-  for (const auto& [name, shape] : model) in_model[name] = &shape;
-  for (const auto& [name, shape] : file) in_file[name] = &shape;
-  std::string missing, extra, differ;
+  std::map<std::string, const EntryShape*> in_model, in_file;
+  for (const EntryShape& e : model) in_model[e.name] = &e;
+  for (const EntryShape& e : file) in_file[e.name] = &e;
+  std::string missing, extra, differ, dtypes;
   auto add = [](std::string& list, const std::string& item) { list += (list.empty() ? "'" : ", '") + item; };
-  for (const auto& [name, shape] : model)
-    if (!in_file.count(name)) add(missing, name + "'");
-  for (const auto& [name, shape] : file) {
-    const auto m = in_model.find(name);
-    if (m == in_model.end()) add(extra, name + "'");
-    else if (*m->second != shape)
-      add(differ, name + "' (file " + shape_text(shape) + ", model " + shape_text(*m->second) + ")");
+  for (const EntryShape& e : model)
+    if (!in_file.count(e.name)) add(missing, e.name + "'");
+  for (const EntryShape& e : file) {
+    const auto m = in_model.find(e.name);
+    if (m == in_model.end()) add(extra, e.name + "'");
+    else if (m->second->shape != e.shape)
+      add(differ, e.name + "' (file " + shape_text(e.shape) + ", model " + shape_text(m->second->shape) + ")");
+    else if (!loads_into(e.dtype, m->second->dtype))
+      add(dtypes, e.name + "' (file " + e.dtype + ", model " + m->second->dtype + ")");
   }
-  if (missing.empty() && extra.empty() && differ.empty()) return;
+  if (missing.empty() && extra.empty() && differ.empty() && dtypes.empty()) return;
   std::string msg = source + " does not fit this model:";
   if (!missing.empty()) msg += " the model's " + missing + " not in it;";
   if (!extra.empty()) msg += " " + extra + " not in the model;";
   if (!differ.empty()) msg += " shapes differ for " + differ + ";";
+  if (!dtypes.empty()) msg += " dtypes cannot load for " + dtypes + ";";
   msg.pop_back();
   throw Error(msg);
 }
@@ -380,6 +249,8 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
       if (i > 0 && n.pruned_units[i] == n.pruned_units[i - 1])
         throw Error("pack: node '" + d.node + "': unit " + std::to_string(n.pruned_units[i]) + " is pruned twice");
     }
+    if (units > 0 && static_cast<int64_t>(n.pruned_units.size()) >= units)
+      throw Error("pack: node '" + d.node + "': prunes every unit");
     n.bitmap = recipe.magnitude_keep < 1.0;
     if (const auto sc = unit_scales.find(d.node); sc != unit_scales.end()) {
       const int64_t kept_units = units - static_cast<int64_t>(n.pruned_units.size());
@@ -387,7 +258,8 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
         problem("node '" + d.node + "': " + std::to_string(sc->second.size()) + " scales given for " +
                 std::to_string(kept_units) + " kept units at " + precision_name(d.precision));
       for (float x : sc->second)
-        if (!(x >= 0) || !std::isfinite(x)) problem("node '" + d.node + "': a given scale is negative or not finite");
+        if (!internal::scale_fits(x, quant_max(d.precision)))
+          problem("node '" + d.node + "': a given scale is negative, not finite, or Inf at the grid's top level");
     }
     if (n.bitmap) {
       const auto m = keep_masks.find(d.node);
@@ -411,20 +283,32 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
     for (int64_t j : out.nodes[a].pruned_units)
       for (int64_t i = 0; i < d.next_fan; ++i) next->pruned_inputs.push_back(j * d.next_fan + i);
   }
-  for (PackedNode& n : out.nodes) std::sort(n.pruned_inputs.begin(), n.pruned_inputs.end());
+  for (PackedNode& n : out.nodes) {
+    std::sort(n.pruned_inputs.begin(), n.pruned_inputs.end());
+    // What unpack refuses (two nodes' units removing one input, or every input) is not written.
+    const auto twice = std::adjacent_find(n.pruned_inputs.begin(), n.pruned_inputs.end());
+    if (twice != n.pruned_inputs.end())
+      throw Error("pack: node '" + n.node + "': input " + std::to_string(*twice) + " is pruned twice (by two nodes' units)");
+    if (!n.pruned_inputs.empty() && static_cast<int64_t>(n.pruned_inputs.size()) >= n.weight_shape[1])
+      throw Error("pack: node '" + n.node + "': its inputs are all pruned");
+  }
 
   for (std::size_t a = 0; a < out.nodes.size(); ++a) {
     PackedNode& n = out.nodes[a];
     const NodeDecision& d = recipe.nodes[a];
     const float* w = static_cast<const float*>(parts[a].weight->data);
     const std::vector<uint8_t>* mask = n.bitmap ? &keep_masks.at(d.node) : nullptr;
+    const std::vector<uint8_t> bitmap = mask ? bitmap_of(*mask) : std::vector<uint8_t>();
+    auto for_kept = [&](auto visit) {
+      internal::for_kept(n.weight_shape, n.pruned_units, n.pruned_inputs, mask ? &bitmap : nullptr, visit);
+    };
     const int64_t kept_units = n.weight_shape[0] - static_cast<int64_t>(n.pruned_units.size());
     const int bits = precision_bits(n.precision);
     const int64_t before = static_cast<int64_t>(out.tensors.size());
     if (bits <= 8) {
       // Gather each kept unit's kept weights, quantise them together (one scale per unit).
       std::vector<std::vector<float>> units(static_cast<std::size_t>(kept_units));
-      for_kept(n, mask, [&](int64_t u, int64_t flat) { units[static_cast<std::size_t>(u)].push_back(w[flat]); });
+      for_kept([&](int64_t u, int64_t flat) { units[static_cast<std::size_t>(u)].push_back(w[flat]); });
       BitWriter codes(bits);
       std::vector<uint8_t> scales;
       std::vector<int32_t> q;
@@ -436,7 +320,10 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
           if (!std::isfinite(x)) throw Error("pack: node '" + d.node + "': weight holds NaN or Inf; cannot quantise it");
         q.resize(unit.size());
         if (given == unit_scales.end()) {
-          put(scales, quantise_unit(unit.data(), static_cast<int64_t>(unit.size()), quant_max(n.precision), q.data()));
+          const float scale = quantise_unit(unit.data(), static_cast<int64_t>(unit.size()), quant_max(n.precision), q.data());
+          if (!internal::scale_fits(scale, quant_max(n.precision)))
+            throw Error("pack: node '" + d.node + "': weights near the float range's end; cannot quantise them");
+          put(scales, scale);
         } else {  // the scales of another rounding (gptq.h): each weight to the nearest level of its grid
           const float scale = given->second[u];
           for (std::size_t i = 0; i < unit.size(); ++i)
@@ -451,14 +338,14 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
     } else {
       std::vector<uint8_t> values;
       int64_t count = 0;
-      for_kept(n, mask, [&](int64_t, int64_t flat) {
+      for_kept([&](int64_t, int64_t flat) {
         if (bits == 16) put(values, float_to_half(w[flat]));
         else put(values, w[flat]);
         ++count;
       });
       out.tensors.push_back({n.node + ".weight", bits == 16 ? "F16" : "F32", {count}, std::move(values)});
     }
-    if (mask) out.tensors.push_back({n.node + ".weight.mask", "U8", {(product(n.weight_shape) + 7) / 8}, bitmap_of(*mask)});
+    if (mask) out.tensors.push_back({n.node + ".weight.mask", "U8", {static_cast<int64_t>(bitmap.size())}, bitmap});
     if (n.has_bias) {
       const float* b = static_cast<const float*>(parts[a].bias->data);
       std::vector<uint8_t> values;
@@ -493,94 +380,6 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
     if (!t.data.empty()) std::memcpy(t.data.data(), e.data, t.data.size());
     out.other_bytes += static_cast<int64_t>(t.data.size());
     out.tensors.push_back(std::move(t));
-  }
-  return out;
-}
-
-std::vector<StoredTensor> unpack(const PackedModel& packed) {
-  std::vector<StoredTensor> out;
-  std::set<std::string> node_parts;
-  for (const PackedNode& n : packed.nodes) {
-    if (n.weight_shape.empty() || product(n.weight_shape) < 1)
-      throw Error("packed model: node '" + n.node + "' has no weight shape");
-    const int64_t units = n.weight_shape[0];
-    const int64_t inputs = n.weight_shape.size() < 2 ? 1 : n.weight_shape[1];
-    for (int64_t j : n.pruned_units)
-      if (j < 0 || j >= units) throw Error("packed model: node '" + n.node + "': pruned unit " + std::to_string(j) + " out of range");
-    for (int64_t i : n.pruned_inputs)
-      if (i < 0 || i >= inputs) throw Error("packed model: node '" + n.node + "': pruned input " + std::to_string(i) + " out of range");
-    const int64_t numel = product(n.weight_shape);
-    const int64_t kept_units = units - static_cast<int64_t>(n.pruned_units.size());
-    std::vector<uint8_t> mask;
-    if (n.bitmap) {
-      mask = mask_of(part(packed, n.node + ".weight.mask", (numel + 7) / 8).data, numel);
-      node_parts.insert(n.node + ".weight.mask");
-    }
-    int64_t kept = 0;
-    for_kept(n, n.bitmap ? &mask : nullptr, [&](int64_t, int64_t) { ++kept; });
-    std::vector<float> w(static_cast<std::size_t>(numel), 0.0f);
-    const int bits = precision_bits(n.precision);
-    if (bits <= 8) {
-      const StoredTensor& codes = part(packed, n.node + ".weight.codes", (kept * bits + 7) / 8);
-      const StoredTensor& scales = part(packed, n.node + ".weight.scales", 4 * kept_units);
-      node_parts.insert(codes.name);
-      node_parts.insert(scales.name);
-      int64_t index = 0;
-      for_kept(n, n.bitmap ? &mask : nullptr, [&](int64_t u, int64_t flat) {
-        float scale;
-        std::memcpy(&scale, scales.data.data() + 4 * u, 4);
-        w[static_cast<std::size_t>(flat)] = static_cast<float>(q_of(read_bits_at(codes.data, bits, index++ * bits), bits)) * scale;
-      });
-    } else {
-      const StoredTensor& values = part(packed, n.node + ".weight", kept * bits / 8);
-      node_parts.insert(values.name);
-      int64_t index = 0;
-      for_kept(n, n.bitmap ? &mask : nullptr, [&](int64_t, int64_t flat) {
-        float x;
-        if (bits == 16) {
-          uint16_t h;
-          std::memcpy(&h, values.data.data() + 2 * index, 2);
-          x = half_to_float(h);
-        } else {
-          std::memcpy(&x, values.data.data() + 4 * index, 4);
-        }
-        w[static_cast<std::size_t>(flat)] = x;
-        ++index;
-      });
-    }
-    StoredTensor weight{n.node + ".weight", "F32", n.weight_shape, std::vector<uint8_t>(static_cast<std::size_t>(numel) * 4)};
-    std::memcpy(weight.data.data(), w.data(), weight.data.size());
-    out.push_back(std::move(weight));
-    if (n.has_bias) {
-      const StoredTensor& b = part(packed, n.node + ".bias", kept_units * (bits == 32 ? 4 : 2));
-      node_parts.insert(b.name);
-      std::vector<char> gone(static_cast<std::size_t>(units), 0);
-      for (int64_t j : n.pruned_units) gone[static_cast<std::size_t>(j)] = 1;
-      StoredTensor bias{n.node + ".bias", "F32", {units}, std::vector<uint8_t>(static_cast<std::size_t>(units) * 4, 0)};
-      int64_t k = 0;
-      for (int64_t j = 0; j < units; ++j) {
-        if (gone[static_cast<std::size_t>(j)]) continue;
-        float x;
-        if (bits == 32) {
-          std::memcpy(&x, b.data.data() + 4 * k, 4);
-        } else {
-          uint16_t h;
-          std::memcpy(&h, b.data.data() + 2 * k, 2);
-          x = half_to_float(h);
-        }
-        std::memcpy(bias.data.data() + 4 * j, &x, 4);
-        ++k;
-      }
-      out.push_back(std::move(bias));
-    }
-  }
-  for (const PackedTable& t : packed.tables) out.push_back(unpack_table(packed, t, node_parts));
-  for (const StoredTensor& t : packed.tensors) {
-    if (node_parts.count(t.name)) continue;
-    if (static_cast<int64_t>(t.data.size()) != product(t.shape) * stored_dtype_size(t.dtype))
-      throw Error("packed model: tensor '" + t.name + "' holds " + std::to_string(t.data.size()) + " bytes for shape " +
-                  shape_text(t.shape) + " of " + t.dtype);
-    out.push_back(t);
   }
   return out;
 }

@@ -3,7 +3,8 @@
 // each key after comparing it with every earlier key of its object, and the builder that
 // takes a callback scans the whole enclosing container at the end of every object; both are
 // quadratic (an object of 99,000 members took 7 s, an array of 200,000 small objects 5 s).
-// A key given twice keeps its first place and its last value, as nlohmann's builders do.
+// A key given twice keeps its first place and its last value, as nlohmann's builders do
+// (repeated_key() says when the last key was one; parse_bounded can refuse it).
 //
 //   nlohmann::ordered_json doc;
 //   JsonDom dom(doc);
@@ -51,6 +52,10 @@ class JsonDom {
     throw e;
   }
 
+ protected:
+  /// Whether the last key() was already a member of its object.
+  bool repeated_key() const { return repeated_key_; }
+
  private:
   // An object's members as ordered_map keeps them: a vector of (key, value) pairs.
   using Members = std::vector<std::pair<const std::string, Json>>;
@@ -77,6 +82,7 @@ class JsonDom {
   Json& root_;
   std::vector<Open> open_;
   Json* slot_ = nullptr;  // where the value after a key goes
+  bool repeated_key_ = false;
 };
 
 inline JsonDom::Json* JsonDom::place(Json&& v) {
@@ -97,6 +103,7 @@ inline JsonDom::Json* JsonDom::place(Json&& v) {
 inline bool JsonDom::key(Json::string_t& k) {
   Open& o = open_.back();
   Members& members = o.value->get_ref<Json::object_t&>();
+  repeated_key_ = true;
   if (o.index.empty()) {
     for (auto& [name, value] : members)
       if (name == k) {
@@ -112,6 +119,7 @@ inline bool JsonDom::key(Json::string_t& k) {
       return true;
     }
   }
+  repeated_key_ = false;
   if (!o.index.empty() || members.size() + 1 >= kIndexedFrom) o.index.emplace(k, members.size());
   if (members.size() == members.capacity()) {
     // The vector would copy its members to grow (a pair with a const key cannot be moved), a

@@ -47,8 +47,8 @@ namespace {
 // JsonDom with parse_bounded's limits checked at each event.
 class BoundedJson : public JsonDom {
  public:
-  BoundedJson(Json& root, int max_depth, std::size_t max_members)
-      : JsonDom(root), max_depth_(max_depth), max_members_(max_members) {}
+  BoundedJson(Json& root, int max_depth, std::size_t max_members, bool unique_keys)
+      : JsonDom(root), max_depth_(max_depth), max_members_(max_members), unique_keys_(unique_keys) {}
   bool start_object(std::size_t n) {
     enter();
     members_.push_back(0);
@@ -62,7 +62,10 @@ class BoundedJson : public JsonDom {
   bool key(Json::string_t& k) {
     if (++members_.back() > max_members_)
       throw Error("malformed: an object of more than " + std::to_string(max_members_) + " members");
-    return JsonDom::key(k);
+    const std::string name = unique_keys_ ? k : std::string();  // the builder moves k
+    JsonDom::key(k);
+    if (unique_keys_ && repeated_key()) throw Error("the key '" + name + "' is given twice in one object");
+    return true;
   }
   bool end_object() {
     members_.pop_back();
@@ -81,14 +84,16 @@ class BoundedJson : public JsonDom {
   }
   int max_depth_;
   std::size_t max_members_;
+  bool unique_keys_;
   std::vector<std::size_t> members_;  // keys so far of each open container (arrays: unused)
 };
 
 }  // namespace
 
-nlohmann::ordered_json parse_bounded(const std::string& text, int max_depth, std::size_t max_members) {
+nlohmann::ordered_json parse_bounded(const std::string& text, int max_depth, std::size_t max_members,
+                                     bool unique_keys) {
   nlohmann::ordered_json doc;
-  BoundedJson dom(doc, max_depth, max_members);
+  BoundedJson dom(doc, max_depth, max_members, unique_keys);
   nlohmann::ordered_json::sax_parse(text, &dom);
   return doc;
 }

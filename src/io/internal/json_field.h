@@ -67,9 +67,11 @@ class Field {
 
 /// `text` parsed in time linear in its size (internal/json_dom.h), refusing while it parses
 /// nesting deeper than `max_depth` and objects of more than `max_members` members (Error
-/// "malformed: ..."): a reader looks a key up in its object member by member. Throws
-/// nlohmann's exceptions for text that is not JSON.
-nlohmann::ordered_json parse_bounded(const std::string& text, int max_depth, std::size_t max_members);
+/// "malformed: ..."): a reader looks a key up in its object member by member. With
+/// `unique_keys`, a key given twice in one object is refused too (Error naming the key) instead
+/// of keeping its last value. Throws nlohmann's exceptions for text that is not JSON.
+nlohmann::ordered_json parse_bounded(const std::string& text, int max_depth, std::size_t max_members,
+                                     bool unique_keys = false);
 
 /// What the JSON library said of text it could not parse, without its internal tag
 /// ("[json.exception.parse_error.101] "): "parse error at line 1, column 2: ...".

@@ -162,9 +162,11 @@ PackedFileSize save_weights(::torch::nn::Module& model, const std::string& path)
   return save(model, Recipe{}, path);
 }
 
-std::vector<std::pair<std::string, at::Tensor>> load_state(const std::string& path) {
+namespace {
+
+std::vector<std::pair<std::string, at::Tensor>> tensors_of(std::vector<StoredTensor> stored) {
   std::vector<std::pair<std::string, at::Tensor>> state;
-  for (StoredTensor& t : unpack(read_packed(path))) {
+  for (StoredTensor& t : stored) {
     at::Tensor x = at::empty(t.shape, at::TensorOptions().dtype(scalar_type(t.dtype, t.name)));
     if (!t.data.empty()) std::memcpy(x.data_ptr(), t.data.data(), t.data.size());
     state.emplace_back(t.name, x);
@@ -172,13 +174,31 @@ std::vector<std::pair<std::string, at::Tensor>> load_state(const std::string& pa
   return state;
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, at::Tensor>> load_state(const std::string& path) {
+  return tensors_of(unpack(read_packed(path)));
+}
+
+std::vector<EntryShape> entry_shapes(const std::vector<std::pair<std::string, at::Tensor>>& state) {
+  std::vector<EntryShape> out;
+  for (const auto& [name, t] : state) {
+    const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const DtypeName& d) { return d.type == t.scalar_type(); });
+    out.push_back({name, known == std::end(kDtypes) ? "" : known->name, t.sizes().vec()});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> load_state(const std::string& path, const std::vector<EntryShape>& model) {
+  const PackedModel packed = read_packed(path);
+  check_state_fits(model, check_packed(packed), "packed model '" + path + "'");
+  return tensors_of(unpack(packed));
+}
+
 void load_state_into(::torch::nn::Module& model, const std::vector<std::pair<std::string, at::Tensor>>& state,
                      const std::string& source) {
   const auto targets = model_state(model);
-  std::vector<EntryShape> have, given;
-  for (const auto& [name, t] : targets) have.push_back({name, t.sizes().vec()});
-  for (const auto& [name, t] : state) given.push_back({name, t.sizes().vec()});
-  check_state_fits(have, given, source);
+  check_state_fits(entry_shapes(targets), entry_shapes(state), source);
   std::map<std::string, const at::Tensor*> by_name;
   for (const auto& [name, t] : state) by_name[name] = &t;
   ::torch::NoGradGuard no_grad;
@@ -186,7 +206,7 @@ void load_state_into(::torch::nn::Module& model, const std::vector<std::pair<std
 }
 
 void load(::torch::nn::Module& model, const std::string& path) {
-  load_state_into(model, load_state(path), "packed model '" + path + "'");
+  load_state_into(model, load_state(path, entry_shapes(model_state(model))), "packed model '" + path + "'");
 }
 
 }  // namespace gradscope::compress

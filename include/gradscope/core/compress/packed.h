@@ -111,17 +111,44 @@ PackedModel pack(const Recipe& recipe, const std::vector<StateEntry>& state,
                  const std::map<std::string, std::vector<float>>& unit_scales = {},
                  const std::map<std::string, RowRecipe>& row_recipes = {});
 
-/// An entry's name and shape, to check that a file's state fits a model.
-using EntryShape = std::pair<std::string, std::vector<int64_t>>;
+/// An entry's name, dtype (StoredTensor's names; "" when not known) and shape, to check that a
+/// file's state fits a model.
+struct EntryShape {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+};
+
+/// Whether a file entry of dtype `file` may load into a model entry of dtype `model`: the same
+/// dtype, or two floating-point ones (a node's dequantised F32 weight into a float64 model);
+/// an integer or bool entry only into its own dtype. "" on either side: not compared.
+bool loads_into(const std::string& file, const std::string& model);
 
 /// Throws Error "<source> does not fit this model: ..." naming the model's entries the file
-/// lacks, the file's entries the model lacks, and the entries whose shapes differ.
+/// lacks, the file's entries the model lacks, the entries whose shapes differ and those whose
+/// dtypes cannot load (loads_into).
 void check_state_fits(const std::vector<EntryShape>& model, const std::vector<EntryShape>& file,
                       const std::string& source);
 
+/// Checks that a packed model's manifest and tensors agree, as a crafted file may not, and
+/// returns the names and shapes of the entries unpack() gives, without decoding or allocating
+/// them. Sizes are computed without overflow and compared with the tensors', so nothing the
+/// parts cannot back is allocated; names, nodes, tables, levels and pruned units and inputs are
+/// unique (indices ascending, in range, not all of them); each part is declared with the dtype
+/// and the one-dimensional shape its node or table implies (codes, masks, row codes and merged
+/// indices U8; scales F32; values and biases F32 at FP32, F16 otherwise; see PackedTable), and
+/// holds the bytes the manifest says; scales are finite, >= 0 and finite times their grid's top
+/// level, fallback rows finite, merged rows share a stored row. Stored FP32 / FP16 values are
+/// the model's data: NaN and Inf there load as they are. Throws Error "<source>: node 'fc':
+/// <field>: <what>" (or table, tensor) for the first problem.
+std::vector<EntryShape> check_packed(const PackedModel& packed, const std::string& source = "packed model");
+
 /// The dense state back: node weights and biases as F32 of their full shapes (zeros where
-/// pruned or masked, q * scale where quantised), every other entry as stored. Throws Error for
-/// a packed model whose manifest and tensors disagree (a missing part, a wrong size).
+/// pruned or masked, q * scale where quantised), every other entry as stored. Runs
+/// check_packed first and throws its Error for a packed model whose manifest and tensors
+/// disagree. Pruned units, inputs and rows store nothing, so a valid manifest may declare a dense
+/// state far larger than its file: a loader that has its model can compare check_packed's
+/// shapes with it (check_state_fits) before it unpacks, and allocate no more than the model.
 std::vector<StoredTensor> unpack(const PackedModel& packed);
 
 }  // namespace gradscope::compress

@@ -28,10 +28,16 @@ struct PackedFileSize {
 PackedFileSize write_packed(const std::string& path, const compress::PackedModel& packed);
 
 /// Reads a file write_packed wrote, or any safetensors file (then with no nodes: every tensor
-/// is an entry of the state as it is). Throws Error naming the path for a file that is not one:
-/// too short, a header length beyond the file or above 100 MB, not JSON, a tensor outside the
-/// data or overlapping another, data not covered, an unknown dtype, a manifest that does not
-/// parse.
+/// is an entry of the state as it is), in time linear in its size. Throws Error naming the path
+/// for a file that is not one: too short, a header length beyond the file or above 100 MB, a
+/// header that does not start with '{' (a byte-order mark) or is padded with anything but
+/// spaces, not JSON, a key given twice, a tensor outside the data, overlapping another or whose
+/// shape and dtype need other bytes, data not covered, an unknown dtype, a manifest that does
+/// not parse, and everything compress::check_packed refuses (the manifest and the tensors
+/// disagree), each naming the tensor, node or table and the field.
 compress::PackedModel read_packed(const std::string& path);
+
+/// read_packed of a file's bytes, its errors named "<source>: ...".
+compress::PackedModel parse_packed(const std::string& bytes, const std::string& source);
 
 }  // namespace gradscope

@@ -63,9 +63,18 @@ PackedFileSize save_weights(::torch::nn::Module& model, const std::string& path)
 /// pruned), by dotted path.
 std::vector<std::pair<std::string, at::Tensor>> load_state(const std::string& path);
 
+/// `state`'s entries as check_state_fits compares them (a dtype the packed file cannot hold
+/// is "", not compared).
+std::vector<EntryShape> entry_shapes(const std::vector<std::pair<std::string, at::Tensor>>& state);
+
+/// load_state(path), checked against `model`'s entries (check_state_fits: names, shapes, dtypes)
+/// before anything is decoded: a file whose manifest declares a dense state larger than the
+/// model's is refused without allocating it.
+std::vector<std::pair<std::string, at::Tensor>> load_state(const std::string& path, const std::vector<EntryShape>& model);
+
 /// Copies load_state(path) into `model`'s parameters and buffers. Throws Error before changing
-/// anything when the file lacks an entry of the model or has one the model lacks (naming them)
-/// or a shape differs.
+/// anything when the file lacks an entry of the model or has one the model lacks (naming them),
+/// a shape differs or a dtype cannot load (an integer entry into a float parameter).
 void load(::torch::nn::Module& model, const std::string& path);
 
 /// Copies `state` into the model's parameters and buffers, checked as load() does; `source`
