@@ -1,6 +1,7 @@
 // gradscope upgrade RUN: moves a run from before schema 5 to schema 5, its side files
 // (embedding.json, trees.json, units.json, rows.json, compression.json, the auto-fix log
-// audit.jsonl) into run.db, so that the database alone is the run. Each side file is checked by the loader that reads it before it
+// audit.jsonl) into run.db, so that the database alone is the run, in one transaction
+// (io/store/run_upgrade.h). Each side file is checked by the loader that reads it before it
 // moves, and read back from run.db after; the files themselves stay (they are the user's, and
 // now only exports), and the command says they may be deleted.
 #include <iostream>
@@ -12,7 +13,7 @@
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/render/safe_text.h"
 #include "gradscope/io/store/run_documents.h"
-#include "gradscope/io/store/run_reader.h"
+#include "gradscope/io/store/run_upgrade.h"
 #include "gradscope/io/trees/store.h"
 #include "run_loading.h"
 
@@ -29,36 +30,12 @@ void check_document(const std::string& run, const std::string& name, const RunDo
   else if (name == "compression.json") load_measured_comparison(run);
 }
 
-// The largest side file moved: the largest any loader reads.
-constexpr std::uintmax_t kMaxMovedBytes = kMaxRowProfileBytes;
-
 int run_upgrade(const std::string& run, bool json) {
-  const int64_t was = RunReader(run).schema_version();
-  // Every side file is read and checked before anything is written: a schema-5 run no longer
-  // reads them, and one that fails leaves the run as it was.
-  std::vector<RunDocument> sides;
-  std::vector<std::string> moved;
-  for (const std::string& name : run_document_names()) {
-    std::optional<RunDocument> side = read_run_document(run, name, kMaxMovedBytes, name);
-    if (!side || side->in_database) continue;
-    check_document(run, name, *side);
-    sides.push_back(std::move(*side));
-    moved.push_back(name);
-  }
-  // The auto-fix log of a run before schema 5 is audit.jsonl beside it.
-  const std::vector<std::string> log = was < 5 ? read_run_log(run) : std::vector<std::string>{};
-  upgrade_run(run);
-  if (!log.empty()) {
-    append_run_log(run, log);
-    if (read_run_log(run) != log) throw Error("run '" + run + "': audit.jsonl did not read back the same from run.db");
-  }
-  for (std::size_t i = 0; i < sides.size(); ++i) {
-    put_run_document(run, moved[i], sides[i].text);
-    const std::optional<RunDocument> back = read_run_document(run, moved[i], kMaxMovedBytes);
-    if (!back || !back->in_database || back->text != sides[i].text)
-      throw Error("run '" + run + "': " + moved[i] + " did not read back the same from run.db");
-  }
-  if (!log.empty()) moved.push_back("audit.jsonl");
+  // One transaction, read back after (io/store/run_upgrade.h); the loaders check each file first.
+  const RunUpgrade done = upgrade_run_with_side_files(
+      run, [&](const std::string& name, const RunDocument& side) { check_document(run, name, side); });
+  const int64_t was = done.schema_from;
+  const std::vector<std::string>& moved = done.moved;
   if (json) {
     const nlohmann::ordered_json doc = {
         {"gradscope_upgrade", {{"run", run}, {"schema_from", was}, {"schema_to", kRunSchemaVersion}, {"moved", moved}}}};

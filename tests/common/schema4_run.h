@@ -1,6 +1,6 @@
 // Turning a saved run into what a schema-4 writer left (before the run's documents moved into
-// run.db): no documents table, version 4 in meta and in the header. The older layouts are
-// tested with it: they must still read, and upgrade.
+// run.db): no documents or interventions table, nor their meta keys, and version 4 in meta and
+// in the header. The older layouts are tested with it: they must still read, and upgrade.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,7 +15,9 @@ namespace gradscope::test {
 inline void make_schema4(const std::filesystem::path& run) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((run / "run.db").c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, "DROP TABLE documents; DELETE FROM meta WHERE key = 'document_rows'; PRAGMA user_version = 4;",
+  EXPECT_EQ(sqlite3_exec(db,
+                         "DROP TABLE documents; DROP TABLE interventions; DELETE FROM meta WHERE key IN "
+                         "('document_rows', 'document_names', 'intervention_rows'); PRAGMA user_version = 4;",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_stmt* s = nullptr;

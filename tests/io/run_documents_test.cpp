@@ -109,16 +109,112 @@ TEST(RunDocuments, ADamagedOrOversizedDocumentIsAnErrorNamingIt) {
   }
   EXPECT_EQ(error_of([&] { read_run_document(dir.string(), "rows.json", 100); }),
             where + "columns are not (text, integer) (a damaged table)");
-  // A lost row: meta still counts it, so a strict reader says so.
-  put_run_document(dir.string(), "rows.json", "{}");
+  // Export reads every document: the damaged one stops it, named.
+  {
+    test::Edit e(dir);
+    e.sql("UPDATE documents SET body = '{\"rows\": 13}' WHERE name = 'rows.json'");
+  }
+  EXPECT_EQ(error_of([&] { export_run_documents(dir.string(), (dir.parent_path() / "out").string()); }),
+            where + "damaged (checksum mismatch)");
+  fs::remove_all(dir.parent_path());
+}
+
+// A run with two documents, one of them then deleted by one SQL statement.
+fs::path run_that_lost(const std::string& test_name, const std::string& lost) {
+  const fs::path dir = make_run(test_name);
+  put_run_document(dir.string(), "embedding.json", "{\"e\": 1}");
+  put_run_document(dir.string(), "units.json", "{\"u\": 2}");
+  test::Edit e(dir);
+  e.sql("DELETE FROM documents WHERE name = '" + lost + "'");
+  return dir;
+}
+
+// The committed names are in meta: a lost document is an Error naming it, whichever document is
+// asked for (found or not), and in every reader that looks: the list, export, a partial reader.
+TEST(RunDocuments, ALostDocumentIsAnErrorNamingItWhicheverIsAskedFor) {
+  const fs::path dir = run_that_lost("docs-lost", "embedding.json");
+  const std::string lost = "run database '" + (dir / "run.db").string() +
+                           "', document 'embedding.json': missing (meta says it was committed; table documents "
+                           "does not hold it)";
+  for (const char* name : {"embedding.json", "units.json", "trees.json"})
+    EXPECT_EQ(error_of([&] { read_run_document(dir.string(), name, 100); }), lost) << name;
+  EXPECT_EQ(error_of([&] { stored_run_documents(dir.string()); }), lost);
+  EXPECT_EQ(error_of([&] { export_run_documents(dir.string(), (dir.parent_path() / "out").string()); }), lost);
+  RunReader partial(dir.string(), ReadOptions{true});
+  EXPECT_EQ(error_of([&] { partial.document("units.json", 100); }), lost);
+  EXPECT_EQ(error_of([&] { partial.document_names(); }), lost);
+  // Saving another document would bless the loss with a new count: refused, the run unchanged.
+  EXPECT_EQ(error_of([&] { put_run_document(dir.string(), "trees.json", "{}"); }), lost);
+  EXPECT_EQ(error_of([&] { read_run_document(dir.string(), "trees.json", 100); }), lost);
+  // A run's records are not its documents: they still read.
+  EXPECT_EQ(RunReader(dir.string()).step_count(), 2);
+  fs::remove_all(dir.parent_path());
+}
+
+// A row meta does not list (a buggy or hostile writer; its checksum verifies) is named too.
+TEST(RunDocuments, ADocumentMetaDoesNotListIsAnErrorNamingIt) {
+  const fs::path dir = make_run("docs-added");
   put_run_document(dir.string(), "units.json", "{}");
   {
     test::Edit e(dir);
-    e.sql("DELETE FROM documents WHERE name = 'units.json'");
+    e.sql("INSERT INTO documents(name, body, checksum) VALUES('trees.json', '{}', " +
+          std::to_string(internal::row_checksum({"trees.json", "{}"})) + ")");
   }
-  RunReader strict(dir.string());
-  EXPECT_THAT(error_of([&] { strict.document("rows.json", 100); }),
-              HasSubstr("table documents holds 1 row but the writer committed 2"));
+  EXPECT_EQ(error_of([&] { read_run_document(dir.string(), "units.json", 100); }),
+            "run database '" + (dir / "run.db").string() +
+                "', document 'trees.json': not committed (table documents holds it; meta does not list it)");
+  fs::remove_all(dir.parent_path());
+}
+
+// A run of schema 5 written before the names were kept has the count alone: the loss is still
+// an Error, in numbers; and a damaged names row is an Error naming the meta key.
+TEST(RunDocuments, WithoutTheCommittedNamesTheCountSaysADocumentWasLost) {
+  const fs::path dir = run_that_lost("docs-lost-count", "units.json");
+  {
+    test::Edit e(dir);
+    e.sql("DELETE FROM meta WHERE key = 'document_names'");
+  }
+  const std::string db = (dir / "run.db").string();
+  EXPECT_EQ(error_of([&] { read_run_document(dir.string(), "embedding.json", 100); }),
+            "run database '" + db + "': documents: meta says 2 committed, the table has 1");
+  EXPECT_EQ(error_of([&] { stored_run_documents(dir.string()); }),
+            "run database '" + db + "': documents: meta says 2 committed, the table has 1");
+  fs::remove_all(dir.parent_path());
+
+  const fs::path names = make_run("docs-names-damaged");
+  put_run_document(names.string(), "units.json", "{}");
+  {
+    test::Edit e(names);
+    e.sql("UPDATE meta SET value = '' WHERE key = 'document_names'");
+  }
+  EXPECT_EQ(error_of([&] { read_run_document(names.string(), "units.json", 100); }),
+            "run database '" + (names / "run.db").string() +
+                "': table meta, key 'document_names': damaged (checksum mismatch)");
+  fs::remove_all(names.parent_path());
+}
+
+// What put_run_document commits beside each document: the count and the names, checksummed.
+TEST(RunDocuments, EachDocumentIsCommittedWithTheNamesOfAll) {
+  const fs::path dir = make_run("docs-names");
+  put_run_document(dir.string(), "units.json", "{}");
+  put_run_document(dir.string(), "embedding.json", "{}");
+  put_run_document(dir.string(), "units.json", "[]");
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "run.db").c_str(), &h), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT key, value, checksum FROM meta WHERE key LIKE 'document_%' ORDER BY key", -1,
+                               &s, nullptr),
+            SQLITE_OK);
+  std::vector<std::string> rows;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const std::string key = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    const std::string value = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+    EXPECT_EQ(sqlite3_column_int64(s, 2), internal::row_checksum({key, value})) << key;
+    rows.push_back(key + "=" + value);
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  EXPECT_EQ(rows, (std::vector<std::string>{"document_names=embedding.json,units.json", "document_rows=2"}));
   fs::remove_all(dir.parent_path());
 }
 

@@ -6,10 +6,10 @@
 #include <filesystem>
 
 #include "gradscope/core/error.h"
-#include "gradscope/io/store/run_metadata.h"
 #include "gradscope/io/store/run_reader.h"
 #include "internal/regular_file.h"
 #include "internal/side_file.h"
+#include "store/internal/document_rows.h"
 #include "store/internal/record_codec.h"
 #include "store/internal/run_schema.h"
 #include "store/internal/sqlite_db.h"
@@ -20,30 +20,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string document_where(const std::string& db, const std::string& name) {
-  return "run database '" + db + "', document '" + name + "'";
-}
-
 void check_name(const std::string& db, const std::string& name) {
   const std::vector<std::string>& known = run_document_names();
   if (std::find(known.begin(), known.end(), name) == known.end())
-    throw Error(document_where(db, name) + ": not a document gradscope keeps in a run");
-}
-
-// Creates the tables of schema 5 and moves meta and the header to it, in the caller's
-// transaction; refuses what cannot be upgraded.
-void upgrade_to_documents(internal::Database& db, int64_t version) {
-  if (version > kRunSchemaVersion)
-    throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
-                " is newer than this gradscope writes (" + std::to_string(kRunSchemaVersion) + "); upgrade gradscope");
-  if (version < 1) throw Error("run database '" + db.path() + "': not a gradscope run (no schema version)");
-  if (version < 2)
-    throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
-                " has no checksummed metadata to upgrade; record the run again to keep documents in it");
-  if (version == kRunSchemaVersion) return;
-  db.exec(internal::kSchema5Tables);
-  internal::put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
-  db.exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
+    throw Error(internal::stored_document_where(db, name) + ": not a document gradscope keeps in a run");
 }
 
 }  // namespace
@@ -54,51 +34,14 @@ const std::vector<std::string>& run_document_names() {
   return names;
 }
 
-namespace {
-
-// Runs `body` on `run`'s database in a write transaction after upgrading it; returns the
-// version it had.
-template <typename Body>
-int64_t write_upgraded(const std::string& run, const std::string& what, const Body& body) {
-  const std::string path = internal::run_database(run);
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    throw Error("run database '" + path + "': no such file, so nowhere to keep " + what +
-                " (write the run first: a RunWriter, or an Audit with a run)");
-  internal::Database db(path, internal::OpenMode::kReadWrite);
-  // IMMEDIATE: the write lock now, so the version read below is the one this transaction
-  // upgrades (another process may upgrade the same run at the same time).
-  db.exec("BEGIN IMMEDIATE");
-  try {
-    const int64_t version = db.query_int("PRAGMA user_version");
-    upgrade_to_documents(db, version);
-    body(db);
-    db.exec("COMMIT");
-    return version;
-  } catch (...) {
-    sqlite3_exec(db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-}
-
-}  // namespace
-
 int64_t upgrade_run(const std::string& run) {
-  return write_upgraded(run, "documents", [](internal::Database&) {});
+  return internal::write_upgraded(run, "documents", [](internal::Database&, int64_t) {});
 }
 
 void put_run_document(const std::string& run, const std::string& name, const std::string& text) {
   check_name(internal::run_database(run), name);
-  write_upgraded(run, name, [&](internal::Database& db) {
-    internal::Statement put =
-        db.prepare("INSERT OR REPLACE INTO documents(name, body, checksum) VALUES(?, ?, ?)");
-    put.bind(1, name);
-    put.bind(2, text);
-    put.bind(3, internal::row_checksum({name, text}));
-    put.step();
-    const int64_t rows = db.query_int("SELECT count(*) FROM documents");
-    internal::put_meta(db, internal::kDocumentRowsKey, std::to_string(rows));
-  });
+  internal::write_upgraded(run, name,
+                           [&](internal::Database& db, int64_t) { internal::put_document_row(db, name, text); });
 }
 
 std::optional<RunDocument> read_run_document(const std::string& run, const std::string& name,
@@ -111,7 +54,7 @@ std::optional<RunDocument> read_run_document(const std::string& run, const std::
     // document is an Error all the same (RunReader::document).
     RunReader reader(path, ReadOptions{true});
     std::optional<std::string> text = reader.document(name, max_bytes);
-    if (text) return RunDocument{std::move(*text), document_where(path, name), true};
+    if (text) return RunDocument{std::move(*text), internal::stored_document_where(path, name), true};
     // A run of schema 5 keeps its documents inside: a file of that name beside it is left
     // from an older run in the same folder, not this run's.
     if (reader.schema_version() >= 5) return std::nullopt;
@@ -132,19 +75,8 @@ void append_run_log(const std::string& run, const std::vector<std::string>& line
   for (const std::string& line : lines)
     if (line.find('\n') != std::string::npos)
       throw Error("run database '" + internal::run_database(run) + "', auto-fix log: a line holds a newline");
-  write_upgraded(run, "the auto-fix log", [&](internal::Database& db) {
-    int64_t position = db.query_int("SELECT count(*) FROM interventions");
-    internal::Statement put = db.prepare("INSERT INTO interventions(position, line, checksum) VALUES(?, ?, ?)");
-    for (const std::string& line : lines) {
-      put.reset();
-      put.bind(1, position);
-      put.bind(2, line);
-      put.bind(3, internal::row_checksum({std::to_string(position), line}));
-      put.step();
-      ++position;
-    }
-    internal::put_meta(db, internal::kInterventionRowsKey, std::to_string(position));
-  });
+  internal::write_upgraded(run, "the auto-fix log",
+                           [&](internal::Database& db, int64_t) { internal::append_log_rows(db, lines); });
 }
 
 std::vector<std::string> read_run_log(const std::string& run, std::uintmax_t max_bytes) {
@@ -174,11 +106,9 @@ std::vector<std::string> read_run_log(const std::string& run, std::uintmax_t max
 }
 
 std::vector<std::string> export_run_documents(const std::string& run, const std::string& dir) {
-  // The largest document any loader reads (rows.json's limit, io/compress/rows_json.h).
-  constexpr std::uintmax_t kLargest = std::uintmax_t{1} << 30;
   std::vector<std::string> written;
   for (const std::string& name : run_document_names()) {
-    const std::optional<RunDocument> doc = read_run_document(run, name, kLargest, name);
+    const std::optional<RunDocument> doc = read_run_document(run, name, kMaxRunDocumentBytes, name);
     if (!doc) continue;
     try {
       internal::replace_file(dir, name, doc->text);
@@ -206,10 +136,14 @@ std::vector<std::string> stored_run_documents(const std::string& run) {
   return reader.document_names();
 }
 
+// A lost or added document is an Error also when partial: a document is read whole or not at
+// all, and read_run_document reads every run partially (a log that lost its last steps).
 std::optional<std::string> RunReader::document(const std::string& name, std::uintmax_t max_bytes) {
   if (version_ < 5) return std::nullopt;
-  const std::string where = document_where(path_, name);
+  const std::string where = internal::stored_document_where(path_, name);
   internal::ReadTransaction tx(*db_);
+  // Whether or not `name` is found: a lost document is not one the run never had.
+  internal::check_committed_documents(*db_);
   internal::Statement s = db_->prepare(
       "SELECT length(CAST(body AS BLOB)), body, checksum, typeof(body), typeof(checksum) FROM documents WHERE name = ?");
   s.bind(1, name);
@@ -222,8 +156,6 @@ std::optional<std::string> RunReader::document(const std::string& name, std::uin
   std::string text = s.column_text(1);
   if (internal::row_checksum({name, text}) != s.column_int(2))
     throw Error(where + ": damaged (checksum mismatch)");
-  s = internal::Statement();
-  check_row_count(internal::kDocumentRowsKey, "documents", db_->query_int("SELECT count(*) FROM documents"), true);
   return text;
 }
 
@@ -231,6 +163,7 @@ std::vector<std::string> RunReader::document_names() {
   std::vector<std::string> names;
   if (version_ < 5) return names;
   internal::ReadTransaction tx(*db_);
+  internal::check_committed_documents(*db_);
   internal::Statement s = db_->prepare("SELECT name FROM documents ORDER BY name");
   while (s.step()) names.push_back(s.column_text(0));
   return names;

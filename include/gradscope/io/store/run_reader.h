@@ -88,11 +88,12 @@ class RunReader {
   /// row is skipped, with a warning).
   RunSummary summary();
   /// The run's document `name` (schema 5, io/store/run_documents.h); nullopt when it has none
-  /// (always, before schema 5). A damaged row, or a count that contradicts meta, is an Error
-  /// naming the table and document (partial: a warning, and nullopt for a damaged one); a body
-  /// over `max_bytes` is an Error.
+  /// (always, before schema 5). A damaged row, a body over `max_bytes`, and (found or not) a
+  /// table that lost a document meta lists as committed or holds one it does not list (meta's
+  /// count, for a run without the names) are an Error naming the database and the document,
+  /// also when partial: a document is whole or not there.
   std::optional<std::string> document(const std::string& name, std::uintmax_t max_bytes);
-  /// The names of the documents the run holds, in name order.
+  /// The names of the documents the run holds, in name order; checked against meta as document().
   std::vector<std::string> document_names();
   /// The auto-fix log's lines in order (schema 5; empty before). Each row checked like a
   /// document's: a damaged one is an Error naming its position.

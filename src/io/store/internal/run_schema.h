@@ -26,6 +26,10 @@ inline constexpr const char* kWarningRowsKey = "warning_rows";
 inline constexpr const char* kValueRowsKey = "value_rows";
 inline constexpr const char* kDocumentRowsKey = "document_rows";          // schema 5
 inline constexpr const char* kInterventionRowsKey = "intervention_rows";  // schema 5
+/// The committed documents' names, comma-separated in name order (document_rows.h): with it a
+/// reader says which document was lost, not only that one was. Runs of schema 5 written before
+/// it have the count alone.
+inline constexpr const char* kDocumentNamesKey = "document_names";  // schema 5
 
 /// INSERT OR REPLACE of one meta row (key, value, checksum).
 inline constexpr const char* kPutMeta = "INSERT OR REPLACE INTO meta(key, value, checksum) VALUES(?, ?, ?)";
