@@ -4,8 +4,9 @@ Nodes are the model's direct children that own parameters (the model itself, as 
 none does), as in C++. In an nn.Sequential (the model, or one holding scoped submodules at any
 depth) the parameter-free children (activations, dropout) belong to the audited child before them: the node's activation is the output of the
 last one, and a child followed by tanh, sigmoid, hardtanh or softsign also records its own
-output as the pre-activation (for SATURATED). Elsewhere a node's activation is its module's
-output. A module called several times in one step is recorded at every call; the calls of a
+output as the pre-activation (for SATURATED). In an nn.ModuleList the same holds as far as the
+forward feeds each of those children the previous one's output (a list's order need not be the
+forward's). Elsewhere a node's activation is its module's output. A module called several times in one step is recorded at every call; the calls of a
 step merge into that step's statistics. A tuple or list output is measured by its first tensor
 (an LSTM's output, not its state); any other output is an Error naming the node.
 
@@ -34,6 +35,10 @@ from ._scope import resolve_scopes, scoped_submodules
 # as the C++ Sequential forward checks them).
 _SQUASHING = (nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Softsign)
 
+# The largest loss scale taken: float32's largest finite value (a GradScaler's scale is a float32
+# tensor; the thresholds are scaled by it and must stay finite).
+_LARGEST_SCALE = 3.4028234663852886e38
+
 
 def _has_params(module):
     return next(module.parameters(), None) is not None
@@ -53,6 +58,55 @@ def _sequential_group(sequential, child):
         end += 1
     squashes = end > at and type(children[at + 1]) in _SQUASHING
     return children[end], (children[at + 1] if squashes else None)
+
+
+def _list_followers(module_list, child):
+    """The parameter-free children after `child` in an nn.ModuleList, up to the next child with
+    parameters: what an nn.Sequential would group with it, should the forward feed them in turn."""
+    children = list(module_list.children())
+    at = next((i for i, c in enumerate(children) if c is child), None)
+    followers = []
+    while at is not None and at + 1 + len(followers) < len(children) and not _has_params(children[at + 1 + len(followers)]):
+        followers.append(children[at + 1 + len(followers)])
+    return followers
+
+
+class _ListChain:
+    """An audited child of an nn.ModuleList and the parameter-free children after it (a ReLU,
+    dropout): grouped as in an nn.Sequential, but only as far as the forward really feeds each
+    one the previous one's output, since a list's order need not be its forward's. The group's
+    output is the node's activation (a dead ReLU reads DEAD, as in an nn.Sequential); the
+    child's own output is the pre-activation when a squashing function takes it. Where the chain
+    breaks, the last output it reached is the activation, as for a lone module."""
+
+    def __init__(self, audit, node_id, head, followers):
+        self.audit, self.node_id, self.modules = audit, node_id, [head] + followers
+        self.pending = None  # the output the chain has reached in this call, not yet tapped
+        self.at = 0          # modules[at - 1] produced it
+
+    def hooks(self):
+        return [m.register_forward_hook(self._hook(k)) for k, m in enumerate(self.modules)]
+
+    def _hook(self, k):
+        def hook(module, inputs, output):
+            if not (self.audit._audited and module.training):
+                return
+            if k == 0:
+                self.flush()
+            elif self.pending is None or self.at != k or not inputs or inputs[0] is not self.pending:
+                return  # another call of this module, not the chain's next link
+            elif k == 1 and type(module) in _SQUASHING:
+                self.audit._engine.pre_activation(self.node_id, self.pending)
+            self.pending = _first_tensor(output, self.node_id, module, submodule=True)
+            self.at = k + 1
+            if self.at == len(self.modules):
+                self.flush()
+        return hook
+
+    def flush(self):
+        if self.pending is not None:
+            self.audit._engine.tap(self.node_id, self.pending)
+        self.pending, self.at = None, 0
 
 
 def _first_tensor(output, node, module, submodule=False):
@@ -97,6 +151,14 @@ def _node_spec(node_id, module):
     if not params:
         raise Error(f"audit: node '{node_id}' ({type(module).__name__}) has no parameters")
     return (node_id, type(module).__name__, subs, params)
+
+
+def _torch_grad_scaler(scaler):
+    """Whether `scaler` is torch's GradScaler (or a subclass): its per-optimizer stages say when
+    unscale_() has run. torch.amp.GradScaler is newer than 1.13; either counts."""
+    kinds = tuple(k for k in (getattr(getattr(torch, "amp", None), "GradScaler", None),
+                              getattr(torch.cuda.amp, "GradScaler", None)) if isinstance(k, type))
+    return isinstance(scaler, kinds)
 
 
 def _grads_unscaled(scaler, optimizer):
@@ -161,19 +223,21 @@ class Audit:
     (docs/distributed.md). `ranks_average_gradients` (True, as DDP): each rank's output
     gradients are divided by the world size, so the merged ones equal the one-process run DDP
     stands for; False for a job that sums the ranks' gradients.
-    `scaler`: mixed precision (docs/python.md, "Your training loop"). A torch GradScaler (or an
-    object with its get_scale() and step()): its scale is read at each step's first forward,
-    gradient statistics are reported unscaled, step(optimizer) runs scaler.step(optimizer), and
-    a step whose gradients overflowed and whose update was skipped counts in
-    report().loss_scale instead of being judged NAN. A number: a fixed loss scale (as
-    set_loss_scale).
+    `scaler`: mixed precision (docs/python.md, "Your training loop"). A torch GradScaler
+    instance: its scale is read at each step's first forward, gradient statistics are reported
+    unscaled, step(optimizer) runs scaler.step(optimizer), and a step whose gradients overflowed
+    and whose update was skipped counts in report().loss_scale instead of being judged NAN.
+    Another object with get_scale() and step() works the same, but the audit cannot see whether
+    it unscaled the parameter gradients before step(): say so with `parameter_grads_unscaled`
+    (True or False; required for such a scaler). A number: a fixed loss scale (as
+    set_loss_scale, `parameter_grads_unscaled` False unless given).
     """
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
                  gradient_snr=False, threads=1, keep_records=True, keep_steps=100, scopes=None, on_step=None,
                  run_name=None, overwrite=False, tensorboard=None, histogram_every=0, process_group=None,
-                 ranks_average_gradients=True, scaler=None):
+                 ranks_average_gradients=True, scaler=None, parameter_grads_unscaled=None):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
@@ -205,20 +269,14 @@ class Audit:
                     seen.add(id(p))
                     self._params.append(p)
         self._handles = []
+        self._chains = []  # nn.ModuleList children grouped with the activations after them
         self._scaler = None
-        if scaler is not None:
-            if isinstance(scaler, numbers.Real) and not isinstance(scaler, bool):
-                try:
-                    self.set_loss_scale(scaler)
-                except BaseException:
-                    self.close()
-                    raise
-            elif callable(getattr(scaler, "get_scale", None)) and callable(getattr(scaler, "step", None)):
-                self._scaler = scaler
-            else:
-                self.close()
-                raise Error(f"audit: scaler must be a GradScaler (with get_scale() and step()) or a number, "
-                            f"got {type(scaler).__name__}")
+        self._scaler_unscales = None  # what a scaler that is not torch's says of its gradients
+        try:
+            self._take_scaler(scaler, parameter_grads_unscaled)
+        except BaseException:
+            self.close()
+            raise
         try:
             self._install_hooks(nodes is None and isinstance(model, nn.Sequential))
         except BaseException:
@@ -228,6 +286,7 @@ class Audit:
     # --- hooks -------------------------------------------------------------------------------
     def _install_hooks(self, sequential_groups):
         self._handles.append(self._model.register_forward_pre_hook(self._before_forward))
+        self._handles.append(self._model.register_forward_hook(lambda m, i, o: self._flush_chains()))
         parents = {}
         for _, node in self._nodes:
             for parent in node.modules():
@@ -235,8 +294,15 @@ class Audit:
                     parents.setdefault(id(child), parent)
         for sub_id, module in self._submodules:
             # Inside an nn.Sequential, at any depth, the parameter-free children after a scoped
-            # submodule belong to it, as at the top level: a ReLU's zeros are its layer's.
+            # submodule belong to it, as at the top level: a ReLU's zeros are its layer's. Inside
+            # an nn.ModuleList, the same as far as the forward feeds them in turn (_ListChain).
             parent = parents.get(id(module))
+            followers = _list_followers(parent, module) if isinstance(parent, nn.ModuleList) else []
+            if followers:
+                chain = _ListChain(self, sub_id, module, followers)
+                self._chains.append(chain)
+                self._handles.extend(chain.hooks())
+                continue
             end, squashing = _sequential_group(parent, module) if isinstance(parent, nn.Sequential) else (module, None)
             self._handles.append(end.register_forward_hook(self._tap_hook(sub_id, submodule=True)))
             if squashing is not None:
@@ -267,6 +333,10 @@ class Audit:
             if self._audited and module.training:
                 self._engine.tap(node_id, _first_tensor(output, node_id, module, submodule))
         return hook
+
+    def _flush_chains(self):
+        for chain in self._chains:
+            chain.flush()
 
     def _pre_activation_hook(self, node_id):
         def hook(module, inputs, output):
@@ -306,7 +376,10 @@ class Audit:
             self._check_optimizer(optimizer)
             update = optimizer.step if self._scaler is None else (lambda: self._scaler.step(optimizer))
         if self._scaler is not None and self._audited:
-            self._set_scaler_scale(_grads_unscaled(self._scaler, None if function else optimizer))
+            unscaled = self._scaler_unscales
+            if unscaled is None:
+                unscaled = _grads_unscaled(self._scaler, None if function else optimizer)
+            self._set_scaler_scale(unscaled)
         self._mode = "step"
         self._snapshot = None
         passes = None if function else getattr(optimizer, "_gradscope_passes", None)
@@ -326,10 +399,46 @@ class Audit:
             raise Error(f"audit: step(): the optimizer holds none of the audited model's {len(self._params)} "
                         "parameters; pass the optimizer of the audited model (or audit the model it trains)")
 
+    def _take_scaler(self, scaler, parameter_grads_unscaled):
+        if parameter_grads_unscaled is not None and not isinstance(parameter_grads_unscaled, bool):
+            raise Error(f"audit: parameter_grads_unscaled must be True, False or None, got {parameter_grads_unscaled!r}")
+        if scaler is None:
+            if parameter_grads_unscaled is not None:
+                raise Error("audit: parameter_grads_unscaled is given without a scaler")
+            return
+        if isinstance(scaler, numbers.Real) and not isinstance(scaler, bool):
+            self.set_loss_scale(scaler, bool(parameter_grads_unscaled))
+            return
+        if isinstance(scaler, type):
+            raise Error(f"audit: scaler must be a GradScaler instance, got the class {scaler.__name__} itself "
+                        f"(write scaler={scaler.__name__}(...), the one your loop calls)")
+        if not (callable(getattr(scaler, "get_scale", None)) and callable(getattr(scaler, "step", None))):
+            raise Error(f"audit: scaler must be a GradScaler (with get_scale() and step()) or a number, "
+                        f"got {type(scaler).__name__}")
+        if _torch_grad_scaler(scaler):
+            if parameter_grads_unscaled is not None:
+                raise Error("audit: parameter_grads_unscaled is for scalers that are not torch's GradScaler; a "
+                            "GradScaler tells the audit itself when unscale_() has run")
+        elif parameter_grads_unscaled is None:
+            raise Error(f"audit: scaler {type(scaler).__name__} is not torch's GradScaler, so the audit cannot tell "
+                        "whether it unscaled the parameter gradients before step(); say which with "
+                        "parameter_grads_unscaled=True (it did: unscale_ before step) or False (they are still "
+                        "multiplied by get_scale())")
+        self._scaler = scaler
+        self._scaler_unscales = parameter_grads_unscaled
+
     def _set_scaler_scale(self, parameter_grads_unscaled):
         enabled = getattr(self._scaler, "is_enabled", lambda: True)()
-        scale = float(self._scaler.get_scale()) if enabled else 1.0
-        self._engine.set_loss_scale(scale, parameter_grads_unscaled)
+        scale = self._scaler.get_scale() if enabled else 1.0
+        name = type(self._scaler).__name__
+        if isinstance(scale, torch.Tensor) and scale.numel() == 1:
+            scale = scale.item()
+        if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale) or scale <= 0:
+            raise Error(f"audit: scaler {name}: get_scale() returned {scale!r}; a loss scale is a finite number > 0")
+        if scale > _LARGEST_SCALE:
+            raise Error(f"audit: scaler {name}: get_scale() returned {scale!r}, above float32's largest "
+                        f"({_LARGEST_SCALE:.4g}), which no loss of float16 or bfloat16 can carry")
+        self._engine.set_loss_scale(float(scale), parameter_grads_unscaled)
 
     def set_loss_scale(self, scale, parameter_grads_unscaled=False):
         """Mixed precision by hand: the loss was multiplied by `scale` before backward (call it
@@ -356,8 +465,9 @@ class Audit:
             raise Error("audit: after_step() after step(): use one of them for the whole run")
         self._mode = "after_step"
         if self._scaler is not None and self._audited:
-            # scaler.step(opt) has run: it unscaled the gradients in place, skipped or not.
-            self._set_scaler_scale(parameter_grads_unscaled=True)
+            # scaler.step(opt) has run: it unscaled the gradients in place, skipped or not (a
+            # scaler that is not torch's: as its owner said).
+            self._set_scaler_scale(True if self._scaler_unscales is None else self._scaler_unscales)
         if not self._audited:
             self._engine.step(lambda: None)
             self._next_step()

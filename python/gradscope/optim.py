@@ -7,8 +7,9 @@ every step costs about what the optimizer costs (docs/optimizers.md).
 
 They are torch.optim.Optimizer subclasses with PyTorch 1.13's defaults, update formulas and state
 (state_dict() loads into torch.optim.Adam and back), usable with LR schedulers. Parameters the pass
-cannot take (another dtype or device, non-contiguous, amsgrad) are updated with PyTorch's own
-operations, as torch.optim's single-tensor path updates them.
+cannot take (another dtype or device, non-contiguous, amsgrad, maximize) are updated with PyTorch's
+own operations, as torch.optim's single-tensor path updates them. `maximize=True` (given, or in a
+loaded state_dict) ascends the objective, as torch.optim does.
 """
 import torch
 
@@ -54,7 +55,8 @@ class _Instrumented:
 class _AdamFamily(torch.optim.Optimizer, _Instrumented):
     _decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
+                 maximize=False):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -63,8 +65,14 @@ class _AdamFamily(torch.optim.Optimizer, _Instrumented):
             raise ValueError(f"Invalid beta parameters: {betas}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad))
-        self._init_passes(lambda group: not group["amsgrad"])
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=bool(maximize)))
+        self._init_passes(lambda group: not group["amsgrad"] and not group["maximize"])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -72,6 +80,7 @@ class _AdamFamily(torch.optim.Optimizer, _Instrumented):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            maximize = group.get("maximize", False)  # a state_dict of torch.optim.Adam may set it
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -87,11 +96,11 @@ class _AdamFamily(torch.optim.Optimizer, _Instrumented):
                 state["step"] += 1
                 step = int(state["step"].item())
                 m, v = state["exp_avg"], state["exp_avg_sq"]
-                if not group["amsgrad"] and self._gradscope_passes.adam(p, m, v, lr, beta1, beta2, eps, wd, step,
-                                                                       self._decoupled):
+                if not group["amsgrad"] and not maximize and self._gradscope_passes.adam(
+                        p, m, v, lr, beta1, beta2, eps, wd, step, self._decoupled):
                     continue
                 # PyTorch 1.13's single-tensor Adam / AdamW.
-                grad = p.grad
+                grad = p.grad if not maximize else -p.grad
                 if self._decoupled:
                     p.mul_(1 - lr * wd)
                 elif wd != 0:
@@ -118,14 +127,17 @@ class AdamW(_AdamFamily):
 
     _decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize)
 
 
 class SGD(torch.optim.Optimizer, _Instrumented):
     """torch.optim.SGD (momentum, dampening, Nesterov, weight decay) with the fused, measuring pass."""
 
-    def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
+                 maximize=False):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -135,8 +147,13 @@ class SGD(torch.optim.Optimizer, _Instrumented):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov))
-        self._init_passes(lambda group: True)
+                                      nesterov=nesterov, maximize=bool(maximize)))
+        self._init_passes(lambda group: not group["maximize"])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -144,18 +161,23 @@ class SGD(torch.optim.Optimizer, _Instrumented):
         for group in self.param_groups:
             lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
             wd, nesterov = group["weight_decay"], group["nesterov"]
+            maximize = group.get("maximize", False)  # a state_dict of torch.optim.SGD may set it
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 state = self.state[p]
                 first = state.get("momentum_buffer") is None
-                if momentum != 0 and first and _plain(p):
-                    state["momentum_buffer"] = torch.empty_like(p, memory_format=torch.contiguous_format)
+                if not maximize:
+                    if momentum != 0 and first and _plain(p):
+                        state["momentum_buffer"] = torch.empty_like(p, memory_format=torch.contiguous_format)
+                    buf = state.get("momentum_buffer") if momentum != 0 else None
+                    if self._gradscope_passes.sgd(p, buf, lr, momentum, dampening, wd, nesterov, first):
+                        continue
                 buf = state.get("momentum_buffer") if momentum != 0 else None
-                if self._gradscope_passes.sgd(p, buf, lr, momentum, dampening, wd, nesterov, first):
-                    continue
                 # PyTorch 1.13's single-tensor SGD.
-                d_p = p.grad if wd == 0 else p.grad.add(p, alpha=wd)
+                d_p = p.grad if not maximize else -p.grad
+                if wd != 0:
+                    d_p = d_p.add(p, alpha=wd)
                 if momentum != 0:
                     if first:
                         buf = torch.clone(d_p).detach()

@@ -118,6 +118,41 @@ def test_schedulers_and_state_dict_work_as_with_torch_optim():
     assert int(opt.state[next(iter(a.parameters()))]["step"]) == 5
 
 
+@pytest.mark.parametrize("ours,theirs,options", [(gradscope.optim.Adam, torch.optim.Adam, dict(lr=1e-2)),
+                                                   (gradscope.optim.AdamW, torch.optim.AdamW, dict(lr=1e-2)),
+                                                   (gradscope.optim.SGD, torch.optim.SGD,
+                                                    dict(lr=0.05, momentum=0.9, weight_decay=1e-3))])
+def test_maximize_ascends_as_torch_optim_given_or_loaded(ours, theirs, options):
+    """maximize=True, given to the constructor or loaded from torch.optim's state_dict, ascends
+    the objective as torch.optim does (it was kept in the group and ignored: the loss fell), and
+    audited steps stay measured."""
+    x = torch.randn(16, 64)
+    ref, given, loaded = mlp(8), mlp(8), mlp(8)
+    opt_ref = theirs(ref.parameters(), maximize=True, **options)
+    opt_given = ours(given.parameters(), maximize=True, **options)
+    opt_loaded = ours(loaded.parameters(), **options)
+    opt_loaded.load_state_dict(theirs(mlp(8).parameters(), maximize=True, **options).state_dict())
+    assert opt_loaded.param_groups[0]["maximize"] is True
+    audit = gradscope.Audit(loaded)
+    objective = []
+    for _ in range(5):
+        for net, opt in ((ref, opt_ref), (given, opt_given), (loaded, opt_loaded)):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+            if net is loaded:
+                audit.step(opt)
+            else:
+                opt.step()
+        objective.append(float(ref(x).pow(2).mean()))
+    assert objective[-1] > objective[0]  # ascended
+    for net in (given, loaded):
+        for p, q in zip(net.parameters(), ref.parameters()):
+            assert float((p - q).abs().max()) <= 1e-6 * float(q.abs().max())
+    updates = [r for r in audit.records() if r.site == "update"]
+    assert len(updates) == 3 * 5 and all(r.stats.count > 0 for r in updates)
+    audit.close()
+
+
 def test_a_state_in_another_layout_is_measured_by_the_audit():
     """A moment loaded in a transposed layout: that parameter takes PyTorch's path and the audit
     measures it itself (before, the audit waited for statistics the pass never made)."""

@@ -4,6 +4,7 @@ CPU, with float16 overflow), an optimizer of another model. Ground truth is comp
 plain PyTorch: forward hooks, parameter snapshots, the scaler's own record of skipped steps."""
 import collections
 import math
+import re
 import subprocess
 
 import pytest
@@ -256,6 +257,84 @@ def test_a_bad_scaler_is_an_error():
         gradscope.Audit(mlp(), scaler="65536")
     with pytest.raises(gradscope.Error, match="finite number > 0"):
         gradscope.Audit(mlp(), scaler=0)
+    # The class instead of an instance was taken and failed at the first step with a bare TypeError.
+    with pytest.raises(gradscope.Error, match="a GradScaler instance, got the class CpuGradScaler itself"):
+        gradscope.Audit(mlp(), scaler=CpuGradScaler)
+    with pytest.raises(gradscope.Error, match="parameter_grads_unscaled is for scalers that are not torch's"):
+        gradscope.Audit(mlp(), scaler=CpuGradScaler(), parameter_grads_unscaled=True)
+    with pytest.raises(gradscope.Error, match="parameter_grads_unscaled is given without a scaler"):
+        gradscope.Audit(mlp(), parameter_grads_unscaled=True)
+    with pytest.raises(gradscope.Error, match="parameter_grads_unscaled must be True, False or None"):
+        gradscope.Audit(mlp(), scaler=DuckScaler(), parameter_grads_unscaled="yes")
+
+
+class DuckScaler:
+    """A loss scaler that is not torch's GradScaler: get_scale(), scale(), unscale_(), step() and
+    update() by hand, as some training libraries write their own."""
+
+    def __init__(self, scale=2.0 ** 16):
+        self.value = scale
+
+    def get_scale(self):
+        return self.value
+
+    def scale(self, loss):
+        return loss * self.value
+
+    def unscale_(self, opt):
+        for group in opt.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.grad.div_(self.value)
+
+    def step(self, opt):
+        opt.step()
+
+    def update(self):
+        pass
+
+
+def test_a_scaler_that_is_not_torchs_must_say_whether_it_unscaled():
+    # Such a scaler, passed after its own unscale_, had its gradients divided by the scale a second
+    # time: every node read VANISHING (gradient L2 0.0). The audit cannot see it, so it asks.
+    with pytest.raises(gradscope.Error, match="scaler DuckScaler is not torch's GradScaler.*parameter_grads_unscaled=True"):
+        gradscope.Audit(mlp(), scaler=DuckScaler())
+    for unscales in (True, False):
+        model = mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        scaler = DuckScaler(2.0 ** 16)
+        truth = []
+        with gradscope.Audit(model, scaler=scaler, parameter_grads_unscaled=unscales) as audit:
+            for x, y in batches(3):
+                opt.zero_grad()
+                scaler.scale(nn.functional.cross_entropy(model(x), y)).backward()
+                if unscales:
+                    scaler.unscale_(opt)
+                grad = torch.cat([model.out.weight.grad.flatten(), model.out.bias.grad]).double()
+                truth.append(grad.norm().item() / (1.0 if unscales else scaler.value))
+                audit.step(opt)
+        for r in audit.records():
+            if r.site == "param_grad" and r.node == "out":
+                assert math.isclose(math.sqrt(r.stats.sum_sq), truth[r.step], rel_tol=1e-6), (unscales, r.step)
+                assert truth[r.step] > 1e-3
+        assert "VANISHING" not in audit.report().table(), unscales
+
+
+@pytest.mark.parametrize("bad", ["x", None, 1e308, float("nan"), -1.0, 0.0, True])
+def test_a_scale_that_is_not_one_names_the_scaler_and_the_value(bad):
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = DuckScaler()
+    scaler.value = bad
+    x, y = batches(1)[0]
+    with gradscope.Audit(model, scaler=scaler, parameter_grads_unscaled=False) as audit:
+        with pytest.raises(gradscope.Error, match=r"audit: scaler DuckScaler: get_scale\(\) returned " + re.escape(repr(bad))):
+            nn.functional.cross_entropy(model(x), y).backward()
+        opt.zero_grad()
+    # set_loss_scale by hand: the same bounds, the C++ engine's own check.
+    with gradscope.Audit(mlp()) as audit:
+        with pytest.raises(gradscope.Error, match="at most float32's largest"):
+            audit.set_loss_scale(1e308)
 
 
 @pytest.mark.parametrize("registered", ["before", "after"])
@@ -311,7 +390,21 @@ class _Nested(nn.Module):
         return self.out(self.block2(self.block1(x)))
 
 
+class _Listed(nn.Module):
+    """The layers in an nn.ModuleList, run in a loop (as transformer blocks are)."""
+
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers.values())
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 _LAYER_IDS = {"flat": {"fc1": "fc1", "fc2": "fc2", "out": "out"},
+              "listed": {"fc1": "layers/0", "fc2": "layers/2", "out": "layers/4"},
               "wrapped": {"fc1": "net/fc1", "fc2": "net/fc2", "out": "net/out"},
               "nested": {"fc1": "block1/fc1", "fc2": "block2/fc2", "out": "out"}}
 
@@ -319,7 +412,7 @@ _LAYER_IDS = {"flat": {"fc1": "fc1", "fc2": "fc2", "out": "out"},
 def _layer_flags(kind, nesting):
     layers = _layers(kind)
     model = {"flat": lambda: nn.Sequential(layers), "wrapped": lambda: _Wrapped(layers),
-             "nested": lambda: _Nested(layers)}[nesting]()
+             "nested": lambda: _Nested(layers), "listed": lambda: _Listed(layers)}[nesting]()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(3)
     x, y = torch.randn(256, 16, generator=g), torch.randint(0, 3, (256,), generator=g)
@@ -344,6 +437,38 @@ def test_no_flag_of_a_layer_changes_when_the_same_layers_are_nested_differently(
         assert flag in flat[layer], flat
     assert _layer_flags(kind, "wrapped") == flat
     assert _layer_flags(kind, "nested") == flat
+    # In an nn.ModuleList the dead ReLU was SATURATED's or nothing's: fc2's output before it was
+    # recorded (its |x| near 10), not the ReLU's zeros.
+    assert _layer_flags(kind, "listed") == flat
+
+
+class _Unordered(nn.Module):
+    """An nn.ModuleList whose order is not its forward's: the ReLU after fc in the list is
+    applied to the input, before fc."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(7)
+        self.layers = nn.ModuleList([nn.Linear(16, 16), nn.ReLU()])
+        with torch.no_grad():
+            self.layers[0].bias.fill_(-10.0)
+
+    def forward(self, x):
+        return self.layers[0](self.layers[1](x))
+
+
+def test_a_list_groups_an_activation_only_where_the_forward_feeds_it():
+    model = _Unordered()
+    x = torch.randn(32, 16)
+    with gradscope.Audit(model) as audit:
+        model(x).sum().backward()
+        audit.step(torch.optim.SGD(model.parameters(), lr=0.0))
+    act = next(r.stats for r in audit.records() if r.node == "layers/0" and r.site == "activation")
+    with torch.no_grad():
+        truth = model.layers[0](torch.relu(x))  # fc's own output: the ReLU never took it
+    assert act.count == truth.numel()
+    assert math.isclose(act.sum, truth.double().sum().item(), rel_tol=1e-9)
+    assert "DEAD" not in audit.report().node("layers/0").flags
 
 
 def test_the_verdict_counts_nodes_not_the_submodules_recorded_inside_them():

@@ -362,8 +362,12 @@ TEST(AuditTrainingLoop, SkipsThatPersistAreAWarning) {
 TEST(AuditTrainingLoop, LossScaleMustBeFiniteAndPositive) {
   auto net = mlp();
   Audit audit(net);
-  for (double bad : {0.0, -2.0, std::nan(""), std::numeric_limits<double>::infinity()})
+  // Above float32's largest no scaler holds it, and the statistics' division by its square
+  // would reach infinity (1e200 was taken and turned every sum of squares into 0).
+  for (double bad : {0.0, -2.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e200, 1e308, 3.5e38})
     EXPECT_THROW(audit.set_loss_scale(bad), Error) << bad;
+  audit.set_loss_scale(std::ldexp(1.0, 127));  // the largest power of two a float32 holds
+  audit.set_loss_scale(std::numeric_limits<float>::max());
 }
 
 // The dying-ReLU layers (fc2's bias -10 before its ReLU), flat or as one Sequential child.

@@ -4,9 +4,11 @@
 // records left out of the module rules.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "audit/state.h"
 #include "gradscope/core/error.h"
+#include "gradscope/core/findings/numbers.h"
 #include "gradscope/core/stats/scaled.h"
 
 namespace gradscope::torch {
@@ -19,8 +21,11 @@ bool gradient_site(Site site) {
 }  // namespace
 
 void Audit::set_loss_scale(double scale, bool parameter_grads_unscaled) {
-  if (!std::isfinite(scale) || scale <= 0)
-    throw Error("audit: set_loss_scale: the scale must be finite and > 0, got " + std::to_string(scale));
+  // At most float32's largest: a scaler's scale is a float32, and the statistics are divided
+  // by its square (core/stats/scaled.h), which must stay finite.
+  if (!std::isfinite(scale) || scale <= 0 || scale > std::numeric_limits<float>::max())
+    throw Error("audit: set_loss_scale: the scale must be finite, > 0 and at most float32's largest (3.4e38), got " +
+                shown_number(scale));
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->loss_scale = scale;
   state_->has_loss_scale = true;
