@@ -2,6 +2,7 @@
 // and while it writes (its log restarting after checkpoints included) succeeds and shows the
 // committed steps exactly, never a frame being appended taken for damage.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,7 +35,7 @@ using test::stats_for;
 struct Tally {
   std::mutex mu;
   int reads = 0;
-  int early = 0;  // reads in the writer's first second
+  int early = 0;  // reads in a writer's first moments (its first second, a run's first reads)
   std::vector<std::string> failures;
 };
 
@@ -70,17 +71,23 @@ void read_once(const std::string& dir, int nodes, Tally& tally, bool early, int6
   if (!failure.empty()) tally.failures.push_back(failure);
 }
 
-// A writer in a child process: steps of `nodes` records, each committed, for `seconds`; its
-// log passes SQLite's checkpoint size (1000 pages) many times over, so it restarts.
-pid_t start_writer(const fs::path& dir, double seconds, int nodes) {
+// A writer in a child process: steps of `nodes` records, each committed, until the parent
+// closes its end of the pipe `stop` (or kHangGuard passes); its log passes SQLite's checkpoint size
+// (1000 pages) many times over, so it restarts.
+constexpr auto kHangGuard = std::chrono::seconds(120);
+
+pid_t start_writer(const fs::path& dir, int nodes, const int stop[2]) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  close(stop[1]);  // the parent's end: only the parent's copy may keep it open
   try {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    const auto until = std::chrono::steady_clock::now() + kHangGuard;
     RunWriter w(dir.string());
+    pollfd parent{stop[0], POLLIN, 0};
     for (int step = 0; std::chrono::steady_clock::now() < until; ++step) {
       for (int n = 0; n < nodes; ++n) w.add(Record{step, node_name(n), Site::kParamGrad, stats_for(step, n)});
       w.commit();
+      if (poll(&parent, 1, 0) > 0) break;  // the parent closed its end: enough reads
     }
     w.close();
   } catch (...) {
@@ -89,30 +96,43 @@ pid_t start_writer(const fs::path& dir, double seconds, int nodes) {
   _exit(0);
 }
 
+// Counted, never timed: each run lasts until its readers have read kEarly times in the writer's
+// first moments and kLate times after them, however slow the machine (CI runs beside other
+// work; a bound on reads per second failed there once, docs/reliability.md).
 TEST(LiveRead, ReadersNeverTakeAFrameBeingWrittenForDamage) {
-  constexpr int kRuns = 8, kReaders = 3, kNodes = 96;
-  constexpr double kSeconds = 1.5;
+  constexpr int kRuns = 8, kReaders = 3, kNodes = 96, kEarly = 50, kLate = 20;
   Tally tally;
   for (int run = 0; run < kRuns; ++run) {
     const fs::path dir = fresh_dir("live-" + std::to_string(run));
+    int stop[2];
+    ASSERT_EQ(pipe(stop), 0);
     const auto started = std::chrono::steady_clock::now();
-    const pid_t writer = start_writer(dir, kSeconds, kNodes);
+    const pid_t writer = start_writer(dir, kNodes, stop);
     ASSERT_GT(writer, 0);
+    close(stop[0]);
+    // A run's first moments: its writer's first second, and at least its first kEarly reads.
+    std::atomic<int> run_reads{0}, run_late{0};
     std::atomic<bool> writing{true};
     std::vector<std::thread> readers;
     for (int i = 0; i < kReaders; ++i)
       readers.emplace_back([&] {
         while (writing) {
           if (!fs::exists(dir / "run.db")) continue;
-          const bool early = std::chrono::steady_clock::now() - started < std::chrono::seconds(1);
+          const bool early = run_reads++ < kEarly || std::chrono::steady_clock::now() - started < std::chrono::seconds(1);
           read_once(dir.string(), kNodes, tally, early);
+          if (!early) ++run_late;
         }
       });
+    while (run_late < kLate && std::chrono::steady_clock::now() - started < kHangGuard)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    close(stop[1]);  // the writer stops after its next commit
     int status = 0;
     ASSERT_EQ(waitpid(writer, &status, 0), writer);
     writing = false;
     for (std::thread& t : readers) t.join();
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT_GE(run_late, kLate) << "run " << run << ": the readers did not reach " << kLate << " reads in "
+                               << kHangGuard.count() << " s";
     const std::size_t failed = tally.failures.size();
     read_once(dir.string(), kNodes, tally, false, 0);  // the closed run reads whole
     ASSERT_EQ(tally.failures.size(), failed) << tally.failures.back();
@@ -121,12 +141,9 @@ TEST(LiveRead, ReadersNeverTakeAFrameBeingWrittenForDamage) {
   std::string first;
   for (std::size_t i = 0; i < tally.failures.size() && i < 5; ++i) first += "\n  " + tally.failures[i];
   EXPECT_TRUE(tally.failures.empty()) << tally.failures.size() << " of " << tally.reads << " reads failed:" << first;
-  std::cout << tally.reads << " reads, " << tally.early << " in a writer's first second, "
+  std::cout << tally.reads << " reads, " << tally.early << " in a writer's first moments, "
             << tally.failures.size() << " failed\n";
-  // Alone on two cores it reads about 2,500 times in the writers' first seconds and 500 after;
-  // these bounds leave room for a loaded machine and still catch a test that stopped reading.
-  EXPECT_GE(tally.early, 400);
-  EXPECT_GE(tally.reads - tally.early, 100);
+  EXPECT_GE(tally.early, kRuns * kEarly);
 }
 
 // A writer in a child process that commits `steps` steps and then waits, its run open, until
