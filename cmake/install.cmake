@@ -12,9 +12,6 @@ install(TARGETS ${GRADSCOPE_EXPORTED} EXPORT gradscopeTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/gradscope DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# The headers' old paths (before each layer got one folder per domain), forwarding to the new
-# ones through the next release; only installed, so nothing in this repository includes them.
-install(DIRECTORY include/deprecated/gradscope DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/gradscope/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gradscope)
 if(TARGET gradscope)
   install(TARGETS gradscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -113,16 +113,11 @@ void bind_thresholds(py::module_& m) {
       .def("to_json", [](const Thresholds& x) { return thresholds_to_json(x); })
       .def_static("from_json", [](const std::string& s) { return thresholds_from_json(s); })
       .def("validate", &Thresholds::validate);
-#define GRADSCOPE_FIELD(name) t.def_readwrite(#name, &Thresholds::name)
-  GRADSCOPE_FIELD(grad_lo); GRADSCOPE_FIELD(grad_hi); GRADSCOPE_FIELD(activation_saturation);
-  GRADSCOPE_FIELD(saturation_frac); GRADSCOPE_FIELD(dead_eps); GRADSCOPE_FIELD(dead_frac);
-  GRADSCOPE_FIELD(update_ratio_lo); GRADSCOPE_FIELD(stagnant_steps); GRADSCOPE_FIELD(channel_frac);
-  GRADSCOPE_FIELD(ignored_channel_ratio); GRADSCOPE_FIELD(leakage_cka); GRADSCOPE_FIELD(zombie_window);
-  GRADSCOPE_FIELD(zombie_z); GRADSCOPE_FIELD(zombie_damping); GRADSCOPE_FIELD(zombie_min_exposure);
-  GRADSCOPE_FIELD(zombie_oscillation); GRADSCOPE_FIELD(zombie_velocity_ratio); GRADSCOPE_FIELD(velocity_ema);
-  GRADSCOPE_FIELD(oscillation_ema); GRADSCOPE_FIELD(flow_critical_ratio); GRADSCOPE_FIELD(flow_problems_ratio);
-  GRADSCOPE_FIELD(flow_minor_ratio);
-#undef GRADSCOPE_FIELD
+// Every threshold of the one table (core/audit/thresholds.h) is an attribute.
+  for (const ThresholdField<Thresholds>& f : threshold_fields()) {
+    if (f.is_integer()) t.def_readwrite(f.name, f.integer);
+    else t.def_readwrite(f.name, f.real);
+  }
 }
 
 void bind_report(py::module_& m) {

@@ -1,10 +1,11 @@
 // gradscope compress RUN --budget-bytes N | --max-loss X [-o recipe.json]: a compression
-// recipe from a saved run's dynamics (run.db and units.json), by the rule in
+// recipe from a saved run's dynamics (run.db: its records and its units.json document), by the rule in
 // include/gradscope/core/compress/rule.h. Reads the run without LibTorch; prints a table of the
 // decisions and writes the recipe JSON (to stdout when -o is not given). --max-loss bounds the
 // rule's predicted loss: the CLI has no model to measure (the measured bound is
 // gradscope::compress::search_max_loss, in C++). --table NAME=BYTES (repeatable) writes row
-// recipes for embedding tables instead, from the run's rows.json (core/compress/rows.h).
+// recipes for embedding tables instead, from the run's rows.json document in run.db
+// (core/compress/rows.h).
 // --weights W --packed OUT applies the recipe (or the --table row recipes) to the model's weights
 // (a safetensors file, e.g. from gradscope.compress.save_weights) and writes the packed model
 // (io/compress/packed_file.h), still without LibTorch.
@@ -52,11 +53,23 @@ std::pair<std::string, int64_t> table_budget(const std::string& arg) {
   return {arg.substr(0, eq), bytes};
 }
 
+// The --weights file, read as any safetensors file is (read_packed); its errors call it the
+// weights file, not a packed model ("the weights file 'w.safetensors' (--weights): no such file").
+compress::PackedModel read_weights(const std::string& path) {
+  try {
+    return read_packed(path);
+  } catch (const Error& e) {
+    const std::string said = e.what(), packed = "packed model '" + path + "'";
+    throw Error("the weights file '" + path + "' (--weights)" +
+                (said.rfind(packed, 0) == 0 ? said.substr(packed.size()) : ": " + said));
+  }
+}
+
 // The recipe (and the tables' row recipes) applied to the weights file, written packed; one line
 // says where and how large. A table NAME is the weights file's entry NAME or NAME.weight.
 void write_packed_model(const CompressOptions& opt, const compress::Recipe& recipe,
                         const std::vector<compress::RowRecipe>& tables) {
-  const compress::PackedModel weights = read_packed(opt.weights);
+  const compress::PackedModel weights = read_weights(opt.weights);
   if (!weights.nodes.empty() || !weights.tables.empty())
     throw Error("--weights '" + opt.weights + "' is already a packed model (" +
                 std::to_string(weights.nodes.size() + weights.tables.size()) +
@@ -146,7 +159,10 @@ void add_compress_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<CompressOptions>();
   CLI::App* cmd = app.add_subcommand(
       "compress", "Write a compression recipe (precision and pruned units per node) from a saved run's dynamics");
-  cmd->add_option("RUN", opt->run, "run directory with run.db and units.json (rows.json for --table)")->required();
+  cmd->add_option("RUN", opt->run,
+                  "run directory (or its run.db) holding the units.json document (the rows.json document for "
+                  "--table); the documents live in run.db")
+      ->required();
   CLI::Option* bytes = cmd->add_option("--budget-bytes", opt->budget_bytes, "largest size of the model as stored, in bytes")
                            ->transform(whole_number("a byte count", 1, "BYTES"));
   CLI::Option* loss =
@@ -157,7 +173,8 @@ void add_compress_command(CLI::App& app, int& exit_code) {
   bytes->excludes(loss);
   CLI::Option* table = cmd->add_option("--table", opt->tables,
                                        "NAME=BYTES: a row recipe for embedding table NAME within BYTES, from the run's "
-                                       "rows.json (repeatable; instead of --budget-bytes / --max-loss)");
+                                       "rows.json document in run.db (repeatable; instead of --budget-bytes / "
+                                       "--max-loss)");
   table->excludes(bytes);
   table->excludes(loss);
   cmd->add_option("-o,--out", opt->out, "recipe JSON file (default: stdout)");

@@ -52,7 +52,7 @@ bool fails(const DiffOptions& opt, const Finding& f) {
   const int least = opt.min_confidence == "high" ? 2 : opt.min_confidence == "medium" ? 1 : 0;
   if (static_cast<int>(f.confidence) < least) return false;
   if (opt.fail_on.empty()) return true;
-  return std::find(opt.fail_on.begin(), opt.fail_on.end(), f.kind) != opt.fail_on.end() ||
+  return std::find(opt.fail_on.begin(), opt.fail_on.end(), finding_kind_name(f.kind)) != opt.fail_on.end() ||
          std::find(opt.fail_on.begin(), opt.fail_on.end(), f.type) != opt.fail_on.end();
 }
 
@@ -67,7 +67,9 @@ using Json = nlohmann::ordered_json;
 Json number(double v) { return std::isfinite(v) ? Json(v) : Json(); }
 
 // A finding is "the same" in both runs when its kind, type and node are.
-std::string finding_key(const Finding& f) { return f.kind + '\n' + f.type + '\n' + f.node; }
+std::string finding_key(const Finding& f) {
+  return std::string(finding_kind_name(f.kind)) + '\n' + f.type + '\n' + f.node;
+}
 
 // Findings of `from` whose key `other` lacks.
 std::vector<Finding> missing_in(const std::vector<Finding>& from, const std::vector<Finding>& other) {
@@ -120,11 +122,10 @@ FindingsChange compare_findings(const DiffOptions& opt, const LoadedRun& a, cons
 // The findings new in and gone from B, one line each, under the tables.
 void print_findings_change(const FindingsChange& c) {
   const auto line = [](const Finding& f) {
-    return fmt::format("  {:<10} {:<22} {}{}  (confidence {})\n", f.kind, f.type,
+    return fmt::format("  {:<10} {:<22} {}{}  (confidence {})\n", finding_kind_name(f.kind), f.type,
                        f.node.empty() ? "(whole model)" : terminal_text(f.node),
-                       f.since_step < 0    ? std::string()
-                       : f.kind == "trees" ? " since round " + std::to_string(f.since_step)
-                                           : " since step " + std::to_string(f.since_step),
+                       f.since_step < 0 ? std::string()
+                                        : fmt::format(" since {} {}", finding_since_unit(f.kind), f.since_step),
                        confidence_name(f.confidence));
   };
   std::cout << "\nfindings new in B: " << c.new_in_b.size();

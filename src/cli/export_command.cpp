@@ -97,11 +97,14 @@ int run_export(const ExportOptions& opt) {
 
 void add_export_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<ExportOptions>();
-  CLI::App* cmd = app.add_subcommand("export", "Write a saved run's frames (json, csv), records (jsonl) or TensorBoard events");
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Write a saved run's frames (json, csv), records (jsonl), TensorBoard events or documents");
   cmd->add_option("RUN", opt->run, "run directory (or its run.db)")->required();
   cmd->add_option("--format", opt->format,
                   "json (frames), csv (one row per node per step), jsonl (records), tensorboard (event file in -o DIR), "
-                  "documents (the run's embedding.json, trees.json, units.json, rows.json, compression.json in -o DIR)")
+                  "documents (the documents kept inside the run's run.db, each written out as a file of its "
+                  "name in -o DIR: embedding.json, trees.json, units.json, rows.json, compression.json and the "
+                  "auto-fix log audit.jsonl, those the run has)")
       ->required()
       ->check(CLI::IsMember({"json", "csv", "jsonl", "tensorboard", "documents"}));
   cmd->add_option("-o,--output", opt->output, "file to write (default: stdout); the folder for tensorboard and documents");

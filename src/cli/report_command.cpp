@@ -3,12 +3,8 @@
 // round timeline and the tree findings instead of the node table. Exit 1 when the run is
 // unhealthy, so a CI job can gate on it.
 #include <iostream>
-#include <optional>
 
 #include "commands.h"
-#include "gradscope/io/render/csv.h"
-#include "gradscope/io/embedding/store.h"
-#include "gradscope/io/render/run_report.h"
 #include "report_text.h"
 #include "run_loading.h"
 
@@ -22,18 +18,9 @@ struct ReportOptions {
 
 int run_report(const ReportOptions& opt) {
   const LoadedRun run = load_run(opt.run, opt.partial, {}, false, /*frames=*/false);
-  const std::optional<EmbeddingRunSummary> saved = load_embedding_summary(run.path);
-  const EmbeddingRunSummary* embedding = saved ? &*saved : nullptr;
-  const std::optional<TreeRunSummary> tree_run = load_tree_summary(run.path);
-  const TreeRunSummary* trees = tree_run ? &*tree_run : nullptr;
-  if (opt.json) {
-    std::cout << render_run_json(run.meta, run.report, run.flow, embedding, trees, &run.summary);
-  } else if (opt.csv) {
-    std::cout << render_csv(run.report);
-  } else {
-    std::cout << render_report_text(run, embedding, trees);
-  }
-  return run_unhealthy(run.report, run.flow, embedding, trees) ? kExitUnhealthy : kExitOk;
+  const RunReports reports = render_run_reports(run);
+  std::cout << (opt.json ? reports.json : opt.csv ? reports.csv : reports.text);
+  return reports.unhealthy ? kExitUnhealthy : kExitOk;
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "report_text.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "gradscope/io/render/csv.h"
 #include "gradscope/io/render/run_report.h"
 #include "gradscope/io/render/safe_text.h"
 #include "gradscope/io/render/table.h"
@@ -62,6 +65,29 @@ std::string render_report_text(const LoadedRun& run, const EmbeddingRunSummary* 
   // The node table's own verdict would speak for the nodes only: the run's comes last.
   out += "\n" + render_run_verdict(run.report, run.flow, embedding, trees) + "\n";
   return out;
+}
+
+RunReports render_run_reports(const LoadedRun& run) {
+  const std::optional<EmbeddingRunSummary> saved = load_embedding_summary(run.path);
+  const EmbeddingRunSummary* embedding = saved ? &*saved : nullptr;
+  const std::optional<TreeRunSummary> tree_run = load_tree_summary(run.path);
+  const TreeRunSummary* trees = tree_run ? &*tree_run : nullptr;
+  RunReports out;
+  out.text = render_report_text(run, embedding, trees);
+  out.json = render_run_json(run.meta, run.report, run.flow, embedding, trees, &run.summary);
+  out.csv = render_csv(run.report);
+  out.unhealthy = run_unhealthy(run.report, run.flow, embedding, trees);
+  return out;
+}
+
+RunReports write_run_reports(const std::string& dir) {
+  const LoadedRun run = load_run(dir, false, {}, /*series=*/false, /*frames=*/false);
+  const RunReports reports = render_run_reports(run);
+  const std::filesystem::path folder(run.path);
+  write_text_file((folder / "report.txt").string(), reports.text);
+  write_text_file((folder / "report.json").string(), reports.json);
+  if (!load_tree_summary(run.path)) write_text_file((folder / "report.csv").string(), reports.csv);
+  return reports;
 }
 
 }  // namespace gradscope::cli

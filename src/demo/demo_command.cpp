@@ -15,7 +15,6 @@
 #include "demo_compress.h"
 #include "demo_trees.h"
 #include "gradscope/io/compress/rows_json.h"
-#include "gradscope/io/render/csv.h"
 #include "gradscope/io/embedding/json.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/render/json.h"
@@ -24,6 +23,7 @@
 #include "gradscope/io/render/table.h"
 #include "gradscope/torch/compress/apply_recipe.h"
 #include "html_report.h"
+#include "report_text.h"
 #include "interactions.h"
 #include "matrix_factorization.h"
 #include "mf_truth.h"
@@ -73,16 +73,6 @@ RunWriterOptions demo_run(const std::string& name) {
   return store;
 }
 
-// report.{txt,json,csv} beside the run's run.db; report.txt holds `text`, by default the
-// table with its verdict. Returns the text.
-std::string write_reports(const fs::path& dir, const Report& report, std::string text = {}) {
-  const std::string table = text.empty() ? render_table(report) : std::move(text);
-  write_text_file((dir / "report.txt").string(), table);
-  write_text_file((dir / "report.json").string(), render_json(report));
-  write_text_file((dir / "report.csv").string(), render_csv(report));
-  return table;
-}
-
 // The run as saved, read back as `gradscope html` reads it.
 LoadedRun load_saved(const fs::path& dir) { return load_run(dir.string(), false, {}, /*series=*/true); }
 
@@ -107,13 +97,14 @@ std::string run_digits_model(const std::string& name, const Digits& data, const 
       s, data, opt.steps, opt.seed, [&](int done) { show_progress(name, done, opt.steps); }, &run);
   run.close();
   // report.{txt,json,csv} and report.html from one source, the run as saved (it holds the whole
-  // report: channel views, leakage, gradient SNR, the node order).
+  // report: channel views, leakage, gradient SNR, the node order): the files are what
+  // `gradscope report RUN` prints.
   const LoadedRun saved = load_saved(dir);
-  const std::string table = write_reports(dir, saved.report);
+  write_run_reports(dir.string());
   write_html(saved, pages);
   std::printf("\n== %s: %s\n   test accuracy %.3f, final loss %.3f, %.1f s\n\n", name.c_str(),
               s.planted.c_str(), r.test_accuracy, r.final_loss, r.seconds);
-  std::cout << table;
+  std::cout << render_table(saved.report);
   char line[256];
   std::snprintf(line, sizeof line, "  %-24s accuracy %.3f  ", name.c_str(), r.test_accuracy);
   return line + render_verdict(saved.report);
@@ -195,7 +186,7 @@ std::string run_mf_model(const scenarios::Interactions& data, const MfVariant& v
       text += "   evidence, " + r.report.tables[t].layer + ": " + line + "\n";
   const std::string verdict = render_run_verdict(report, saved.flow, &summary);
   text += "\n" + verdict + "\n";
-  write_reports(dir, report, text);
+  write_run_reports(dir.string());  // without the evidence lines, which the demo measures itself
 
   const auto top_k = static_cast<long long>(mf.top_k);
   std::printf("\n== %s: BPR matrix factorisation, dim %lld, %s lr %g, l2 %g, user and item tables "
@@ -237,7 +228,8 @@ int run_demo(DemoOptions opt) {
   std::cout << "\nsummary\n";
   for (const std::string& s : summary) std::cout << s << "\n";
   std::cout << "reports: " << opt.out_dir
-            << "/demo-*/report.{txt,json,csv} (tree runs: report.{txt,json}); embedding tables: "
+            << "/demo-*/report.{txt,json,csv} (tree runs: report.{txt,json}), what `gradscope report RUN` prints; "
+            << "embedding tables: "
             << opt.out_dir << "/demo-mf-*/embedding_report.json. Each run.db holds the whole run (tree, embedding "
             << "and compression analyses included): `gradscope export RUN --format documents -o DIR` writes them "
             << "out as files\n";

@@ -5,12 +5,11 @@
 #include "compression_eval.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/io/compress/json.h"
-#include "gradscope/io/render/json.h"
-#include "gradscope/io/render/table.h"
 #include "gradscope/io/store/run_writer.h"
 #include "gradscope/torch/compress/apply_recipe.h"
 #include "gradscope/torch/compress/packed.h"
 #include "html_report.h"
+#include "report_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -96,8 +95,7 @@ std::string run_compression_demo(const Digits& data, const std::string& out_dir,
   save_measured_comparison(dir.string(), c);
   const LoadedRun loaded = load_run(dir.string(), false, {}, /*series=*/true);
   // The reports every demo run has (README), of the healthy model the recipe compresses.
-  write_text_file((dir / "report.txt").string(), render_table(loaded.report));
-  write_text_file((dir / "report.json").string(), render_json(loaded.report));
+  write_run_reports(dir.string());
   pages.push_back(dir / "report.html");
   write_html_report(loaded, pages.back().string());
   char head[64];

@@ -14,6 +14,7 @@
 #include "gradscope/trees/data_files.h"
 #include "gradscope/trees/xgboost_recorder.h"
 #include "html_report.h"
+#include "report_text.h"
 #include "run_loading.h"
 
 namespace gradscope::cli {
@@ -65,8 +66,7 @@ std::string run_variant(const TreeData& all, const TreeVariant& v, const std::st
 
   const std::string verdict = tree_run_verdict(s);
   const std::string text = render_tree_findings(s) + "\n" + verdict + "\n";
-  write_text_file((dir / "report.txt").string(), render_tree_timeline(s) + text);
-  write_text_file((dir / "report.json").string(), render_tree_json(s));
+  write_run_reports(dir.string());  // what `gradscope report RUN` prints
   pages.push_back(dir / "report.html");
   write_html_report(load_run(dir.string(), false, {}, /*series=*/true), pages.back().string());
   const double loss = s.report.per_round.back().valid_loss;

@@ -9,16 +9,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// One node's records of a step, merged per site.
-struct NodeStep {
-  std::string node;
-  std::array<Stats, kSiteCount> sites;
-  std::array<bool, kSiteCount> has{};
-  const Stats* get(Site s) const {
-    return has[static_cast<std::size_t>(s)] ? &sites[static_cast<std::size_t>(s)] : nullptr;
-  }
-};
-
 // The timeline's convention (FlowEntry::grad_norm): a step whose gradient held a NaN shows
 // NaN, one with an Inf +Inf; else the L2. The finite L2 alone would show an all-NaN
 // gradient as 0, a healthy-looking value.
@@ -39,67 +29,42 @@ StepScalars::StepScalars(Thresholds thresholds) : thresholds_(thresholds) {
 }
 
 void StepScalars::add(const std::vector<Record>& records, StepSummary& out) {
-  std::vector<NodeStep> nodes;
+  std::vector<std::pair<std::string, NodeStep>> nodes;
   std::unordered_map<std::string, std::size_t> index;
   for (const Record& r : records) {
     auto [it, fresh] = index.emplace(r.node, nodes.size());
-    if (fresh) {
-      nodes.emplace_back();
-      nodes.back().node = r.node;
-    }
-    NodeStep& n = nodes[it->second];
-    const auto s = static_cast<std::size_t>(r.site);
-    n.sites[s] = n.has[s] ? merge(n.sites[s], r.stats) : r.stats;
-    n.has[s] = true;
+    if (fresh) nodes.emplace_back(r.node, NodeStep{});
+    nodes[it->second].second.add(r.site, r.stats);
   }
-  const Thresholds& t = thresholds_;
-  const auto flag = [&out](const char* name, const std::string& node, bool on) {
-    out.scalar(std::string("flag/") + name + "/" + node, on ? 1.0 : 0.0);
-  };
-  for (const NodeStep& n : nodes) {
-    for (Site site : kGradientSites) {
-      const Stats* g = n.get(site);
-      if (!g) continue;
-      out.scalar("grad_l2/" + n.node, shown_l2(*g));
-      // The rules' per-step test (ReportBuilder::SiteAccum): the L2 of the finite values.
-      flag("VANISHING", n.node, g->has_finite() && g->l2() < t.grad_lo);
-      flag("EXPLODING", n.node, g->has_finite() && g->l2() > t.grad_hi);
-      break;
-    }
+  for (const auto& [node, n] : nodes) {
+    // The rules' own per-step test (core/audit/step_judgement.h): a flag is 1 at the steps the
+    // report's evidence counts.
+    FlagSet tested;
+    const FlagSet on = step_flags(n, stagnant_runs_[node], thresholds_, &tested);
+    const auto flag = [&](Flag f) {
+      if (tested.contains(f)) out.scalar(std::string("flag/") + flag_name(f) + "/" + node, on.contains(f) ? 1.0 : 0.0);
+    };
+    if (const Stats* g = n.gradient()) out.scalar("grad_l2/" + node, shown_l2(*g));
+    flag(Flag::kVanishing);
+    flag(Flag::kExploding);
     const Stats* param = n.get(Site::kParam);
     const Stats* update = n.get(Site::kUpdate);
     if (param && update) {
-      if (param->nan + update->nan + param->inf() + update->inf() > 0) {
-        out.scalar("update_ratio/" + n.node, kNaN);  // no ratio of the finite parts means anything
-      } else if (param->l2() > 0) {
-        const double ratio = update->l2() / param->l2();
-        out.scalar("update_ratio/" + n.node, ratio);
-        // The rules' STAGNANT: stagnant_steps consecutive steps below update_ratio_lo.
-        int64_t& run = stagnant_run_[n.node];
-        run = ratio < t.update_ratio_lo ? run + 1 : 0;
-        flag("STAGNANT", n.node, run >= t.stagnant_steps);
-      }
+      if (const std::optional<double> r = update_ratio(*param, *update))
+        out.scalar("update_ratio/" + node, *r);
+      else if (param->nan + update->nan + param->inf() + update->inf() > 0)
+        out.scalar("update_ratio/" + node, kNaN);  // no ratio of the finite parts means anything
     }
+    flag(Flag::kStagnant);
     if (const Stats* a = n.get(Site::kActivation)) {
-      out.scalar("activation_zero_frac/" + n.node, a->frac_zero());
-      out.scalar("activation_saturated_frac/" + n.node, a->frac_saturated());
-      out.scalar("activation_nonfinite_frac/" + n.node, fraction(a->nan + a->inf(), a->count));
-      flag("DEAD", n.node, a->frac_zero() > t.dead_frac);
+      out.scalar("activation_zero_frac/" + node, a->frac_zero());
+      out.scalar("activation_saturated_frac/" + node, a->frac_saturated());
+      out.scalar("activation_nonfinite_frac/" + node, fraction(a->nan + a->inf(), a->count));
     }
-    const Stats* pre = n.get(Site::kPreActivation);
-    const Stats* act = n.get(Site::kActivation);
-    if (act || pre)
-      flag("SATURATED", n.node,
-           (act && act->frac_saturated() > t.saturation_frac) ||
-               (pre && pre->frac_saturated() > t.saturation_frac));
-    int64_t nan = 0, inf = 0;
-    for (std::size_t s = 0; s < n.sites.size(); ++s)
-      if (n.has[s]) {
-        nan += n.sites[s].nan;
-        inf += n.sites[s].inf();
-      }
-    flag("NAN", n.node, nan > 0);
-    flag("INF", n.node, inf > 0);
+    flag(Flag::kDead);
+    flag(Flag::kSaturated);
+    flag(Flag::kNaN);
+    flag(Flag::kInf);
   }
 }
 

@@ -212,10 +212,12 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
                                               "unhealthy: trees: .*OVERFITTING from round 6"));
   const auto healthy_trees =
       nlohmann::json::parse(slurp(out / "demo-trees-healthy" / "report.json"));
-  EXPECT_TRUE(healthy_trees["gradscope_tree_run"]["findings"].empty());
+  EXPECT_TRUE(healthy_trees["trees"]["findings"].empty());
+  EXPECT_EQ(healthy_trees["gradscope_report"]["healthy"], true);
   const auto overfit = nlohmann::json::parse(slurp(out / "demo-trees-overfit" / "report.json"));
+  EXPECT_EQ(overfit["gradscope_report"]["healthy"], false);
   bool overfitting = false;
-  for (const auto& f : overfit["gradscope_tree_run"]["findings"])
+  for (const auto& f : overfit["trees"]["findings"])
     if (f["flag"] == "OVERFITTING") {
       overfitting = true;
       EXPECT_EQ(f["first_round"], 6);
@@ -232,7 +234,9 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
   EXPECT_EQ(nan["gradscope_report"]["nonfinite_origin"]["step"], 20);
 
   // Every demo run is run.db alone: copied without anything beside it, `report --json` says
-  // the same (and exits the same); every run has report.txt and report.json.
+  // the same (and exits the same); every run has report.txt and report.json, and they are what
+  // `gradscope report RUN` and `gradscope report RUN --json` print for it (report.csv too, where
+  // the run has one: every run but a tree run).
   int saved_runs = 0;
   for (const auto& entry : fs::directory_iterator(out)) {
     if (!fs::exists(entry.path() / "run.db")) continue;
@@ -249,6 +253,15 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
     EXPECT_NE(whole.code, 3) << name << ": " << whole.err;
     EXPECT_EQ(copy.code, whole.code) << name;
     EXPECT_EQ(copy.out, whole.out) << name;
+    EXPECT_EQ(slurp(entry.path() / "report.json"), whole.out) << name;
+    const Result text = run("report " + entry.path().string());
+    EXPECT_EQ(text.code, whole.code) << name;
+    EXPECT_EQ(slurp(entry.path() / "report.txt"), text.out) << name;
+    const bool tree_run = name.rfind("demo-trees-", 0) == 0;
+    EXPECT_EQ(fs::exists(entry.path() / "report.csv"), !tree_run) << name;
+    if (!tree_run) {
+      EXPECT_EQ(slurp(entry.path() / "report.csv"), run("report --csv " + entry.path().string()).out) << name;
+    }
   }
   EXPECT_GE(saved_runs, 9);  // 4 digits models, 2 tree runs, 2 MF runs, the compression run
   fs::remove_all(out / "alone");
@@ -307,8 +320,9 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
     EXPECT_EQ(r.out.find("LOWER_EMBEDDING_LR_OR_ENABLE_AUTO_FIX"), std::string::npos);
     EXPECT_EQ(slurp(planted / "report.txt").find("LOWER_EMBEDDING_LR"), std::string::npos);
   }
-  // One verdict per MF run, its last line, after the findings and the evidence: on screen (the
-  // run's block) and in report.txt. No "verdict: healthy" from the node table above findings.
+  // One verdict per MF run, its last line, after the findings (and on screen the evidence): on
+  // screen (the run's block) and in report.txt, which is `gradscope report RUN` and so has no
+  // evidence lines. No "verdict: healthy" from the node table above findings.
   const std::string runs[] = {mf.filename().string(), planted.filename().string()};
   for (const std::string& run_name : runs) {
     const std::size_t begin = r.out.find("\n== " + run_name.substr(5) + ":");
@@ -324,11 +338,12 @@ TEST(Cli, QuickDemoFlagsEachSickModelWherePlantedAndRecordsTheMfRun) {
       ASSERT_NE(verdict, std::string::npos) << run_name << "\n" << text;
       EXPECT_EQ(text.find("verdict:", verdict + 2), std::string::npos) << run_name << "\n" << text;
       EXPECT_LT(text.rfind("embedding tables:"), verdict) << run_name;
-      EXPECT_LT(text.rfind("   evidence, item: "), verdict) << run_name;
       // Nothing after the verdict's line.
       EXPECT_EQ(text.find('\n', verdict + 1), text.size() - 1) << run_name << "\n" << text;
     }
-    EXPECT_THAT(report_txt, ::testing::EndsWith(block.substr(block.find("node  steps"))));
+    EXPECT_LT(block.rfind("   evidence, item: "), block.find("\nverdict: ")) << run_name;
+    EXPECT_EQ(report_txt.find("   evidence, "), std::string::npos) << run_name;
+    EXPECT_THAT(report_txt, ::testing::EndsWith(block.substr(block.find("\nverdict: "))));
   }
   if (movielens) {
     EXPECT_THAT(r.out, HasSubstr("\nverdict: unhealthy: embedding: item [ZOMBIE_ROWS]; nodes "
@@ -727,9 +742,7 @@ TEST(CliRuns, DemoWritesRunsThatReportReads) {
     r = run("report --json " + dir.string());
     ASSERT_LE(r.code, 1) << r.err;
     const auto saved = nlohmann::json::parse(r.out).at("gradscope_report");
-    if (name != std::string("compress-mlp")) {
-      EXPECT_EQ(nlohmann::json::parse(slurp(dir / "report.json")).at("gradscope_report"), saved) << name;
-    }
+    EXPECT_EQ(nlohmann::json::parse(slurp(dir / "report.json")).at("gradscope_report"), saved) << name;
     int64_t channels = 0;
     for (const auto& node : saved.at("nodes")) channels += node.at("channels").get<int64_t>();
     EXPECT_GT(channels, 0) << name << ": the demo's channel views are in its saved run";

@@ -13,6 +13,7 @@
 #include "../common/stats_fixture.h"
 #include "gradscope/core/audit/rules.h"
 #include "gradscope/core/findings/kinds.h"
+#include "gradscope/core/audit/thresholds.h"
 
 namespace gradscope {
 namespace {
@@ -93,7 +94,7 @@ TEST(Findings, OnePerFlagWithTheReportsNumbersInThePremise) {
       const Finding* f = find(all, flag_name(e.flag), n.node);
       ASSERT_NE(f, nullptr) << n.node;
       SCOPED_TRACE(f->premise);
-      EXPECT_EQ(f->kind, "module");
+      EXPECT_EQ(f->kind, FindingKind::kModule);
       EXPECT_EQ(f->since_step, e.first_step);
       // NAN and INF are advised by where the values were born (the report's origin).
       const FlagGuidance& g = nonfinite_guidance(e.flag, report.nonfinite_origin.phase);
@@ -261,7 +262,7 @@ TEST(Findings, FlowFindingCarriesTheSummarysCounts) {
   const auto f = flow_finding(flow, t);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->type, "GRADIENT_FLOW");
-  EXPECT_EQ(f->kind, "flow");
+  EXPECT_EQ(f->kind, FindingKind::kFlow);
   EXPECT_EQ(f->since_step, 7);
   EXPECT_THAT(f->premise, HasSubstr("14 of 40 frames (issue ratio 0.35)"));
   EXPECT_EQ(f->evidence[0].value, 0.35);
@@ -333,6 +334,31 @@ TEST(Findings, EmbeddingAndTreeFindingsKeepTheirRulesTexts) {
   EXPECT_EQ(tree_findings(trees)[0].confidence, Confidence::kLow);
 }
 
+// Each row of the flag table is what every reader of a flag gets: its name, severity and
+// guidance, a finding type the registry and `diff --fail-on` accept, and (for a compared flag)
+// a threshold of the one threshold table with the comparison findings print.
+TEST(FlagTable, EveryRowReachesEveryReader) {
+  std::set<std::string> thresholds;
+  for (const ThresholdField<Thresholds>& f : threshold_fields()) thresholds.insert(f.name);
+  for (const FlagInfo& row : kFlags) {
+    SCOPED_TRACE(row.name);
+    EXPECT_STREQ(flag_name(row.flag), row.name);
+    EXPECT_EQ(flag_severity(row.flag), row.severity);
+    EXPECT_STREQ(flag_guidance(row.flag).action, row.guidance.action);
+    if (row.flag == Flag::kHealthy) continue;
+    EXPECT_TRUE(is_finding_type(row.name));
+    EXPECT_NE(std::string(row.guidance.implies), "");
+    EXPECT_NE(std::string(row.guidance.action), "");
+    EXPECT_NE(std::string(row.guidance.expected_effect), "");
+    const bool compared = std::string(flag_comparison(row.margin)) != "";
+    EXPECT_EQ(std::string(row.threshold) != "", compared);
+    if (compared) {
+      EXPECT_EQ(thresholds.count(row.threshold), 1u) << row.threshold;
+    }
+  }
+  EXPECT_STREQ(flag_name(static_cast<Flag>(kFlagCount)), "INVALID");
+}
+
 // The registry of finding kinds and types (core/findings/kinds.h) holds what the rules make:
 // every flag but HEALTHY, every tree flag, and no type twice within a kind.
 TEST(FindingKinds, HoldEveryTypeTheRulesMakeOnce) {
@@ -361,7 +387,7 @@ TEST(FindingKinds, HoldEveryTypeTheRulesMakeOnce) {
   d.type = kZombieRows;
   table.diagnostics = {d};
   const Finding e = embedding_findings(table).at(0);
-  EXPECT_EQ(parse_finding_kind(e.kind), FindingKind::kEmbedding);
+  EXPECT_EQ(e.kind, FindingKind::kEmbedding);
   for (const char* no : {"", "HEALTHY", "NANN", "nan", "INVALID", "?", "module"}) EXPECT_FALSE(is_finding_type(no)) << no;
   EXPECT_FALSE(parse_finding_kind("Module"));
   EXPECT_FALSE(parse_finding_kind("NAN"));

@@ -66,6 +66,26 @@ TEST(Judge, StagnantNeedsConsecutiveStepsBelowTheRatio) {
   EXPECT_NEAR(n.update_ratio, (1e-2 + 1e-4 + 2e-4 + 5e-5 + 1e-4) / 5, 1e-15);
 }
 
+// A step whose update or parameter holds a NaN or Inf has no update ratio: the L2 of its
+// finite part would read as a tiny update, and a run that blew up would also be called
+// STAGNANT, an after-effect named as a cause. TensorBoard's per-step flag agrees
+// (StepScalars.NaNAndInfAreShownNotHidden).
+TEST(Judge, ANonFiniteUpdateIsNoStagnantStep) {
+  Thresholds t;
+  t.stagnant_steps = 3;
+  ReportBuilder b(t);
+  Stats all_nan;
+  all_nan.count = all_nan.nan = 100;
+  for (int64_t s = 0; s < 6; ++s) {
+    b.add({s, "fc", Site::kParamGrad, summary(1)});
+    b.add({s, "fc", Site::kParam, s < 3 ? summary(10) : with_nan(summary(10))});
+    b.add({s, "fc", Site::kUpdate, s < 3 ? all_nan : summary(1e-6)});
+  }
+  const NodeReport n = b.build().nodes.at(0);
+  EXPECT_EQ(n.flags.join(), "NAN");
+  EXPECT_EQ(n.evidence.at(0).first_step, 0);
+}
+
 TEST(Judge, SaturatedOnThePreActivation) {
   Stats pre = summary(1, 100);
   pre.saturated = 80;  // |z| > 50 before tanh; the tanh output itself never exceeds 1

@@ -110,7 +110,7 @@ TEST(LossScale, TheFindingSaysWhichStepsAndHowTheScaleMoved) {
   const auto f = loss_scale_finding(run(steps(20, {0, 1, 2})));
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->type, "LOSS_SCALE_OVERFLOW");
-  EXPECT_EQ(f->kind, "loss_scale");
+  EXPECT_EQ(f->kind, FindingKind::kLossScale);
   EXPECT_EQ(f->since_step, 0);
   EXPECT_THAT(f->premise, HasSubstr("informational: 3 steps of 20 skipped on overflow (steps 0-2)"));
   EXPECT_THAT(f->premise, HasSubstr("loss scale 65536 at the first step, 8192 at the last"));

@@ -17,7 +17,14 @@ namespace {
 using ::testing::HasSubstr;
 
 // `count` finite values with L2 norm exactly `l2`, mean |x| = l2 / count, max |x| = l2.
-Stats grad(double l2, int64_t count = 4) { return test::with_l2(l2, count); }
+// A gradient with norm `l2`; a NaN norm is a gradient of NaN elements, as measured (Stats
+// counts them apart from the finite ones).
+Stats grad(double l2, int64_t count = 4) {
+  if (!std::isnan(l2)) return test::with_l2(l2, count);
+  Stats s;
+  s.count = s.nan = count;
+  return s;
+}
 
 Record rec(int64_t step, const std::string& node, Stats s, Site site = Site::kParamGrad) {
   return Record{step, node, site, s};

@@ -313,8 +313,8 @@ TEST(RunReport, EmbeddingFindingsShowTheirFirstRowsAndWhereTheRestAre) {
   summary.tables[0].report.diagnostics = {d};
   EXPECT_THAT(render_embedding_findings(summary),
               HasSubstr("\n      rows: 3, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, "
-                        "... (32 in all: every one in the run's embedding.json, gradscope export RUN --format "
-                        "documents)\n"));
+                        "... (32 in all: every one in the run's embedding document (run.db), written out by "
+                        "gradscope export RUN --format documents)\n"));
 }
 
 TEST(FlowExport, FramesCsvNeutralisesFormulaNames) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gradscope/core/audit/rules.h"
+#include "gradscope/core/audit/thresholds.h"
 #include "golden_util.h"
 #include "gradscope/io/render/csv.h"
 #include "gradscope/io/render/json.h"
@@ -180,6 +181,30 @@ TEST(Render, LossScaleSkipsAreSaidInTheTableTheVerdictAndTheJson) {
   EXPECT_FALSE(nlohmann::json::parse(render_json(persisting))["gradscope_report"]["healthy"].get<bool>());
   // Without a loss scale the key is null.
   EXPECT_TRUE(nlohmann::json::parse(render_json(sample_report()))["gradscope_report"]["loss_scale"].is_null());
+}
+
+// Every threshold of the one table is in report.json, by its name and with its value, and
+// nothing else: the JSON loops over the table, so a threshold added there cannot be missing.
+TEST(RenderJson, ReportJsonHoldsEveryThresholdOfTheTable) {
+  Thresholds t;
+  t.grad_hi = 123.5;
+  t.stagnant_steps = 17;
+  const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(render_json(build_report({}, t)));
+  const nlohmann::ordered_json& json = doc.at("gradscope_report").at("thresholds");
+  std::vector<std::string> keys, names;
+  for (const auto& [key, value] : json.items()) keys.push_back(key);
+  for (const ThresholdField<Thresholds>& f : threshold_fields()) {
+    names.push_back(f.name);
+    ASSERT_TRUE(json.contains(f.name)) << f.name;
+    EXPECT_EQ(json.at(f.name).get<double>(), f.get(t)) << f.name;
+    EXPECT_EQ(json.at(f.name).is_number_integer(), f.is_integer()) << f.name;
+  }
+  std::sort(keys.begin(), keys.end());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(keys, names);
+  EXPECT_EQ(json.at("grad_hi"), 123.5);
+  EXPECT_EQ(json.at("stagnant_steps"), 17);
+  EXPECT_GE(names.size(), 22u);
 }
 
 }  // namespace

@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "../core/tree_builders.h"
 #include "gradscope/core/audit/rules.h"
+#include "gradscope/core/findings/kinds.h"
 #include "gradscope/core/findings/numbers.h"
 #include "gradscope/io/html/report.h"
 #include "gradscope/io/render/run_report.h"
+#include "gradscope/io/render/table.h"
 #include "gradscope/io/trees/text.h"
 
 namespace gradscope {
@@ -65,6 +69,7 @@ TEST(TreeRender, TheRunVerdictAndJsonCountTheTrees) {
   const nlohmann::json doc =
       nlohmann::json::parse(render_run_json(RunMetadata{}, healthy_nodes, flow, nullptr, &s));
   EXPECT_EQ(doc.at("run").at("unhealthy"), true);
+  EXPECT_EQ(doc.at("gradscope_report").at("healthy"), false);  // the nodes are healthy, the run is not
   EXPECT_EQ(doc.at("trees").at("findings")[0].at("flag"), "CONCENTRATED");
   EXPECT_EQ(doc.at("trees").at("model").at("feature_names")[0], kHostile);  // JSON keeps the value
 }
@@ -153,13 +158,17 @@ TEST(TreeRender, ATentativeFindingShowsItsConfidenceAndDoesNotMakeTheRunUnhealth
   EXPECT_THAT(text, HasSubstr("OVERFITTING from round 11 (confidence " +
                               shown_number(f.confidence) + ", tentative): possibly"));
   EXPECT_EQ(tree_verdict(&s), "");
-  EXPECT_EQ(tree_run_verdict(s), "verdict: healthy: no tree finding");
+  // The verdict under "findings: 1 (1 tentative ...)" names it, never "no tree finding".
+  EXPECT_EQ(tree_run_verdict(s), "verdict: healthy: 1 tentative tree finding, not counted against the run");
   const Report healthy_nodes = build_report({});
   FlowSummary flow;
   EXPECT_FALSE(run_unhealthy(healthy_nodes, flow, nullptr, &s));
+  EXPECT_EQ(render_run_verdict(healthy_nodes, flow, nullptr, &s),
+            render_verdict(healthy_nodes) + "; trees: 1 tentative finding, not counted");
   const nlohmann::json doc =
       nlohmann::json::parse(render_run_json(RunMetadata{}, healthy_nodes, flow, nullptr, &s));
   EXPECT_EQ(doc.at("run").at("unhealthy"), false);
+  EXPECT_EQ(doc.at("gradscope_report").at("healthy"), true);
   const nlohmann::json& agent = doc.at("findings")[0];
   EXPECT_EQ(agent.at("type"), "OVERFITTING");
   EXPECT_EQ(agent.at("confidence"), "low");
@@ -172,6 +181,64 @@ TEST(TreeRender, ATentativeFindingShowsItsConfidenceAndDoesNotMakeTheRunUnhealth
   const HtmlReportInput in = page_of.input(s);
   EXPECT_THAT(render_html(in, build_charts(in), {"v", "vl", "ve", "versions"}),
               HasSubstr("(tentative: not counted against the run)"));
+}
+
+// One answer to "is this run healthy" in every JSON: gradscope_report.healthy is the run's
+// verdict, whichever kind of finding makes it unhealthy, and a tentative finding alone does not.
+TEST(RunVerdict, TheJsonsHealthyIsTheRunsVerdictForEveryFindingKind) {
+  struct Case {
+    std::string name;
+    Report report;
+    FlowSummary flow;
+    std::optional<EmbeddingRunSummary> embedding;
+    std::optional<TreeRunSummary> trees;
+    bool healthy;
+  };
+  Stats nan;
+  nan.count = nan.nan = 4;
+  const Report healthy_nodes = build_report({});
+  Report loss_scale = healthy_nodes;
+  loss_scale.loss_scale.steps = 10;  // 5 skipped at the end: a warning (judge_loss_scale)
+  loss_scale.loss_scale.skipped = loss_scale.loss_scale.trailing_skipped = 5;
+  loss_scale.loss_scale.first_skipped = 5;
+  loss_scale.loss_scale.last_skipped = 9;
+  loss_scale.loss_scale.verdict = LossScaleReport::Verdict::kWarning;
+  FlowSummary bad_flow;
+  bad_flow.health = FlowHealth::kProblemsDetected;
+  EmbeddingRunSummary zombie;
+  zombie.tables.emplace_back();
+  zombie.tables[0].report.layer = "item";
+  zombie.tables[0].report.diagnostics.emplace_back();
+  zombie.tables[0].report.diagnostics[0].type = kZombieRows;
+  const std::vector<Case> cases = {
+      {"no finding", healthy_nodes, {}, std::nullopt, std::nullopt, true},
+      {"module", build_report({{0, "fc", Site::kParamGrad, nan}}), {}, std::nullopt, std::nullopt, false},
+      {"flow", healthy_nodes, bad_flow, std::nullopt, std::nullopt, false},
+      {"loss_scale", loss_scale, {}, std::nullopt, std::nullopt, false},
+      {"embedding", healthy_nodes, {}, zombie, std::nullopt, false},
+      {"trees", healthy_nodes, {}, std::nullopt, concentrated(), false},
+      {"tentative trees", healthy_nodes, {}, std::nullopt, tentative_overfit(), true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const EmbeddingRunSummary* embedding = c.embedding ? &*c.embedding : nullptr;
+    const TreeRunSummary* trees = c.trees ? &*c.trees : nullptr;
+    const nlohmann::json doc =
+        nlohmann::json::parse(render_run_json(RunMetadata{}, c.report, c.flow, embedding, trees));
+    EXPECT_EQ(doc.at("gradscope_report").at("healthy"), c.healthy);
+    EXPECT_EQ(doc.at("run").at("unhealthy"), !c.healthy);
+    const std::string verdict = render_run_verdict(c.report, c.flow, embedding, trees);
+    EXPECT_EQ(verdict.rfind(c.healthy ? "verdict: healthy" : "verdict: unhealthy", 0), 0u) << verdict;
+    // The finding behind the verdict is listed under its kind (the case's name).
+    std::set<std::string> kinds;
+    for (const nlohmann::json& f : doc.at("findings")) kinds.insert(f.at("kind").get<std::string>());
+    if (c.name == "no finding") {
+      EXPECT_TRUE(kinds.empty());
+    } else if (c.name == "tentative trees") {
+      EXPECT_EQ(kinds, std::set<std::string>{"trees"});
+    } else {
+      EXPECT_EQ(kinds.count(c.name), 1u);
+    }
+  }
 }
 
 }  // namespace

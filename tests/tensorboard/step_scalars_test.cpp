@@ -4,6 +4,10 @@
 
 #include <cmath>
 #include <map>
+#include <set>
+
+#include "../common/stats_fixture.h"
+#include "gradscope/core/audit/rules.h"
 
 namespace gradscope::tensorboard {
 namespace {
@@ -72,6 +76,63 @@ TEST(StepScalars, StagnantNeedsConsecutiveLowUpdateSteps) {
     flags.push_back(scalars(s).at("flag/STAGNANT/fc"));
   }
   EXPECT_EQ(flags, (std::vector<double>{0, 0, 1, 0, 0, 0}));
+}
+
+// One record stream into the report and into TensorBoard's per-step flags: each flag the report
+// raises from a per-step test shows 1 in TensorBoard first at the step its evidence names (for
+// STAGNANT, at the step its run of low-ratio steps became long enough), and TensorBoard shows
+// no flag the report does not raise. Both read core's per-step judgement (step_judgement.h).
+TEST(StepScalars, PerStepFlagsAreTheReportsFlags) {
+  Thresholds t;
+  t.stagnant_steps = 4;
+  ReportBuilder builder(t);
+  StepScalars sc(t);
+  constexpr int64_t kSteps = 12;
+  std::map<std::string, int64_t> tb_first;  // "FLAG/node" -> first step at 1
+  Stats nan_grad, inf_grad;
+  nan_grad.count = nan_grad.nan = 4;
+  inf_grad.count = inf_grad.pos_inf = 4;
+  for (int64_t step = 0; step < kSteps; ++step) {
+    const std::vector<Record> records = {
+        {step, "healthy", Site::kParamGrad, test::with_l2(1)},
+        {step, "healthy", Site::kActivation, test::with_l2(5, 100, 10, 1)},
+        {step, "healthy", Site::kParam, test::with_l2(10)},
+        {step, "healthy", Site::kUpdate, test::with_l2(0.01)},
+        // The report judges VANISHING and EXPLODING on the run's mean gradient L2 and names the
+        // first step past the threshold: these cross from steps 4 and 6, and their means do too.
+        {step, "vanishing", Site::kParamGrad, test::with_l2(step >= 4 ? 1e-9 : 2e-7)},
+        {step, "exploding", Site::kParamGrad, test::with_l2(step >= 6 ? 1e4 : 1)},
+        {step, "dead", Site::kActivation, test::with_l2(step >= 3 ? 0 : 5, 100, step >= 3 ? 100 : 0)},
+        {step, "saturated", Site::kPreActivation, test::with_l2(5, 100, 0, step >= 5 ? 90 : 0)},
+        {step, "nan", Site::kParamGrad, step == 7 ? nan_grad : test::with_l2(1)},
+        {step, "inf", Site::kParamGrad, step == 8 ? inf_grad : test::with_l2(1)},
+        {step, "stagnant", Site::kParam, test::with_l2(10)},
+        {step, "stagnant", Site::kUpdate, test::with_l2(step >= 2 ? 1e-8 : 0.01)}};
+    for (const Record& r : records) builder.add(r);
+    StepSummary summary;
+    sc.add(records, summary);
+    for (const auto& [tag, value] : scalars(summary))
+      if (tag.rfind("flag/", 0) == 0 && value == 1.0) tb_first.emplace(tag.substr(5), step);
+  }
+  const Report report = builder.build();
+  const std::set<Flag> per_step = {Flag::kVanishing, Flag::kExploding, Flag::kDead, Flag::kSaturated,
+                                   Flag::kNaN,       Flag::kInf,       Flag::kStagnant};
+  std::map<std::string, int64_t> report_first;
+  for (const NodeReport& n : report.nodes)
+    for (const Evidence& e : n.evidence)
+      if (per_step.count(e.flag)) {
+        const int64_t shown = e.flag == Flag::kStagnant ? e.first_step + t.stagnant_steps - 1 : e.first_step;
+        report_first.emplace(std::string(flag_name(e.flag)) + "/" + n.node, shown);
+      }
+  EXPECT_EQ(tb_first, report_first);
+  // Each planted node carries its flag from where it was planted.
+  EXPECT_EQ(report_first, (std::map<std::string, int64_t>{{"VANISHING/vanishing", 4},
+                                                          {"EXPLODING/exploding", 6},
+                                                          {"DEAD/dead", 3},
+                                                          {"SATURATED/saturated", 5},
+                                                          {"NAN/nan", 7},
+                                                          {"INF/inf", 8},
+                                                          {"STAGNANT/stagnant", 5}}));
 }
 
 TEST(StepScalars, ChannelHistogramsCountFiniteChannelsOnly) {

@@ -28,6 +28,7 @@
 #include "gradscope/core/embedding/profile.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/step_judgement.h"
 #include "gradscope/core/audit/thresholds.h"
 #include "gradscope/core/compress/recipe.h"
 #include "gradscope/core/trees/dynamics.h"
@@ -46,7 +47,7 @@ class StepScalars {
 
  private:
   Thresholds thresholds_;
-  std::unordered_map<std::string, int64_t> stagnant_run_;  // by node: consecutive low-update steps
+  std::unordered_map<std::string, StagnantRun> stagnant_runs_;  // by node: consecutive low-update steps
 };
 
 /// Adds the histograms of one channel record: channel_activation_mean/<node> (each channel's

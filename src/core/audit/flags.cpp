@@ -21,44 +21,13 @@ const char* site_name(Site site) {
 }
 
 const char* flag_name(Flag flag) {
-  switch (flag) {
-    case Flag::kHealthy: return "HEALTHY";
-    case Flag::kVanishing: return "VANISHING";
-    case Flag::kExploding: return "EXPLODING";
-    case Flag::kNaN: return "NAN";
-    case Flag::kInf: return "INF";
-    case Flag::kDead: return "DEAD";
-    case Flag::kSaturated: return "SATURATED";
-    case Flag::kNoData: return "NO_DATA";
-    case Flag::kFrozen: return "FROZEN";
-    case Flag::kStagnant: return "STAGNANT";
-    case Flag::kDeadChannels: return "DEAD_CHANNELS";
-    case Flag::kIgnoredChannels: return "IGNORED_CHANNELS";
-    case Flag::kLeakage: return "LEAKAGE";
-  }
-  return "INVALID";
+  const int i = static_cast<int>(flag);
+  return i >= 0 && i < kFlagCount ? kFlags[i].name : "INVALID";
 }
 
-int flag_severity(Flag flag) {
-  switch (flag) {
-    case Flag::kHealthy: return 0;
-    case Flag::kNoData: return 1;
-    case Flag::kFrozen: return 2;
-    case Flag::kLeakage: return 3;
-    case Flag::kIgnoredChannels: return 4;
-    case Flag::kSaturated: return 5;
-    case Flag::kDeadChannels: return 6;
-    case Flag::kStagnant: return 7;
-    case Flag::kVanishing: return 8;
-    case Flag::kDead: return 9;
-    case Flag::kExploding: return 10;
-    case Flag::kInf: return 11;
-    case Flag::kNaN: return 12;
-  }
-  return 0;
-}
+int flag_severity(Flag flag) { return flag_info(flag).severity; }
 
-// flag_advice lives in findings/guidance.cpp with the rest of each flag's guidance.
+const char* flag_advice(Flag flag) { return flag_info(flag).guidance.action; }
 
 std::vector<Flag> FlagSet::list() const {
   std::vector<Flag> out;

@@ -17,23 +17,24 @@ void set_first(int64_t& first, bool crossed, int64_t step) {
 
 void ReportBuilder::SiteAccum::finish_step(int64_t step, const Thresholds& t) {
   const Stats& s = current;
-  set_first(first_nan, s.nan > 0, step);
-  set_first(first_inf, s.inf() > 0, step);
+  // The per-step tests (step_judgement.h), shared with TensorBoard's flags and the timeline.
+  const SiteCrossings c = site_crossings(s, t);
+  set_first(first_nan, c.nan, step);
+  set_first(first_inf, c.inf, step);
   if (s.count > 0) {
     ++steps;
-    // A step with no finite value has no L2 (Stats::l2 reads 0 for it): it stays out of the
-    // means and of the gradient thresholds, and is counted so the report can say so.
+    // A step with no finite value has no L2: it stays out of the means and of the gradient
+    // thresholds, and is counted so the report can say so.
     if (s.has_finite()) {
       ++finite_steps;
-      const double l2 = s.l2();
-      sum_l2 += l2;
-      set_first(first_below_lo, l2 < t.grad_lo, step);
-      set_first(first_above_hi, l2 > t.grad_hi, step);
+      sum_l2 += s.l2();
+      set_first(first_below_lo, c.below_grad_lo, step);
+      set_first(first_above_hi, c.above_grad_hi, step);
     }
     max_frac_zero = std::max(max_frac_zero, s.frac_zero());
     max_frac_saturated = std::max(max_frac_saturated, s.frac_saturated());
-    set_first(first_dead, s.frac_zero() > t.dead_frac, step);
-    set_first(first_saturated, s.frac_saturated() > t.saturation_frac, step);
+    set_first(first_dead, c.dead, step);
+    set_first(first_saturated, c.saturated, step);
   }
   current = Stats{};
 }
@@ -42,19 +43,19 @@ void ReportBuilder::NodeAccum::finish_step(const Thresholds& t) {
   if (last_step < 0) return;
   const Stats& param = sites[static_cast<std::size_t>(Site::kParam)].current;
   const Stats& update = sites[static_cast<std::size_t>(Site::kUpdate)].current;
-  if (param.count > 0 && update.count > 0 && param.l2() > 0) {
-    const double ratio = update.l2() / param.l2();
+  if (const std::optional<double> r = update_ratio(param, update)) {
+    const double ratio = *r;
     sum_update_ratio += ratio;
     ++update_steps;
-    if (ratio < t.update_ratio_lo) {
-      if (stagnant_run == 0) stagnant_run_start = last_step;
-      ++stagnant_run;
-      longest_stagnant = std::max(longest_stagnant, stagnant_run);
+    const int64_t before = stagnant.length;
+    const bool long_enough = stagnant.add(ratio, t);
+    if (stagnant.length > 0) {
+      if (before == 0) stagnant_run_start = last_step;
+      longest_stagnant = std::max(longest_stagnant, stagnant.length);
       if (first_stagnant < 0) stagnant_max_ratio = std::max(stagnant_max_ratio, ratio);
-      if (stagnant_run >= t.stagnant_steps && first_stagnant < 0) first_stagnant = stagnant_run_start;
-    } else {
-      stagnant_run = 0;
-      if (first_stagnant < 0) stagnant_max_ratio = 0;
+      if (long_enough && first_stagnant < 0) first_stagnant = stagnant_run_start;
+    } else if (first_stagnant < 0) {
+      stagnant_max_ratio = 0;
     }
   }
   for (SiteAccum& s : sites)

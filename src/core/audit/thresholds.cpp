@@ -1,6 +1,7 @@
 #include "gradscope/core/audit/thresholds.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "gradscope/core/error.h"
@@ -8,48 +9,55 @@
 namespace gradscope {
 namespace {
 
-void require(bool ok, const char* name, double value, const char* rule) {
-  if (!ok) throw Error(std::string("threshold ") + name + " = " + std::to_string(value) + ": " + rule);
-}
+using Field = ThresholdField<Thresholds>;
 
-void require_fraction(const char* name, double v) {
-  require(v >= 0 && v <= 1, name, v, "must be in [0, 1]");
+// The ranges a threshold can have, with their words.
+Field fraction(const char* name, double Thresholds::*m) { return {name, m, nullptr, 0, 1, false, false, "must be in [0, 1]"}; }
+Field nonnegative(const char* name, double Thresholds::*m) {
+  return {name, m, nullptr, 0, INFINITY, false, false, "must be finite and >= 0"};
 }
-
-void require_nonnegative(const char* name, double v) {
-  require(std::isfinite(v) && v >= 0, name, v, "must be finite and >= 0");
+Field counted(const char* name, int Thresholds::*m, double hi, const char* rule) {
+  return {name, nullptr, m, 1, hi, false, false, rule};
 }
 
 }  // namespace
 
+const std::vector<Field>& threshold_fields() {
+  static const std::vector<Field> kFields = {
+      nonnegative("grad_lo", &Thresholds::grad_lo),
+      nonnegative("grad_hi", &Thresholds::grad_hi),
+      nonnegative("activation_saturation", &Thresholds::activation_saturation),
+      fraction("saturation_frac", &Thresholds::saturation_frac),
+      nonnegative("dead_eps", &Thresholds::dead_eps),
+      fraction("dead_frac", &Thresholds::dead_frac),
+      nonnegative("update_ratio_lo", &Thresholds::update_ratio_lo),
+      counted("stagnant_steps", &Thresholds::stagnant_steps, INT32_MAX, "must be >= 1"),
+      fraction("channel_frac", &Thresholds::channel_frac),
+      fraction("ignored_channel_ratio", &Thresholds::ignored_channel_ratio),
+      fraction("leakage_cka", &Thresholds::leakage_cka),
+      counted("zombie_window", &Thresholds::zombie_window, 65535, "must be in [1, 65535]"),
+      nonnegative("zombie_z", &Thresholds::zombie_z),
+      fraction("zombie_damping", &Thresholds::zombie_damping),
+      nonnegative("zombie_min_exposure", &Thresholds::zombie_min_exposure),
+      {"zombie_oscillation", &Thresholds::zombie_oscillation, nullptr, -1, 1, false, false, "must be in [-1, 1]"},
+      nonnegative("zombie_velocity_ratio", &Thresholds::zombie_velocity_ratio),
+      fraction("velocity_ema", &Thresholds::velocity_ema),
+      fraction("oscillation_ema", &Thresholds::oscillation_ema),
+      fraction("flow_critical_ratio", &Thresholds::flow_critical_ratio),
+      fraction("flow_problems_ratio", &Thresholds::flow_problems_ratio),
+      fraction("flow_minor_ratio", &Thresholds::flow_minor_ratio),
+  };
+  return kFields;
+}
+
 void Thresholds::validate() const {
-  require_nonnegative("grad_lo", grad_lo);
-  require_nonnegative("grad_hi", grad_hi);
-  require(grad_lo < grad_hi, "grad_lo", grad_lo, "must be below grad_hi");
-  require_nonnegative("activation_saturation", activation_saturation);
-  require_fraction("saturation_frac", saturation_frac);
-  require_nonnegative("dead_eps", dead_eps);
-  require_fraction("dead_frac", dead_frac);
-  require_nonnegative("update_ratio_lo", update_ratio_lo);
-  require(stagnant_steps >= 1, "stagnant_steps", stagnant_steps, "must be >= 1");
-  require_fraction("channel_frac", channel_frac);
-  require_fraction("ignored_channel_ratio", ignored_channel_ratio);
-  require_fraction("leakage_cka", leakage_cka);
-  require(zombie_window >= 1 && zombie_window <= 65535, "zombie_window", zombie_window, "must be in [1, 65535]");
-  require_nonnegative("zombie_z", zombie_z);
-  require_fraction("zombie_damping", zombie_damping);
-  require_nonnegative("zombie_min_exposure", zombie_min_exposure);
-  require(zombie_oscillation >= -1 && zombie_oscillation <= 1, "zombie_oscillation",
-          zombie_oscillation, "must be in [-1, 1]");
-  require_nonnegative("zombie_velocity_ratio", zombie_velocity_ratio);
-  require_fraction("velocity_ema", velocity_ema);
-  require_fraction("oscillation_ema", oscillation_ema);
-  require_fraction("flow_critical_ratio", flow_critical_ratio);
-  require_fraction("flow_problems_ratio", flow_problems_ratio);
-  require_fraction("flow_minor_ratio", flow_minor_ratio);
-  require(flow_minor_ratio <= flow_problems_ratio && flow_problems_ratio <= flow_critical_ratio,
-          "flow_problems_ratio", flow_problems_ratio,
-          "must lie between flow_minor_ratio and flow_critical_ratio");
+  validate_fields(*this, threshold_fields(), "threshold");
+  // The orders between thresholds, which no single field's range says.
+  if (!(grad_lo < grad_hi))
+    throw Error("threshold grad_lo = " + std::to_string(grad_lo) + ": must be below grad_hi");
+  if (!(flow_minor_ratio <= flow_problems_ratio && flow_problems_ratio <= flow_critical_ratio))
+    throw Error("threshold flow_problems_ratio = " + std::to_string(flow_problems_ratio) +
+                ": must lie between flow_minor_ratio and flow_critical_ratio");
 }
 
 StatsOptions Thresholds::stats_options(int threads) const {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 
+#include "gradscope/core/audit/step_judgement.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope {
@@ -21,8 +22,11 @@ FlowEntry make_entry(uint32_t node, const Stats& s, const Thresholds& t) {
   e.max_abs_grad = s.inf() > 0 ? kInf : s.max_abs;
   e.grad_norm = s.nan > 0 ? kNaN : s.inf() > 0 ? kInf : (s.has_finite() ? s.l2() : 0.0);
   if (s.nan > 0) e.mean_abs_grad = e.max_abs_grad = kNaN;
-  e.is_exploding = !std::isfinite(e.grad_norm) || e.grad_norm > t.grad_hi;
-  e.is_vanishing = std::isfinite(e.grad_norm) && e.grad_norm < t.grad_lo;
+  // The rules' per-step test (step_judgement.h); a frame counts a NaN or Inf gradient as
+  // exploding, as trustformers' animation did, and never as vanishing.
+  const SiteCrossings c = site_crossings(s, t);
+  e.is_exploding = c.nonfinite() || c.above_grad_hi;
+  e.is_vanishing = !c.nonfinite() && c.below_grad_lo;
   return e;
 }
 

@@ -39,28 +39,9 @@ double fraction_margin(double value, double threshold) {
   return threshold < 1 ? (value - threshold) / (1 - threshold) : kNone;
 }
 
-const char* threshold_name(Flag f) {
-  switch (f) {
-    case Flag::kVanishing:
-      return "grad_lo";
-    case Flag::kExploding:
-      return "grad_hi";
-    case Flag::kDead:
-      return "dead_frac";
-    case Flag::kSaturated:
-      return "saturation_frac";
-    case Flag::kStagnant:
-      return "update_ratio_lo";
-    case Flag::kLeakage:
-      return "leakage_cka";
-    default:
-      return "";
-  }
-}
+const char* threshold_name(Flag f) { return flag_info(f).threshold; }
 
-const char* comparison_of(Flag f) {
-  return (f == Flag::kVanishing || f == Flag::kStagnant) ? "<" : ">";
-}
+const char* comparison_of(Flag f) { return flag_comparison(flag_info(f).margin); }
 
 bool is_roll_up(const Evidence& e) { return e.measure == "submodules flagged"; }
 
@@ -79,17 +60,14 @@ std::string module_premise(const Evidence& e, const NodeReport& n, const Thresho
   const std::string detail = e.detail.empty() ? "" : " (" + e.detail + ")";
   if (is_roll_up(e))
     return shown_number(e.value) + " submodules flagged " + flag_name(e.flag) + detail;
-  switch (e.flag) {
-    case Flag::kNaN:
-    case Flag::kInf:
+  switch (flag_info(e.flag).margin) {
+    case FlagMargin::kObserved:
       return shown_number(e.value) + " " + e.measure + ", first in " + site_name(e.site) +
              since_text(e.first_step);
-    case Flag::kFrozen:
-    case Flag::kNoData:
+    case FlagMargin::kNothingSeen:
       // The measured count is 0: the rule saw nothing, and says what it looked for.
       return shown_number(e.value) + " " + e.measure + detail + steps;
-    case Flag::kDeadChannels:
-    case Flag::kIgnoredChannels:
+    case FlagMargin::kChannelShare:
       return shown_number(e.value) + " of " + std::to_string(n.channels) +
              " channels: " + e.measure + " (channel_frac " + shown_number(t.channel_frac) +
              ", dead_frac " + shown_number(e.threshold) + ")" + detail + steps;
@@ -103,9 +81,9 @@ std::string module_premise(const Evidence& e, const NodeReport& n, const Thresho
 std::vector<FindingMeasure> module_evidence(const Evidence& e, const NodeReport& n,
                                             const Thresholds& t) {
   std::vector<FindingMeasure> out;
-  const bool compared = !is_roll_up(e) && e.flag != Flag::kNaN && e.flag != Flag::kInf &&
-                        e.flag != Flag::kFrozen && e.flag != Flag::kNoData;
-  const bool channels = e.flag == Flag::kDeadChannels || e.flag == Flag::kIgnoredChannels;
+  const FlagMargin margin = flag_info(e.flag).margin;
+  const bool compared = !is_roll_up(e) && flag_comparison(margin)[0] != '\0';
+  const bool channels = margin == FlagMargin::kChannelShare;
   if (channels) {
     // The rule compares the count with channel_frac x channels; dead_frac judged each channel.
     out.push_back({e.measure, e.value, t.channel_frac * static_cast<double>(n.channels), ">"});
@@ -116,7 +94,7 @@ std::vector<FindingMeasure> module_evidence(const Evidence& e, const NodeReport&
                    compared ? comparison_of(e.flag) : ""});
   }
   out.push_back({"steps", static_cast<double>(n.steps), kNone, ""});
-  if (e.flag == Flag::kNaN || e.flag == Flag::kInf)
+  if (margin == FlagMargin::kObserved)
     out.push_back({"nonfinite_steps", static_cast<double>(n.nonfinite_steps), kNone, ""});
   return out;
 }
@@ -196,27 +174,24 @@ const char* tree_effect(TreeFlag f) {
 Confidence module_confidence(const Evidence& e, const NodeReport& n, const Thresholds& t) {
   Confidence c = Confidence::kHigh;  // NAN, INF, FROZEN, NO_DATA, roll-ups: observed facts
   if (!is_roll_up(e)) {
-    switch (e.flag) {
-      case Flag::kVanishing:
-      case Flag::kStagnant:
+    switch (flag_info(e.flag).margin) {
+      case FlagMargin::kOrdersBelow:
         c = e.value <= 0 ? Confidence::kHigh : from_log_margin(std::log10(e.threshold / e.value));
         break;
-      case Flag::kExploding:
+      case FlagMargin::kOrdersAbove:
         c = from_log_margin(std::log10(e.value / e.threshold));
         break;
-      case Flag::kDead:
-      case Flag::kSaturated:
-      case Flag::kLeakage:
+      case FlagMargin::kFraction:
         c = from_fraction_margin(fraction_margin(e.value, e.threshold));
         break;
-      case Flag::kDeadChannels:
-      case Flag::kIgnoredChannels:
+      case FlagMargin::kChannelShare:
         c = n.channels > 0 ? from_fraction_margin(fraction_margin(
                                  e.value / static_cast<double>(n.channels), t.channel_frac))
                            : Confidence::kLow;
         break;
-      default:
-        break;
+      case FlagMargin::kObserved:
+      case FlagMargin::kNothingSeen:
+        break;  // observed facts
     }
   }
   return cap_by_steps(c, n.steps);
@@ -229,7 +204,7 @@ std::vector<Finding> module_findings(const Report& report) {
       const NonFiniteOrigin& origin = report.nonfinite_origin;
       const FlagGuidance& g = origin.found() ? nonfinite_guidance(e.flag, origin.phase) : flag_guidance(e.flag);
       Finding f;
-      f.kind = finding_kind_name(FindingKind::kModule);
+      f.kind = FindingKind::kModule;
       f.type = flag_name(e.flag);
       f.node = n->node;
       f.since_step = e.first_step;
@@ -248,7 +223,7 @@ std::vector<Finding> module_findings(const Report& report) {
 std::optional<Finding> flow_finding(const FlowSummary& flow, const Thresholds& t) {
   if (flow.health == FlowHealth::kHealthy) return std::nullopt;
   Finding f;
-  f.kind = finding_kind_name(FindingKind::kFlow);
+  f.kind = FindingKind::kFlow;
   f.type = kGradientFlow;
   const double ratio_threshold = flow_ratio_threshold(flow.health, t);
   int64_t vanishing = 0, exploding = 0;
@@ -299,7 +274,7 @@ std::vector<Finding> embedding_findings(const EmbeddingReport& table) {
   std::vector<Finding> out;
   for (const EmbeddingDiagnostic& d : table.diagnostics) {
     Finding f;
-    f.kind = finding_kind_name(FindingKind::kEmbedding);
+    f.kind = FindingKind::kEmbedding;
     f.type = d.type;
     f.node = table.layer;
     f.premise = d.premise;
@@ -322,7 +297,7 @@ std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
   std::vector<Finding> out;
   for (const TreeFinding& t : r.findings) {
     Finding f;
-    f.kind = finding_kind_name(FindingKind::kTrees);
+    f.kind = FindingKind::kTrees;
     f.type = tree_flag_name(t.flag);
     f.node = t.flag == TreeFlag::kConcentrated && t.feature >= 0
                  ? "features/" + r.feature_name(t.feature)

@@ -16,6 +16,8 @@ const char* finding_kind_name(FindingKind kind) {
   return "?";
 }
 
+const char* finding_since_unit(FindingKind kind) { return kind == FindingKind::kTrees ? "round" : "step"; }
+
 std::optional<FindingKind> parse_finding_kind(const std::string& name) {
   for (FindingKind k : kFindingKinds)
     if (name == finding_kind_name(k)) return k;

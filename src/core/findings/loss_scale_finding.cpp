@@ -30,7 +30,7 @@ std::optional<Finding> loss_scale_finding(const LossScaleReport& ls) {
   if (!ls.found()) return std::nullopt;
   const bool warning = ls.verdict == LossScaleReport::Verdict::kWarning;
   Finding f;
-  f.kind = finding_kind_name(FindingKind::kLossScale);
+  f.kind = FindingKind::kLossScale;
   f.type = kLossScaleOverflow;
   f.since_step = ls.first_skipped;
   auto steps_text = [](int64_t n) { return std::to_string(n) + (n == 1 ? " step" : " steps"); };

@@ -1,45 +1,30 @@
 #include "gradscope/core/trees/thresholds.h"
 
-#include <cmath>
-#include <string>
-
-#include "gradscope/core/error.h"
+#include <cstdint>
 
 namespace gradscope {
-namespace {
 
-void require(bool ok, const char* name, double value, const char* rule) {
-  if (!ok)
-    throw Error(std::string("tree threshold ") + name + " = " + std::to_string(value) + ": " +
-                rule);
+const std::vector<ThresholdField<TreeThresholds>>& tree_threshold_fields() {
+  using T = TreeThresholds;
+  static const std::vector<ThresholdField<T>> kFields = {
+      // A million rounds per window is already more than any model holds.
+      {"window", nullptr, &T::window, 0, 1000000, false, false, "must be in [0, 1000000] (0: automatic)"},
+      {"stall_loss_drop", &T::stall_loss_drop, nullptr, 0, 1, false, false, "must be in [0, 1]"},
+      {"stagnant_fraction", &T::stagnant_fraction, nullptr, 0, 1, false, true, "must be in [0, 1)"},
+      {"stagnant_rounds", nullptr, &T::stagnant_rounds, 1, INT32_MAX, false, false, "must be >= 1"},
+      {"overfit_rise", &T::overfit_rise, nullptr, 0, INFINITY, false, false, "must be finite and >= 0"},
+      {"overfit_z", &T::overfit_z, nullptr, 0, INFINITY, false, false, "must be finite and >= 0"},
+      {"overfit_rounds", nullptr, &T::overfit_rounds, 1, INT32_MAX, false, false, "must be >= 1"},
+      {"overfit_large_rise", &T::overfit_large_rise, nullptr, 0, INFINITY, false, false, "must be finite and >= 0"},
+      {"exploding_growth", &T::exploding_growth, nullptr, 1, INFINITY, true, false, "must be finite and > 1"},
+      {"concentrated_share", &T::concentrated_share, nullptr, 0, 1, true, true, "must be in (0, 1)"},
+      {"interaction_vif", &T::interaction_vif, nullptr, 1, INFINITY, false, false,
+       "must be >= 1 (a VIF is never below 1)"},
+      {"max_interactions", nullptr, &T::max_interactions, 0, 10000, false, false, "must be in [0, 10000]"},
+  };
+  return kFields;
 }
 
-}  // namespace
-
-void TreeThresholds::validate() const {
-  // A million rounds per window is already more than any model holds.
-  require(window >= 0 && window <= 1000000, "window", window,
-          "must be in [0, 1000000] (0: automatic)");
-  require(stall_loss_drop >= 0 && stall_loss_drop <= 1, "stall_loss_drop", stall_loss_drop,
-          "must be in [0, 1]");
-  require(stagnant_fraction >= 0 && stagnant_fraction < 1, "stagnant_fraction", stagnant_fraction,
-          "must be in [0, 1)");
-  require(stagnant_rounds >= 1, "stagnant_rounds", stagnant_rounds, "must be >= 1");
-  require(std::isfinite(overfit_rise) && overfit_rise >= 0, "overfit_rise", overfit_rise,
-          "must be finite and >= 0");
-  require(std::isfinite(overfit_z) && overfit_z >= 0, "overfit_z", overfit_z,
-          "must be finite and >= 0");
-  require(std::isfinite(overfit_large_rise) && overfit_large_rise >= 0, "overfit_large_rise",
-          overfit_large_rise, "must be finite and >= 0");
-  require(overfit_rounds >= 1, "overfit_rounds", overfit_rounds, "must be >= 1");
-  require(std::isfinite(exploding_growth) && exploding_growth > 1, "exploding_growth",
-          exploding_growth, "must be finite and > 1");
-  require(concentrated_share > 0 && concentrated_share < 1, "concentrated_share",
-          concentrated_share, "must be in (0, 1)");
-  require(interaction_vif >= 1, "interaction_vif", interaction_vif,
-          "must be >= 1 (a VIF is never below 1)");
-  require(max_interactions >= 0 && max_interactions <= 10000, "max_interactions", max_interactions,
-          "must be in [0, 10000]");
-}
+void TreeThresholds::validate() const { validate_fields(*this, tree_threshold_fields(), "tree threshold"); }
 
 }  // namespace gradscope

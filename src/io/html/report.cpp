@@ -137,17 +137,17 @@ std::string recommendations(const Report& report, const FlowSummary& flow,
     const NodeReport& n = *flagged[i];
     items += "<li><b class=\"mono\">" + esc(n.node) + "</b> " + flag_badges(n) + "<ul>\n";
     for (const Finding& f : findings)
-      if (f.kind == "module" && f.node == n.node) items += finding_item(f);
+      if (f.kind == FindingKind::kModule && f.node == n.node) items += finding_item(f);
     items += "</ul></li>\n";
   }
   if (flagged.size() > kShown)
     items += fmt::format("<li>{} more flagged node{} in the <a href=\"#nodes-section\">node table</a>.</li>\n",
                          flagged.size() - kShown, flagged.size() - kShown == 1 ? "" : "s");
   for (const Finding& f : findings) {
-    if (f.kind == "module") continue;
+    if (f.kind == FindingKind::kModule) continue;
     const std::string where = f.node.empty() ? "" : "<b class=\"mono\">" + esc(f.node) + "</b> ";
     const std::string since =
-        f.kind == "trees" && f.since_step >= 0 ? fmt::format(" from round {}", f.since_step) : "";
+        f.kind == FindingKind::kTrees && f.since_step >= 0 ? fmt::format(" from round {}", f.since_step) : "";
     items += fmt::format("<li>{}<span class=\"flag failing\">{}{}</span><ul>{}</ul></li>\n", where,
                          esc(f.type), since, finding_item(f));
   }
@@ -383,9 +383,7 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
   if (o.found())
     page += fmt::format("<p>Non-finite values first appeared at step {} in <b class=\"mono\">{}</b> ({}, {}).</p>\n",
                         o.step, esc(o.node), esc(o.phase), site_name(o.site));
-  if (const auto scale = loss_scale_finding(report.loss_scale))
-    page += "<p><b>LOSS_SCALE_OVERFLOW</b> " + esc(scale->premise) + ". " + esc(scale->implies) + " " +
-            esc(scale->action) + "</p>\n";
+  // The loss scaler's finding is one of run_findings(), listed by recommendations() above.
   page += "</section>\n";
 
   constexpr const char* kNoGradients = "No finite, non-zero gradient recorded for this chart.";

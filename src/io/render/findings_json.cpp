@@ -26,7 +26,7 @@ Json finding_to_json(const Finding& f) {
     }
     evidence.push_back(std::move(e));
   }
-  return {{"kind", f.kind},
+  return {{"kind", finding_kind_name(f.kind)},
           {"type", f.type},
           {"node", f.node.empty() ? Json() : Json(f.node)},  // the whole run (flow, loss scale)
           {"since_step", f.since_step >= 0 ? Json(f.since_step) : Json()},

@@ -4,25 +4,15 @@
 #include <nlohmann/json.hpp>
 
 #include "gradscope/io/render/safe_text.h"
+#include "gradscope/io/store/run_metadata.h"
 
 namespace gradscope {
 namespace {
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
-nlohmann::json thresholds_json(const Thresholds& t) {
-  return {{"grad_lo", t.grad_lo},
-          {"grad_hi", t.grad_hi},
-          {"activation_saturation", t.activation_saturation},
-          {"saturation_frac", t.saturation_frac},
-          {"dead_eps", t.dead_eps},
-          {"dead_frac", t.dead_frac},
-          {"update_ratio_lo", t.update_ratio_lo},
-          {"stagnant_steps", t.stagnant_steps},
-          {"channel_frac", t.channel_frac},
-          {"ignored_channel_ratio", t.ignored_channel_ratio},
-          {"leakage_cka", t.leakage_cka}};
-}
+// Every threshold the rules judged with, as the run's metadata keeps them (one table).
+nlohmann::json thresholds_json(const Thresholds& t) { return nlohmann::json::parse(thresholds_to_json(t)); }
 
 }  // namespace
 

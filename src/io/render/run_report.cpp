@@ -57,6 +57,9 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
                 {"unhealthy", run_unhealthy(report, flow, embedding, trees)}};
   const nlohmann::ordered_json rep = nlohmann::ordered_json::parse(render_json(report, -1));
   doc["gradscope_report"] = rep.at("gradscope_report");
+  // One answer: `healthy` is the run's verdict (nodes, gradient flow, embedding tables, trees),
+  // not the node table's alone, which would call a run with ZOMBIE_ROWS healthy.
+  doc["gradscope_report"]["healthy"] = !doc["run"]["unhealthy"].get<bool>();
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (const NodeFlow& n : flow.nodes) {
     nodes.push_back({{"node", n.node},
@@ -104,8 +107,8 @@ std::string listed_rows_line(const std::vector<int64_t>& rows) {
   std::string ids;
   for (std::size_t i = 0; i < std::min(kShown, rows.size()); ++i) ids += (i ? ", " : "") + std::to_string(rows[i]);
   if (rows.size() <= kShown) return "      rows: " + ids + "\n";
-  return fmt::format("      rows: {}, ... ({} in all: every one in the run's embedding.json, gradscope export RUN "
-                     "--format documents)\n",
+  return fmt::format("      rows: {}, ... ({} in all: every one in the run's embedding document (run.db), written out "
+                     "by gradscope export RUN --format documents)\n",
                      ids, rows.size());
 }
 }  // namespace
@@ -156,7 +159,7 @@ std::string render_run_verdict(const Report& report, const FlowSummary& flow,
   // What the healthy parts say when the run has them.
   const std::string quiet =
       std::string(embedding && tables.empty() ? "; embedding: no findings" : "") +
-      (trees && boosted.empty() ? "; trees: no findings" : "");
+      (trees && boosted.empty() ? "; trees: " + tree_quiet_verdict(*trees) : "");
   if (!report.healthy())
     return nodes + (tables.empty() ? "" : tables) + (boosted.empty() ? "" : boosted) + quiet;
   const std::string healthy_nodes = nodes.substr(std::string("verdict: ").size());  // "healthy (...)"

@@ -159,9 +159,26 @@ std::string tree_verdict(const TreeRunSummary* s) {
   return out;
 }
 
+namespace {
+std::size_t tentative_findings(const TreeRunSummary& s) {
+  std::size_t n = 0;
+  for (const TreeFinding& f : s.report.findings) n += f.tentative() ? 1 : 0;
+  return n;
+}
+}  // namespace
+
+std::string tree_quiet_verdict(const TreeRunSummary& s) {
+  const std::size_t n = tentative_findings(s);
+  return n == 0 ? "no findings" : fmt::format("{} tentative finding{}, not counted", n, n == 1 ? "" : "s");
+}
+
 std::string tree_run_verdict(const TreeRunSummary& s) {
-  return s.report.healthy() ? "verdict: healthy: no tree finding"  // tentative ones listed only
-                            : "verdict: unhealthy: " + tree_verdict(&s).substr(2);
+  if (!s.report.healthy()) return "verdict: unhealthy: " + tree_verdict(&s).substr(2);
+  // Tentative findings are listed above the verdict: it says so rather than "no tree finding".
+  const std::size_t n = tentative_findings(s);
+  return n == 0 ? "verdict: healthy: no tree finding"
+                : fmt::format("verdict: healthy: {} tentative tree finding{}, not counted against the run", n,
+                              n == 1 ? "" : "s");
 }
 
 std::string render_tree_json(const TreeRunSummary& s, int indent) {

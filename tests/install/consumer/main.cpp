@@ -4,15 +4,8 @@
 #include <iostream>
 #include <vector>
 
-// The same program is built twice: with the headers' paths and with their old, deprecated paths
-// (GRADSCOPE_CONSUMER_OLD_PATHS), which must keep working through the next release.
-#ifdef GRADSCOPE_CONSUMER_OLD_PATHS
-#include "gradscope/core/rules.h"
-#include "gradscope/io/json.h"
-#else
 #include "gradscope/core/audit/rules.h"
 #include "gradscope/io/render/json.h"
-#endif
 #include "gradscope/torch/tensor.h"
 
 int main() {

@@ -9,39 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/audit/flag_info.h"
 #include "gradscope/core/audit/record.h"
 
 namespace gradscope {
 
-/// Verdicts about a node. HEALTHY is set exactly when no other flag is.
-enum class Flag : uint8_t {
-  kHealthy,
-  kVanishing,
-  kExploding,
-  kNaN,
-  kInf,
-  kDead,
-  kSaturated,
-  kNoData,
-  kFrozen,           ///< has parameters, none of which ever received a gradient
-  kStagnant,         ///< update ratio below update_ratio_lo for stagnant_steps audited steps
-  kDeadChannels,     ///< some channels dead while the node as a whole is not
-  kIgnoredChannels,  ///< live channels whose output gradient is ~0
-  kLeakage,          ///< two branches or channel groups carry the same information
-};
-inline constexpr int kFlagCount = 13;
-
 /// Upper-case name as printed: "HEALTHY", "VANISHING", "NAN", "NO_DATA", ...
 const char* flag_name(Flag flag);
 
-/// Higher is worse: NAN > INF > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS >
-/// SATURATED > IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY. DEAD ranks above
-/// VANISHING because zero outputs cut the backward path: the nodes before a dead one vanish
-/// as a consequence.
+/// Higher is worse (the order is written down with kFlags, audit/flag_info.h).
 int flag_severity(Flag flag);
 
 /// What to try first for a node with this flag, one sentence ("" for HEALTHY): the action of
-/// flag_guidance (findings/findings.h), where every flag's guidance is written once.
+/// its guidance in kFlags.
 const char* flag_advice(Flag flag);
 
 /// A small set of flags, iterated in enum order.

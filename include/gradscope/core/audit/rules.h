@@ -38,6 +38,7 @@
 
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/audit/report.h"
+#include "gradscope/core/audit/step_judgement.h"
 
 namespace gradscope {
 
@@ -82,7 +83,8 @@ class ReportBuilder {
     std::array<SiteAccum, kSiteCount> sites;
     // Update ratio per step, and the current run of stagnant steps.
     double sum_update_ratio = 0;
-    int64_t update_steps = 0, stagnant_run = 0, stagnant_run_start = -1, first_stagnant = -1;
+    int64_t update_steps = 0, stagnant_run_start = -1, first_stagnant = -1;
+    StagnantRun stagnant;  // consecutive steps below update_ratio_lo
     int64_t longest_stagnant = 0;
     double stagnant_max_ratio = 0;  // largest ratio inside the first qualifying run
     // Channel view.

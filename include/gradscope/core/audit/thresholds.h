@@ -8,7 +8,10 @@
 // come from whom, docs/prior-art.md what those systems do.
 #pragma once
 
+#include <vector>
+
 #include "gradscope/core/stats/stats.h"
+#include "gradscope/core/threshold_field.h"
 
 namespace gradscope {
 
@@ -72,5 +75,10 @@ struct Thresholds {
   /// The kernel options these thresholds imply (what counts as zero and saturated).
   StatsOptions stats_options(int threads = 1) const;
 };
+
+/// Every field of Thresholds with its valid range, in declaration order: a new threshold is a
+/// member above and a row in this table (src/core/audit/thresholds.cpp); validation, the run's
+/// metadata, report.json and the Python binding read the table.
+const std::vector<ThresholdField<Thresholds>>& threshold_fields();
 
 }  // namespace gradscope

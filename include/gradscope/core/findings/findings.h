@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/findings/kinds.h"
 #include "gradscope/core/findings/numbers.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/audit/flags.h"
@@ -45,7 +46,7 @@ struct FindingMeasure {
 
 /// One finding in the shape coding agents read.
 struct Finding {
-  std::string kind;         ///< "module", "flow", "embedding", "trees"
+  FindingKind kind = FindingKind::kModule;  ///< its name (finding_kind_name) in every output
   std::string type;         ///< VANISHING, GRADIENT_FLOW, ZOMBIE_ROWS, OVERFITTING, ...
   std::string node;         ///< node, embedding table or "trees"; "" for the whole model (flow)
   int64_t since_step = -1;  ///< step (round for trees) where it begins; -1: unknown
@@ -56,15 +57,9 @@ struct Finding {
   std::vector<FindingMeasure> evidence;
 };
 
-/// What a flag means, what to try first and what should change if it worked. Standard
-/// remedies, not measured claims; the evidence says why the flag was raised.
-struct FlagGuidance {
-  const char* implies;
-  const char* action;
-  const char* expected_effect;
-};
-
-/// The guidance for `flag` (empty strings for HEALTHY). flag_advice(flag) is its action.
+/// The guidance for `flag` (empty strings for HEALTHY), its row in kFlags: what it means,
+/// what to try first and what should change if it worked. Standard remedies, not measured
+/// claims; the evidence says why the flag was raised. flag_advice(flag) is its action.
 const FlagGuidance& flag_guidance(Flag flag);
 
 /// The guidance of NAN and INF by where the values were born (NonFiniteOrigin::phase:

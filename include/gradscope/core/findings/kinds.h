@@ -25,6 +25,9 @@ inline constexpr FindingKind kFindingKinds[] = {FindingKind::kModule, FindingKin
 /// "module", "flow", "embedding", "trees", "loss_scale" (Finding::kind).
 const char* finding_kind_name(FindingKind kind);
 
+/// What a finding's since_step counts: "round" for trees, "step" for every other kind.
+const char* finding_since_unit(FindingKind kind);
+
 /// The kind named `name`; nullopt for any other text.
 std::optional<FindingKind> parse_finding_kind(const std::string& name);
 

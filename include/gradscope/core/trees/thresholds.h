@@ -11,6 +11,10 @@
 // threshold passes.
 #pragma once
 
+#include <vector>
+
+#include "gradscope/core/threshold_field.h"
+
 namespace gradscope {
 
 /// Thresholds of STAGNANT, OVERFITTING, EXPLODING, CONCENTRATED and the interaction filter.
@@ -57,5 +61,9 @@ struct TreeThresholds {
   /// Throws Error naming the first threshold that is NaN, negative or out of range.
   void validate() const;
 };
+
+/// Every field of TreeThresholds with its valid range, in declaration order: validation, the
+/// tree documents and the Python binding read it (src/core/trees/thresholds.cpp).
+const std::vector<ThresholdField<TreeThresholds>>& tree_threshold_fields();
 
 }  // namespace gradscope

@@ -28,7 +28,12 @@ std::string render_tree_findings(const TreeRunSummary& summary);
 /// (not the tentative ones), "" when there is none or no summary.
 std::string tree_verdict(const TreeRunSummary* summary);
 
-/// "verdict: healthy: no tree finding" (tentative findings do not count), or "verdict: unhealthy: trees: STAGNANT from round 0".
+/// What the run's verdict says of trees with no finding that counts: "no findings", or "1
+/// tentative finding, not counted" (tentative findings are listed, never counted).
+std::string tree_quiet_verdict(const TreeRunSummary& summary);
+
+/// "verdict: healthy: no tree finding", "verdict: healthy: 1 tentative tree finding, not counted
+/// against the run", or "verdict: unhealthy: trees: STAGNANT from round 0".
 std::string tree_run_verdict(const TreeRunSummary& summary);
 
 /// "held-out gain 0.05 (p 0.001), " for a tested interaction pair, "" for an untested one.

@@ -40,28 +40,9 @@ constexpr RoundInt kRoundInts[] = {{"trees", &RoundDynamics::trees},
                                    {"leaves", &RoundDynamics::leaves},
                                    {"max_depth", &RoundDynamics::max_depth}};
 
-struct ThresholdDouble {
-  const char* name;
-  double TreeThresholds::*member;
-  bool added_later = false;  // absent from version 1 files: the default stands
-};
-constexpr ThresholdDouble kThresholdDoubles[] = {
-    {"stall_loss_drop", &TreeThresholds::stall_loss_drop},
-    {"stagnant_fraction", &TreeThresholds::stagnant_fraction},
-    {"overfit_rise", &TreeThresholds::overfit_rise},
-    {"overfit_z", &TreeThresholds::overfit_z},
-    {"overfit_large_rise", &TreeThresholds::overfit_large_rise, true},
-    {"exploding_growth", &TreeThresholds::exploding_growth},
-    {"concentrated_share", &TreeThresholds::concentrated_share},
-    {"interaction_vif", &TreeThresholds::interaction_vif}};
-struct ThresholdInt {
-  const char* name;
-  int TreeThresholds::*member;
-};
-constexpr ThresholdInt kThresholdInts[] = {{"window", &TreeThresholds::window},
-                                           {"stagnant_rounds", &TreeThresholds::stagnant_rounds},
-                                           {"overfit_rounds", &TreeThresholds::overfit_rounds},
-                                           {"max_interactions", &TreeThresholds::max_interactions}};
+// A threshold written after version 1 of the document: absent from older files, where the
+// default stands.
+bool threshold_added_later(const char* name) { return std::string(name) == "overfit_large_rise"; }
 
 Json pair_to_json(const InteractionPair& p) {
   return {{"a", p.a},
@@ -78,8 +59,11 @@ Json pair_to_json(const InteractionPair& p) {
 
 Json report_to_json(const TreeDynamicsReport& r) {
   Json thresholds = Json::object();
-  for (const auto& f : kThresholdInts) thresholds[f.name] = r.thresholds.*(f.member);
-  for (const auto& f : kThresholdDoubles) thresholds[f.name] = r.thresholds.*(f.member);
+  // Whole numbers first, then the rest: the order of the documents written so far.
+  for (const auto& f : tree_threshold_fields())
+    if (f.is_integer()) thresholds[f.name] = r.thresholds.*(f.integer);
+  for (const auto& f : tree_threshold_fields())
+    if (!f.is_integer()) thresholds[f.name] = r.thresholds.*(f.real);
   Json rounds = Json::object();
   for (const auto& f : kRoundInts) {
     Json a = Json::array();
@@ -205,9 +189,10 @@ double ranged(const Field& f, Range range) {
 
 TreeThresholds thresholds_from(const Field& j) {
   TreeThresholds t;
-  for (const auto& f : kThresholdInts) t.*(f.member) = index_in(j.at(f.name), INT_MIN, INT_MAX);
-  for (const auto& f : kThresholdDoubles)
-    if (!f.added_later || j.has(f.name)) t.*(f.member) = j.at(f.name).finite();
+  for (const auto& f : tree_threshold_fields()) {
+    if (f.is_integer()) t.*(f.integer) = index_in(j.at(f.name), INT_MIN, INT_MAX);
+    else if (!threshold_added_later(f.name) || j.has(f.name)) t.*(f.real) = j.at(f.name).finite();
+  }
   try {
     t.validate();
   } catch (const Error& e) {

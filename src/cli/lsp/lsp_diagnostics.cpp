@@ -13,7 +13,7 @@ using Json = nlohmann::json;
 // saturated, channels, leakage, frozen, no data) are warnings.
 bool breaks_training(const Finding& f) {
   for (const char* t : {"NAN", "INF", "EXPLODING", "DEAD", "VANISHING"})
-    if (f.kind == "module" && f.type == t) return true;
+    if (f.kind == FindingKind::kModule && f.type == t) return true;
   return false;
 }
 
@@ -40,7 +40,7 @@ std::map<std::string, std::vector<const Finding*>> nodes_of(const LspRun& run) {
   std::map<std::string, std::vector<const Finding*>> nodes;
   for (const NodeReport& n : run.report().nodes) nodes[n.node];
   for (const Finding& f : run.findings())
-    if (!f.node.empty() && f.kind != "trees") nodes[f.node].push_back(&f);
+    if (!f.node.empty() && f.kind != FindingKind::kTrees) nodes[f.node].push_back(&f);
   return nodes;
 }
 
@@ -87,7 +87,7 @@ std::string diagnostic_message(const Finding& f) {
 Json diagnostics_json(const LspRun& run, const std::vector<SourceDefinition>& defs) {
   std::vector<std::pair<const SourceDefinition*, const Finding*>> found;
   for (const Finding& f : run.findings()) {
-    if (f.node.empty() || f.kind == "trees") continue;  // no definition in a source file
+    if (f.node.empty() || f.kind == FindingKind::kTrees) continue;  // no definition in a source file
     for (const SourceDefinition* d : definitions_of(f.node, defs)) found.emplace_back(d, &f);
   }
   // Source order; at one definition, the run's order (worst first).

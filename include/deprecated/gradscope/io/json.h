@@ -1,5 +1,0 @@
-// Deprecated: the old path of gradscope/io/render/json.h (docs/architecture.md, "Layout").
-#pragma once
-#define GRADSCOPE_NEW_HEADER_PATH "gradscope/io/render/json.h"
-#include "gradscope/deprecated_header_note.h"
-#include "gradscope/io/render/json.h"

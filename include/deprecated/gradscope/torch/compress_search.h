@@ -1,5 +1,0 @@
-// Deprecated: the old path of gradscope/torch/compress/search.h (docs/architecture.md, "Layout").
-#pragma once
-#define GRADSCOPE_NEW_HEADER_PATH "gradscope/torch/compress/search.h"
-#include "gradscope/deprecated_header_note.h"
-#include "gradscope/torch/compress/search.h"

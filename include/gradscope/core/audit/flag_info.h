@@ -1,0 +1,181 @@
+// The module-audit flags, each declared once: its name, how it ranks, the threshold its rule
+// compares against, how its margin becomes a confidence, and what to tell the user. Every
+// layer that shows a flag (the terminal table, the JSON, the HTML, TensorBoard, Python, the
+// findings) reads this table; a new flag is a row here, its rule (audit/step_judgement.cpp per
+// step, audit/judge.cpp over the run) and a test (docs/architecture.md, "Adding a flag, a
+// threshold or a finding kind").
+//
+//   const gradscope::FlagInfo& info = gradscope::flag_info(gradscope::Flag::kDead);
+//   info.name;       // "DEAD"
+//   info.threshold;  // "dead_frac": the Thresholds field the rule compares against
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+
+namespace gradscope {
+
+/// Verdicts about a node. HEALTHY is set exactly when no other flag is. The order is the
+/// order of kFlags below (checked at compile time) and of every list of flags.
+enum class Flag : uint8_t {
+  kHealthy,
+  kVanishing,
+  kExploding,
+  kNaN,
+  kInf,
+  kDead,
+  kSaturated,
+  kNoData,
+  kFrozen,           ///< has parameters, none of which ever received a gradient
+  kStagnant,         ///< update ratio below update_ratio_lo for stagnant_steps audited steps
+  kDeadChannels,     ///< some channels dead while the node as a whole is not
+  kIgnoredChannels,  ///< live channels whose output gradient is ~0
+  kLeakage,          ///< two branches or channel groups carry the same information
+};
+
+/// What a flag means for the model, what to try first, and how to tell it worked.
+struct FlagGuidance {
+  const char* implies;
+  const char* action;
+  const char* expected_effect;
+};
+
+/// How far past its threshold a flag's value is, read as a confidence (findings/findings.h).
+enum class FlagMargin : uint8_t {
+  kObserved,      ///< a count of what was seen (NaN, Inf elements): a fact, no threshold
+  kNothingSeen,   ///< nothing of a kind was recorded (FROZEN, NO_DATA): a fact, no threshold
+  kOrdersBelow,   ///< value < threshold; orders of magnitude below it (VANISHING, STAGNANT)
+  kOrdersAbove,   ///< value > threshold; orders of magnitude above it (EXPLODING)
+  kFraction,      ///< a fraction > threshold; share of the range left up to 1 (DEAD, ...)
+  kChannelShare,  ///< channels counted > channel_frac x channels (DEAD_CHANNELS, ...)
+};
+
+struct FlagInfo {
+  Flag flag;
+  const char* name;       ///< upper case, as printed
+  int severity;           ///< higher is worse; every flag has its own
+  const char* threshold;  ///< the Thresholds field the value is compared with ("": none)
+  FlagMargin margin;
+  FlagGuidance guidance;  ///< empty strings for HEALTHY
+};
+
+/// The comparison a flag's rule makes: "<", ">" or "" (a fact, not a comparison).
+constexpr const char* flag_comparison(FlagMargin m) {
+  switch (m) {
+    case FlagMargin::kOrdersBelow: return "<";
+    case FlagMargin::kOrdersAbove:
+    case FlagMargin::kFraction:
+    case FlagMargin::kChannelShare: return ">";
+    default: return "";
+  }
+}
+
+// Severity: NAN > INF > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS > SATURATED >
+// IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY. DEAD ranks above VANISHING because
+// zero outputs cut the backward path: the nodes before a dead one vanish as a consequence.
+inline constexpr FlagInfo kFlags[] = {
+    {Flag::kHealthy, "HEALTHY", 0, "", FlagMargin::kObserved, {"", "", ""}},
+    {Flag::kVanishing, "VANISHING", 8, "grad_lo", FlagMargin::kOrdersBelow,
+     {"The node's gradient is too small for the optimizer to move its parameters: it, and the "
+      "nodes in front of it, barely learn.",
+      "Gradients too small to train it: check the initialisation scale, add normalisation "
+      "or a residual path around the nodes in front of it, or use a non-saturating activation.",
+      "The node's mean gradient L2 rises above grad_lo and the flag clears on the next run."}},
+    {Flag::kExploding, "EXPLODING", 10, "grad_hi", FlagMargin::kOrdersAbove,
+     {"The node's gradient is so large that each step overshoots: the loss jumps or diverges.",
+      "Gradients too large: clip the gradient norm, lower the learning rate, and check the "
+      "scale of its inputs.",
+      "The node's mean gradient L2 falls below grad_hi and the loss stops jumping."}},
+    {Flag::kNaN, "NAN", 12, "", FlagMargin::kObserved,
+     {"A NaN reached the node's values; every value computed from it is NaN, so training "
+      "stopped learning from that step on.",
+      "Start at the NaN origin: look for log or sqrt of non-positive values, division by "
+      "zero or overflowing exp there; lower the learning rate or clip gradients.",
+      "No NaN element is recorded at any site of the node."}},
+    {Flag::kInf, "INF", 11, "", FlagMargin::kObserved,
+     {"Values overflowed to infinity at the node; the next operation on them gives NaN or "
+      "saturates.",
+      "Values overflowed: check the input scale and any exp or division, clip gradients, "
+      "or compute that part in float32.",
+      "No Inf element is recorded at any site of the node."}},
+    {Flag::kDead, "DEAD", 9, "dead_frac", FlagMargin::kFraction,
+     {"Almost all of the node's outputs are zero, so almost no gradient passes through it "
+      "(dying ReLU): the nodes in front of it stop learning too.",
+      "Its outputs are almost all zero (dying ReLU): lower the learning rate, use "
+      "LeakyReLU or GELU, or re-initialise its biases to small positive values.",
+      "The activation zero fraction stays below dead_frac at every step."}},
+    {Flag::kSaturated, "SATURATED", 5, "saturation_frac", FlagMargin::kFraction,
+     {"Most of the node's activations sit where the nonlinearity is flat, so their gradient is "
+      "near zero.",
+      "Activations beyond the saturation threshold: normalise its inputs, add a "
+      "normalisation layer, or lower the initialisation scale.",
+      "The saturated fraction stays below saturation_frac at every step."}},
+    {Flag::kNoData, "NO_DATA", 1, "", FlagMargin::kNothingSeen,
+     {"The audit saw nothing of this node: whatever is wrong with it cannot be seen.",
+      "Nothing was recorded: check that it runs in forward and that the audit covers it.",
+      "Activations or gradients of the node are recorded."}},
+    {Flag::kFrozen, "FROZEN", 2, "", FlagMargin::kNothingSeen,
+     {"The node's parameters never change: it computes with its initial weights.",
+      "Its parameters never received a gradient: if not intended, check requires_grad and "
+      "that its output reaches the loss.",
+      "Parameter gradients of the node are recorded (or the node is frozen on purpose)."}},
+    {Flag::kStagnant, "STAGNANT", 7, "update_ratio_lo", FlagMargin::kOrdersBelow,
+     {"The optimizer's steps are tiny next to the parameters: the node has stopped learning "
+      "although gradients reach it.",
+      "Its parameters barely move: raise its learning rate, or check the optimizer's "
+      "parameter groups and weight decay.",
+      "The update ratio stays above update_ratio_lo."}},
+    {Flag::kDeadChannels, "DEAD_CHANNELS", 6, "channel_frac", FlagMargin::kChannelShare,
+     {"Part of the node's channels output zero at nearly every step: capacity that is paid for "
+      "but unused.",
+      "Some channels never activate: re-initialise or prune them, or use a leaky "
+      "activation.",
+      "At most channel_frac of the channels have an activation zero fraction above dead_frac."}},
+    {Flag::kIgnoredChannels, "IGNORED_CHANNELS", 4, "channel_frac", FlagMargin::kChannelShare,
+     {"Live channels whose output the rest of the model does not use: their gradient is far "
+      "below the other channels'.",
+      "Live channels the next nodes ignore: candidates for pruning, or check the node that "
+      "consumes them.",
+      "After pruning, the accuracy is unchanged; or the channels' gradients reach the median."}},
+    {Flag::kLeakage, "LEAKAGE", 3, "leakage_cka", FlagMargin::kFraction,
+     {"Two branches or channel groups carry the same information: one of them is redundant, "
+      "or information leaks between them.",
+      "Two branches carry the same information: drop or shrink one, or regularise them "
+      "towards diversity.",
+      "Their mean linear CKA falls below leakage_cka."}},
+};
+
+inline constexpr int kFlagCount = static_cast<int>(std::size(kFlags));
+
+namespace flag_table_checks {
+// Row i describes Flag(i), severities differ, and a flag with a comparison names its
+// threshold: a row added out of order or half-filled does not compile.
+constexpr bool rows_in_enum_order() {
+  for (int i = 0; i < kFlagCount; ++i)
+    if (static_cast<int>(kFlags[i].flag) != i) return false;
+  return true;
+}
+constexpr bool severities_distinct() {
+  for (int i = 0; i < kFlagCount; ++i)
+    for (int j = i + 1; j < kFlagCount; ++j)
+      if (kFlags[i].severity == kFlags[j].severity) return false;
+  return true;
+}
+constexpr bool compared_flags_name_a_threshold() {
+  for (const FlagInfo& f : kFlags)
+    if (flag_comparison(f.margin)[0] != '\0' && f.threshold[0] == '\0') return false;
+  return true;
+}
+static_assert(rows_in_enum_order(), "kFlags: row i must describe Flag(i)");
+static_assert(severities_distinct(), "kFlags: two flags share a severity");
+static_assert(compared_flags_name_a_threshold(), "kFlags: a compared flag names no threshold");
+static_assert(kFlagCount <= 32, "FlagSet holds at most 32 flags");
+}  // namespace flag_table_checks
+
+/// The row of `flag` (the HEALTHY row for a value outside the enum).
+constexpr const FlagInfo& flag_info(Flag flag) {
+  const int i = static_cast<int>(flag);
+  return kFlags[i >= 0 && i < kFlagCount ? i : 0];
+}
+
+}  // namespace gradscope
