@@ -25,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using namespace gradscope;
 
@@ -193,7 +194,9 @@ TEST(CompressCli, PackedModelBadInputSaysWhatIsWrong) {
   EXPECT_EQ(r.code, 2);
   r = run(base + "--weights " + (dir / "none").string() + " --packed " + (dir / "m").string());
   EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("the weights file '" + (dir / "none").string() + "' (--weights): "));
   EXPECT_THAT(r.err, HasSubstr("no such file"));
+  EXPECT_THAT(r.err, Not(HasSubstr("packed model")));  // it is the input, not a packed model
   const fs::path wrong = weights_file(dir, 2);  // fc2 of 2 units, the run's has 3
   r = run(base + "--weights " + wrong.string() + " --packed " + (dir / "m").string());
   EXPECT_EQ(r.code, 3);
