@@ -26,15 +26,24 @@ def digits(data_dir):
     return (x - x.mean(0)) / x.std(0).clamp_min(1e-6), y
 
 
+def report_output(cli, run, *flags):
+    """What `gradscope report RUN [flags]` prints (exit 1 is an unhealthy run, not an error)."""
+    out = subprocess.run([cli, "report", run, *flags], capture_output=True, text=True)
+    if out.returncode not in (0, 1):
+        raise RuntimeError(f"gradscope report {run} failed ({out.returncode}): {out.stderr}")
+    return out.stdout
+
+
 def save_reports(run, cli):
-    """report.{txt,json} and report.html from one source, the saved run (it holds the whole report)."""
-    report = gradscope.load_run(run).report
+    """report.{txt,json} and report.html from one source, the saved run (it holds the whole
+    report): report.txt and report.json are what `gradscope report RUN [--json]` prints."""
+    text = report_output(cli, run)
     with open(os.path.join(run, "report.txt"), "w") as f:
-        f.write(str(report))
+        f.write(text)
     with open(os.path.join(run, "report.json"), "w") as f:
-        f.write(report.to_json())
+        f.write(report_output(cli, run, "--json"))
     subprocess.run([cli, "html", run, "-o", os.path.join(run, "report.html")], check=True)
-    return report
+    return text
 
 
 def main(data_dir, out_dir, cli):
@@ -60,7 +69,8 @@ def dying_relu(data_dir, out_dir, cli):
             opt.zero_grad()
             nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
             audit.step(opt)
-    report = save_reports(run, cli)
+    save_reports(run, cli)
+    report = gradscope.load_run(run).report
     with torch.no_grad():
         accuracy = (model(x).argmax(1) == y).float().mean().item()
     print("\n== python-dying-relu: PyTorch (import gradscope), fc2 with bias -10 before its ReLU\n")
@@ -116,7 +126,8 @@ def loss_scale(data_dir, out_dir, cli):
             if not finite:
                 skipped.append(step)
                 scale /= 2
-    report = save_reports(run, cli)
+    save_reports(run, cli)
+    report = gradscope.load_run(run).report
     with torch.no_grad():
         accuracy = (model(x).argmax(1) == y).float().mean().item()
     print("\n== python-loss-scale: PyTorch, loss scaled from 2^24 with float16 gradients; "
@@ -159,12 +170,7 @@ def embedding(data_dir, out_dir, cli, steps=300, lr=0.1):
     is_planted = torch.zeros(64, dtype=torch.bool)
     is_planted[planted] = True
     # The reports as `gradscope report` gives them: the run holds the table's findings.
-    text = subprocess.run([cli, "report", run], capture_output=True, text=True).stdout
-    with open(os.path.join(run, "report.txt"), "w") as f:
-        f.write(text)
-    with open(os.path.join(run, "report.json"), "w") as f:
-        f.write(subprocess.run([cli, "report", run, "--json"], capture_output=True, text=True).stdout)
-    subprocess.run([cli, "html", run, "-o", os.path.join(run, "report.html")], check=True)
+    text = save_reports(run, cli)
     print("\n== python-embedding: PyTorch EmbeddingTracker(run=...), every 4th pixel row planted to "
           "flip each step (lr x 2 x l2 = 2)\n")
     print(text)

@@ -33,5 +33,12 @@ def test_the_python_demo_runs_say_what_they_show(tmp_path, digits_csv, gradscope
     assert [e["value"] for e in zombie["evidence"] if e["name"] == "zombie_rows"] == [16.0]  # every 4th of 64
     assert "ZOMBIE_ROWS" in open(emb / "report.txt").read()
     assert sorted(os.listdir(emb)) == ["report.html", "report.json", "report.txt", "run.db"]
+    # Each run's report.txt and report.json are what `gradscope report RUN [--json]` prints.
+    for name in ("demo-python-dying-relu", "demo-python-loss-scale", "demo-python-embedding"):
+        run = tmp_path / name
+        for flags, file in (([], "report.txt"), (["--json"], "report.json")):
+            printed = subprocess.run([gradscope_cli, "report", run, *flags], capture_output=True, text=True)
+            assert printed.returncode in (0, 1), printed.stderr
+            assert open(run / file).read() == printed.stdout, (name, file)
     # The planted rows flip (cosine -1), the others move smoothly, measured by the demo itself.
     assert "planted rows -1.00" in out.stdout
