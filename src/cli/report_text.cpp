@@ -77,6 +77,7 @@ RunReports render_run_reports(const LoadedRun& run) {
   out.json = render_run_json(run.meta, run.report, run.flow, embedding, trees, &run.summary);
   out.csv = render_csv(run.report);
   out.unhealthy = run_unhealthy(run.report, run.flow, embedding, trees);
+  out.tree_run = trees != nullptr;
   return out;
 }
 
@@ -86,7 +87,7 @@ RunReports write_run_reports(const std::string& dir) {
   const std::filesystem::path folder(run.path);
   write_text_file((folder / "report.txt").string(), reports.text);
   write_text_file((folder / "report.json").string(), reports.json);
-  if (!load_tree_summary(run.path)) write_text_file((folder / "report.csv").string(), reports.csv);
+  if (!reports.tree_run) write_text_file((folder / "report.csv").string(), reports.csv);
   return reports;
 }
 

@@ -26,6 +26,7 @@ std::string render_report_text(const LoadedRun& run, const EmbeddingRunSummary* 
 struct RunReports {
   std::string text, json, csv;
   bool unhealthy = false;
+  bool tree_run = false;  ///< judged by its trees, not by a node table: no report.csv
 };
 RunReports render_run_reports(const LoadedRun& run);
 
