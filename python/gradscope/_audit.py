@@ -26,6 +26,7 @@ from torch import nn
 
 from . import _engine
 from ._engine import Error
+from ._attention import attention_modules, wrap_attention
 from ._distributed import resolve_process_group
 from ._run import run_spec
 from ._report import Report
@@ -179,7 +180,7 @@ def _grads_unscaled(scaler, optimizer):
 
 def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs, leakage_every,
              free_nodes, gradient_snr, threads, keep_records, keep_steps, scopes, on_step, histogram_every=0,
-             process_group=None, ranks_average_gradients=True):
+             process_group=None, ranks_average_gradients=True, attention_every=10):
     o = _engine.AuditOptions()
     o.process_group = resolve_process_group(process_group, "audit")
     o.ranks_average_gradients = bool(ranks_average_gradients)
@@ -195,6 +196,10 @@ def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pai
     if isinstance(histogram_every, bool) or not isinstance(histogram_every, int) or histogram_every < 0:
         raise Error(f"audit: histogram_every must be an integer >= 0 (0: no histograms), got {histogram_every!r}")
     o.histogram_every = histogram_every
+    if isinstance(attention_every, bool) or not isinstance(attention_every, int) or attention_every < 0:
+        raise Error(f"audit: attention_every must be an integer >= 0 (0: no attention statistics), "
+                    f"got {attention_every!r}")
+    o.attention_every = attention_every
     o.free_nodes = list(free_nodes)
     o.keep_records = keep_records
     o.keep_steps = keep_steps
@@ -237,7 +242,7 @@ class Audit:
                  channels_all_nodes=None, leakage_pairs=(), leakage_every=10, free_nodes=(),
                  gradient_snr=False, threads=1, keep_records=True, keep_steps=100, scopes=None, on_step=None,
                  run_name=None, overwrite=False, tensorboard=None, histogram_every=0, process_group=None,
-                 ranks_average_gradients=True, scaler=None, parameter_grads_unscaled=None):
+                 ranks_average_gradients=True, scaler=None, parameter_grads_unscaled=None, attention_every=10):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
@@ -249,13 +254,14 @@ class Audit:
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
                            leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
                            resolve_scopes(self._nodes, scopes), on_step, histogram_every, process_group,
-                           ranks_average_gradients)
+                           ranks_average_gradients, attention_every)
         if tensorboard is not None:
             tensorboard = os.fspath(tensorboard)
         self._engine = _engine.AuditEngine(specs, options, spec, tensorboard)
         # The engine chose the scoped submodules on its copy of the module tree (same paths).
         self._submodules = scoped_submodules(self._nodes, self._engine.node_ids())
         self._sample_every = sample_every
+        self._attention_every = attention_every
         self._step = 0
         self._audited = True
         self._mode = None            # "step" or "after_step", from the first call
@@ -285,6 +291,9 @@ class Audit:
 
     # --- hooks -------------------------------------------------------------------------------
     def _install_hooks(self, sequential_groups):
+        if self._attention_every > 0:
+            for node_id, mha in attention_modules(self._nodes, self._submodules):
+                self._handles.append(wrap_attention(self, node_id, mha))
         self._handles.append(self._model.register_forward_pre_hook(self._before_forward))
         self._handles.append(self._model.register_forward_hook(lambda m, i, o: self._flush_chains()))
         parents = {}
@@ -363,6 +372,32 @@ class Audit:
         if self._audited:
             self._engine.tap(node, x)
         return x
+
+    def attention(self, node, logits, mask=None):
+        """Records the attention of `node` (an audited node's or scoped submodule's id, or its
+        module) from its pre-softmax logits, [batch, heads, queries, keys] or [heads, queries,
+        keys]: per head the largest logit, the entropy of the weights and the share of queries
+        whose top key takes > 0.99 of them, judged for ATTENTION_LOGIT_GROWTH and
+        ATTENTION_ENTROPY_COLLAPSE. `mask` broadcasts to the logits: bool, True where a query may
+        attend (as scaled_dot_product_attention), or float, added to them (-inf hides a key).
+        Measured every `attention_every`-th audited step (Audit option, 10 by default); at the
+        other steps it returns at once. Returns `logits`."""
+        if not self._audited:
+            return logits
+        if isinstance(node, nn.Module):
+            module, node = node, self._node_id_of(node)
+        else:
+            module = next((m for i, m in list(self._nodes) + list(self._submodules) if i == node), None)
+        if module is None or module.training:  # an evaluation pass is not recorded (an unknown id: the engine says so)
+            self._engine.attention(node, logits, mask)
+        return logits
+
+    def _node_id_of(self, module):
+        for node_id, m in list(self._nodes) + list(self._submodules):
+            if m is module:
+                return node_id
+        raise Error(f"audit: attention: module {type(module).__name__} is not an audited node or scoped "
+                    f"submodule; pass nodes=[...] naming it, or its id")
 
     def step(self, optimizer):
         """Ends the step: measures the parameter gradients and values, runs optimizer.step()

@@ -164,6 +164,10 @@ void AuditEngine::tap(const std::string& id, const at::Tensor& x) { audit().tap(
 void AuditEngine::pre_activation(const std::string& id, const at::Tensor& x) {
   audit().record_pre_activation(id, x);
 }
+void AuditEngine::attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask) {
+  audit().record_attention(id, logits, mask);
+}
+bool AuditEngine::attention_step() { return audit().attention_step(); }
 void AuditEngine::step(const std::function<void()>& apply_update) { audit().step(apply_update); }
 
 void AuditEngine::step_measured(const std::function<void()>& apply_update, torch::TensorPasses& passes) {

@@ -72,6 +72,9 @@ class AuditEngine {
   void tap(const std::string& id, const at::Tensor& x);
   /// Audit::record_pre_activation.
   void pre_activation(const std::string& id, const at::Tensor& x);
+  /// Audit::record_attention (an undefined mask: none) and Audit::attention_step.
+  void attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask);
+  bool attention_step();
   /// Audit::step; each audited step also goes to the run.
   void step(const std::function<void()>& apply_update);
   /// Audit::step with the passes of an instrumented Python optimizer that apply_update steps.

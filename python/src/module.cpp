@@ -299,6 +299,7 @@ void bind_audit(py::module_& m) {
       .def_readwrite("leakage_pairs", &gt::AuditOptions::leakage_pairs)
       .def_readwrite("leakage_every", &gt::AuditOptions::leakage_every)
       .def_readwrite("histogram_every", &gt::AuditOptions::histogram_every)
+      .def_readwrite("attention_every", &gt::AuditOptions::attention_every)
       .def_readwrite("free_nodes", &gt::AuditOptions::free_nodes)
       .def_readwrite("keep_records", &gt::AuditOptions::keep_records)
       .def_readwrite("keep_steps", &gt::AuditOptions::keep_steps)
@@ -352,6 +353,10 @@ void bind_audit(py::module_& m) {
            py::arg("tensorboard") = py::none())
       .def("tap", &AuditEngine::tap)
       .def("pre_activation", &AuditEngine::pre_activation)
+      .def("attention", [](AuditEngine& e, const std::string& id, const at::Tensor& logits,
+                           std::optional<at::Tensor> mask) { e.attention(id, logits, mask ? *mask : at::Tensor()); },
+           py::arg("id"), py::arg("logits"), py::arg("mask") = py::none())
+      .def("attention_step", &AuditEngine::attention_step)
       .def("step", &AuditEngine::step, release_gil())
       .def("step_measured", &AuditEngine::step_measured, release_gil())
       .def("pause", &AuditEngine::pause)

@@ -79,7 +79,7 @@ const std::map<std::string, std::function<void(RunWriter&, int)>>& pathologies()
       {"SATURATED",
        [](RunWriter& w, int s) {
          w.add(Record{s, "body", Site::kParamGrad, grad(1)});
-         w.add(Record{s, "body", Site::kActivation, test::with_l2(1, 10, 0, 7)});
+         w.add(Record{s, "body", Site::kPreActivation, test::with_l2(1, 10, 0, 7)});
        }},
       {"STAGNANT",
        [](RunWriter& w, int s) {

@@ -55,7 +55,7 @@ Report pathology_report(int steps) {
     b.add(Record{s, "dead", Site::kParamGrad, grad(1)});
     b.add(Record{s, "dead", Site::kActivation, activation(10, 0)});
     b.add(Record{s, "sat", Site::kParamGrad, grad(1)});
-    b.add(Record{s, "sat", Site::kActivation, activation(0, 8)});
+    b.add(Record{s, "sat", Site::kPreActivation, activation(0, 8)});
     b.add(Record{s, "still", Site::kParamGrad, grad(1)});
     b.add(Record{s, "still", Site::kParam, grad(1)});
     b.add(Record{s, "still", Site::kUpdate, grad(2e-9)});

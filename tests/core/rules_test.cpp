@@ -94,11 +94,24 @@ TEST(Rules, ZeroParameterGradientsAreNotDead) {
 }
 
 TEST(Rules, SaturatedAtTheFractionBoundary) {
-  EXPECT_FALSE(only(build_report({rec(0, "a", Site::kActivation, summary(1, 100, 0, 50))}))
+  EXPECT_FALSE(only(build_report({rec(0, "a", Site::kPreActivation, summary(1, 100, 0, 50))}))
                    .flags.contains(Flag::kSaturated));
-  const NodeReport n = only(build_report({rec(4, "a", Site::kActivation, summary(1, 100, 0, 51))}));
+  const NodeReport n = only(build_report({rec(4, "a", Site::kPreActivation, summary(1, 100, 0, 51))}));
   ASSERT_TRUE(n.flags.contains(Flag::kSaturated));
   EXPECT_EQ(n.evidence[0].first_step, 4);
+}
+
+TEST(Rules, LargeOutputsWithoutASquashingFunctionAreNotSaturated) {
+  // A Linear feeding a residual stream: every output beyond activation_saturation, and no
+  // squashing function after it (no pre-activation recorded). Its gradient is not flat.
+  std::vector<Record> records;
+  for (int64_t s = 0; s < 20; ++s) {
+    records.push_back(rec(s, "attn", Site::kActivation, summary(60, 100, 0, 100)));
+    records.push_back(rec(s, "attn", Site::kParamGrad, summary(1)));
+  }
+  const NodeReport n = only(build_report(records));
+  EXPECT_FALSE(n.flags.contains(Flag::kSaturated)) << n.flags.join();
+  EXPECT_EQ(n.flags.join(), "HEALTHY");
 }
 
 TEST(Rules, NaNAndInfNameTheFirstStepAndSite) {

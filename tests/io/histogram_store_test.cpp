@@ -102,15 +102,7 @@ TEST(HistogramStore, ASchema3RunWithoutTheTableStillReads) {
   const fs::path dir = run_with_histograms("hs-schema3");
   {
     // What a schema-3 writer left: no histograms table, no count of its rows, version 3.
-    test::Edit e(dir);
-    e.sql("DROP TABLE histograms; DELETE FROM meta WHERE key = 'histogram_steps'; PRAGMA user_version = 3;");
-    sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(e.h, "UPDATE meta SET value = '3', checksum = ? WHERE key = 'schema_version'", -1, &s,
-                                 nullptr),
-              SQLITE_OK);
-    sqlite3_bind_int64(s, 1, internal::row_checksum({"schema_version", "3"}));
-    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
-    sqlite3_finalize(s);
+    test::Edit(dir).older_schema(3, "DROP TABLE histograms; DELETE FROM meta WHERE key = 'histogram_steps';");
   }
   const Read r = read(dir, false);
   EXPECT_EQ(r.steps, 5);

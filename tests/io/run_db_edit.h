@@ -31,6 +31,20 @@ struct Edit {
     EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
     sqlite3_finalize(s);
   }
+  // What an older writer left: `drop` (its tables and meta counts gone), then meta's
+  // schema_version (checksum verifying) and the header at `version`.
+  void older_schema(int version, const std::string& drop) {
+    sql(drop + "PRAGMA user_version = " + std::to_string(version) + ";");
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(h, "UPDATE meta SET value = ?, checksum = ? WHERE key = 'schema_version'", -1, &s,
+                                 nullptr),
+              SQLITE_OK);
+    const std::string v = std::to_string(version);
+    sqlite3_bind_text(s, 1, v.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 2, internal::row_checksum({"schema_version", v}));
+    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
+    sqlite3_finalize(s);
+  }
   sqlite3* h = nullptr;
 };
 

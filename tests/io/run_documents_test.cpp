@@ -48,7 +48,7 @@ std::string text_of(const fs::path& file) {
 
 TEST(RunDocuments, ANewRunKeepsItsDocumentsInRunDb) {
   const fs::path dir = make_run("docs-new");
-  EXPECT_EQ(RunReader(dir.string()).metadata().schema_version, 5);
+  EXPECT_EQ(RunReader(dir.string()).metadata().schema_version, kRunSchemaVersion);
   EXPECT_FALSE(read_run_document(dir.string(), "trees.json", 1 << 20).has_value());
   const std::string body = "{\"a\": [1, 2, 3], \"text\": \"caf\xc3\xa9\"}\n";
   put_run_document(dir.string(), "trees.json", body);
@@ -236,10 +236,10 @@ TEST(RunDocuments, ASchema4RunReadsItsSideFilesAndUpgradesInPlace) {
   EXPECT_EQ(got->where, "tree file '" + (dir / "trees.json").string() + "'");
   // Reading never changed the file.
   EXPECT_EQ(RunReader(dir.string()).metadata().schema_version, 4);
-  // Writing a document upgrades it: meta and header agree on 5, and run.db's copy wins.
+  // Writing a document upgrades it: meta and header agree on 6, and run.db's copy wins.
   put_run_document(dir.string(), "trees.json", "{\"side\": false}");
   RunReader upgraded(dir.string());
-  EXPECT_EQ(upgraded.metadata().schema_version, 5);
+  EXPECT_EQ(upgraded.metadata().schema_version, kRunSchemaVersion);
   EXPECT_TRUE(upgraded.warnings().empty());
   EXPECT_EQ(upgraded.step_count(), 2);
   got = read_run_document(dir.string(), "trees.json", 100);
@@ -269,18 +269,18 @@ TEST(RunDocuments, UpgradeRunMovesOnlyTheVersion) {
   const fs::path dir = make_run("docs-upgrade");
   make_schema4(dir);
   EXPECT_EQ(upgrade_run(dir.string()), 4);
-  EXPECT_EQ(upgrade_run(dir.string()), 5);
+  EXPECT_EQ(upgrade_run(dir.string()), kRunSchemaVersion);
   RunReader r(dir.string());
-  EXPECT_EQ(r.metadata().schema_version, 5);
+  EXPECT_EQ(r.metadata().schema_version, kRunSchemaVersion);
   EXPECT_TRUE(r.document_names().empty());
   EXPECT_TRUE(r.warnings().empty());
   // A newer run is not touched.
   {
     test::Edit e(dir);
-    e.sql("PRAGMA user_version = 6");
+    e.sql("PRAGMA user_version = 7");
   }
   EXPECT_THAT(error_of([&] { put_run_document(dir.string(), "rows.json", "{}"); }),
-              HasSubstr("schema version 6 is newer than this gradscope writes (5); upgrade gradscope"));
+              HasSubstr("schema version 7 is newer than this gradscope writes (6); upgrade gradscope"));
   fs::remove_all(dir.parent_path());
 }
 

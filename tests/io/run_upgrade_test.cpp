@@ -67,15 +67,15 @@ int64_t expect_old_or_whole_new(const fs::path& dir, const SideFiles& sides) {
   EXPECT_TRUE(reader.warnings().empty());
   EXPECT_EQ(reader.step_count(), kSteps);
   const int64_t version = reader.schema_version();
-  EXPECT_TRUE(version == 4 || version == 5) << version;
+  EXPECT_TRUE(version == 4 || version == kRunSchemaVersion) << version;
   std::vector<std::string> names;
   for (const auto& [name, text] : sides.documents) {
     const std::optional<RunDocument> doc = read_run_document(dir.string(), name, kMaxRunDocumentBytes);
-    EXPECT_TRUE(doc && doc->in_database == (version == 5) && doc->text == text) << name << " of a schema " << version
+    EXPECT_TRUE(doc && doc->in_database == (version == kRunSchemaVersion) && doc->text == text) << name << " of a schema " << version
                                                                                 << " run";
     names.push_back(name);
   }
-  EXPECT_EQ(stored_run_documents(dir.string()), version == 5 ? names : std::vector<std::string>{});
+  EXPECT_EQ(stored_run_documents(dir.string()), version == kRunSchemaVersion ? names : std::vector<std::string>{});
   EXPECT_TRUE(read_run_log(dir.string()) == sides.log) << "the auto-fix log of a schema " << version << " run";
   return version;
 }
@@ -101,10 +101,10 @@ TEST(RunUpgrade, EverySideFileAndTheLogMoveTogether) {
   EXPECT_EQ(done.schema_from, 4);
   EXPECT_EQ(done.moved, all_moved());
   EXPECT_EQ(checked, run_document_names());
-  EXPECT_EQ(expect_old_or_whole_new(dir, sides), 5);
+  EXPECT_EQ(expect_old_or_whole_new(dir, sides), kRunSchemaVersion);
   // Nothing left to do; the files beside it are no longer read.
   const RunUpgrade again = upgrade_run_with_side_files(dir.string());
-  EXPECT_EQ(again.schema_from, 5);
+  EXPECT_EQ(again.schema_from, kRunSchemaVersion);
   EXPECT_TRUE(again.moved.empty());
   fs::remove_all(dir.parent_path());
 }
@@ -186,7 +186,7 @@ TEST(RunUpgrade, AnUpgradeKilledAtAnyMomentLeavesTheOldRunOrTheWholeNewOne) {
 
     const int64_t version = expect_old_or_whole_new(run, sides);
     if (WIFEXITED(status)) ++finished;
-    else if (version == 5) ++after;
+    else if (version == kRunSchemaVersion) ++after;
     else if (frames > 0) ++committing;
     else if (has_log) ++building;
     else ++before;
@@ -194,7 +194,7 @@ TEST(RunUpgrade, AnUpgradeKilledAtAnyMomentLeavesTheOldRunOrTheWholeNewOne) {
     const RunUpgrade again = upgrade_run_with_side_files(run.string());
     EXPECT_EQ(again.schema_from, version);
     EXPECT_EQ(again.moved, version == 4 ? all_moved() : std::vector<std::string>{});
-    EXPECT_EQ(expect_old_or_whole_new(run, sides), 5);
+    EXPECT_EQ(expect_old_or_whole_new(run, sides), kRunSchemaVersion);
     fs::remove_all(run);
     if (HasFatalFailure() || HasNonfatalFailure()) break;  // one broken run says enough
   }

@@ -16,10 +16,10 @@ def examples():
 
 
 def test_there_are_runnable_examples():
-    assert len(examples()) >= 8
+    assert len(examples()) >= 9
 
 
-@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("index", range(len(examples())))
 def test_runnable_example_runs(index, tmp_path, monkeypatch):
     code = examples()[index]
     monkeypatch.chdir(tmp_path)

@@ -16,6 +16,7 @@ const char* site_name(Site site) {
     case Site::kLeafValue: return "leaf_value";
     case Site::kSplitGain: return "split_gain";
     case Site::kRowLoss: return "row_loss";
+    case Site::kAttentionLogits: return "attention_logits";
   }
   return "invalid";
 }

@@ -104,6 +104,9 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     raise(inf_ev);
   }
 
+  // The attention rules, per head (core/attention/rules.h).
+  for (Evidence& e : judge_attention(n.heads, t)) raise(std::move(e));
+
   // VANISHING / EXPLODING on parameter gradients, else output gradients.
   const SiteAccum& g = site(grad_site);
   if (g.steps) {
@@ -121,16 +124,13 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     raise({Flag::kDead, Site::kActivation, act.first_dead, act.max_frac_zero, t.dead_frac,
            "max over steps of the activation fraction with |x| <= dead_eps", {}});
   }
-  // SATURATED on the output, or on the pre-activation feeding a squashing function.
+  // SATURATED only on the pre-activation: the input of a squashing function (tanh, sigmoid,
+  // hardtanh, softsign), recorded only where one follows. A large output elsewhere (a Linear
+  // feeding a residual stream and a LayerNorm) is no saturation: its gradient is not flat.
   const SiteAccum& pre = site(Site::kPreActivation);
-  const SiteAccum& sat = pre.max_frac_saturated > act.max_frac_saturated ? pre : act;
-  if (sat.steps && sat.max_frac_saturated > t.saturation_frac) {
-    const bool is_pre = &sat == &pre;
-    raise({Flag::kSaturated, is_pre ? Site::kPreActivation : Site::kActivation, sat.first_saturated,
-           sat.max_frac_saturated, t.saturation_frac,
-           std::string("max over steps of the ") + (is_pre ? "pre-activation" : "activation") +
-               " fraction with |x| > activation_saturation",
-           {}});
+  if (pre.steps && pre.max_frac_saturated > t.saturation_frac) {
+    raise({Flag::kSaturated, Site::kPreActivation, pre.first_saturated, pre.max_frac_saturated, t.saturation_frac,
+           "max over steps of the pre-activation fraction with |x| > activation_saturation", {}});
   }
   if (n.first_stagnant >= 0) {
     raise({Flag::kStagnant, Site::kUpdate, n.first_stagnant, n.stagnant_max_ratio, t.update_ratio_lo,

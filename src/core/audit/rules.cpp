@@ -121,6 +121,15 @@ void ReportBuilder::add(const ChannelRecord& record) {
   }
 }
 
+void ReportBuilder::add(const AttentionRecord& record) {
+  NodeAccum& n = node(record.node);
+  if (n.heads.empty()) n.heads.resize(record.heads.size());
+  if (n.heads.size() != record.heads.size())
+    throw Error("node '" + record.node + "': attention has " + std::to_string(record.heads.size()) +
+                " heads at step " + std::to_string(record.step) + ", earlier " + std::to_string(n.heads.size()));
+  for (std::size_t h = 0; h < record.heads.size(); ++h) n.heads[h].add(record.step, record.heads[h], thresholds_);
+}
+
 void ReportBuilder::add(const SimilarityRecord& record) {
   NodeAccum& n = node(record.node);
   auto& acc = n.cka[record.other];

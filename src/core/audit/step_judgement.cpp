@@ -59,8 +59,8 @@ FlagSet step_flags(const NodeStep& step, StagnantRun& run, const Thresholds& t, 
   const Stats* act = step.get(Site::kActivation);
   const Stats* pre = step.get(Site::kPreActivation);
   if (act) test(Flag::kDead, site_crossings(*act, t).dead);
-  if (act || pre)
-    test(Flag::kSaturated, (act && site_crossings(*act, t).saturated) || (pre && site_crossings(*pre, t).saturated));
+  // Only the input of a squashing function saturates (judge.cpp says why).
+  if (pre) test(Flag::kSaturated, site_crossings(*pre, t).saturated);
   bool nan = false, inf = false;
   for (std::size_t s = 0; s < step.sites.size(); ++s)
     if (step.has[s]) {

@@ -46,6 +46,10 @@ const std::vector<Field>& threshold_fields() {
       fraction("flow_critical_ratio", &Thresholds::flow_critical_ratio),
       fraction("flow_problems_ratio", &Thresholds::flow_problems_ratio),
       fraction("flow_minor_ratio", &Thresholds::flow_minor_ratio),
+      nonnegative("attention_logit_hi", &Thresholds::attention_logit_hi),
+      fraction("attention_entropy_floor", &Thresholds::attention_entropy_floor),
+      fraction("attention_entropy_drop", &Thresholds::attention_entropy_drop),
+      counted("attention_persist_steps", &Thresholds::attention_persist_steps, 65535, "must be in [1, 65535]"),
   };
   return kFields;
 }

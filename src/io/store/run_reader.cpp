@@ -410,7 +410,8 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
   bool stopped = false;
   // Channel and similarity rows are delivered after the steps, for the steps delivered.
   const bool histograms = version_ >= 4 && visit.histogram;
-  const bool extras = (version_ >= 3 && (visit.channel || visit.similarity)) || histograms;
+  const bool attention = version_ >= 6 && visit.attention;
+  const bool extras = (version_ >= 3 && (visit.channel || visit.similarity)) || histograms || attention;
   StepsRead read;
   internal::StoredRecord stored;
   std::vector<internal::StoredRecord> records;
@@ -510,7 +511,8 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
     for (const auto& [table, key, wanted] : {std::make_tuple("channels", internal::kChannelRowsKey, bool(visit.channel)),
                                              std::make_tuple("similarities", internal::kSimilarityRowsKey,
                                                              bool(visit.similarity)),
-                                             std::make_tuple("histograms", internal::kHistogramRowsKey, histograms)}) {
+                                             std::make_tuple("histograms", internal::kHistogramRowsKey, histograms),
+                                             std::make_tuple("attention", internal::kAttentionRowsKey, attention)}) {
       if (!wanted) continue;
       const int64_t n = read_step_table(table, range, read, visit);
       if (whole_run && !stopped && n >= 0) check_row_count(key, table, n);

@@ -1,5 +1,5 @@
 // RunReader: the per-step tables beside steps: channels and similarities (schema 3), histograms
-// (schema 4). Checked
+// (schema 4), attention (schema 6). Checked
 // like steps (row types, order, checksum, blob, node ids); a row is delivered only when its
 // step's records were, so a partial read still keeps whole steps.
 #include <algorithm>
@@ -15,19 +15,21 @@ namespace gradscope {
 
 namespace {
 
-enum class Table { kChannels, kSimilarities, kHistograms };
+enum class Table { kChannels, kSimilarities, kHistograms, kAttention };
 
 // Decodes one row's blob into `out`, the node ids still unresolved.
 bool decode(Table table, std::string_view blob, int64_t count,
             std::vector<internal::StoredWithNode<ChannelRecord>>& channel_rows,
             std::vector<internal::StoredWithNode<SimilarityRecord>>& similarity_rows,
-            std::vector<internal::StoredHistogram>& histogram_rows) {
+            std::vector<internal::StoredHistogram>& histogram_rows,
+            std::vector<internal::StoredWithNode<AttentionRecord>>& attention_rows) {
   if (count < 0) return false;
   const auto n = static_cast<uint64_t>(count);
   switch (table) {
     case Table::kChannels: return internal::decode_channels(blob, n, channel_rows);
     case Table::kSimilarities: return internal::decode_similarities(blob, n, similarity_rows);
     case Table::kHistograms: return internal::decode_histograms(blob, n, histogram_rows);
+    case Table::kAttention: return internal::decode_attention(blob, n, attention_rows);
   }
   return false;
 }
@@ -39,7 +41,8 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
   const std::string where = "run database '" + path_ + "': table " + table;
   const Table kind = table == "channels" ? Table::kChannels
                      : table == "similarities" ? Table::kSimilarities
-                                               : Table::kHistograms;
+                     : table == "histograms"   ? Table::kHistograms
+                                               : Table::kAttention;
   // SQLite's errors (no such table, a damaged page) name the file; the table is added here.
   const auto failed = [&](const Error& e) { tolerate(std::string(e.what()) + " in table " + table, "its records are not read"); };
   internal::Statement s;
@@ -57,6 +60,7 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
   std::vector<internal::StoredWithNode<ChannelRecord>> channel_rows;
   std::vector<internal::StoredWithNode<SimilarityRecord>> similarity_rows;
   std::vector<internal::StoredHistogram> histogram_rows;
+  std::vector<internal::StoredWithNode<AttentionRecord>> attention_rows;
   const auto known = [&](uint32_t id) { return id < nodes_.size() && node_known_[id]; };
   int64_t rows = 0, previous = -1;
   for (;;) {
@@ -84,7 +88,7 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       tolerate(row + "damaged (checksum mismatch)", "skipped");
       continue;
     }
-    if (!decode(kind, blob, s.column_int(1), channel_rows, similarity_rows, histogram_rows)) {
+    if (!decode(kind, blob, s.column_int(1), channel_rows, similarity_rows, histogram_rows, attention_rows)) {
       tolerate(row + "malformed", "skipped");
       continue;
     }
@@ -100,6 +104,8 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       for (const auto& r : channel_rows) all_known = all_known && known(r.node);
     else if (kind == Table::kSimilarities)
       for (const auto& r : similarity_rows) all_known = all_known && known(r.node);
+    else if (kind == Table::kAttention)
+      for (const auto& r : attention_rows) all_known = all_known && known(r.node);
     else
       for (const auto& r : histogram_rows) all_known = all_known && known(r.node);
     if (!all_known) {
@@ -117,6 +123,8 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       deliver(channel_rows, visit.channel);
     } else if (kind == Table::kSimilarities) {
       deliver(similarity_rows, visit.similarity);
+    } else if (kind == Table::kAttention) {
+      deliver(attention_rows, visit.attention);
     } else {
       // A site this build does not know (a newer writer's) is left out, as for records.
       bool bad_site = false;

@@ -177,11 +177,18 @@ void RunWriter::add(const ElementHistogram& histogram) {
   grew(1 + histogram.buckets.size() / 8);  // a bucket takes a few bytes, a record 60
 }
 
+void RunWriter::add(const AttentionRecord& record) {
+  check_step(record.step);
+  current_.attention.push_back(record);
+  grew(1 + record.heads.size() / 2);  // a head takes about 30 bytes, a record 60
+}
+
 void RunWriter::add_step(const StepRecords& step) {
   for (const Record& r : step.records) add(r);
   for (const ChannelRecord& c : step.channels) add(c);
   for (const SimilarityRecord& r : step.similarities) add(r);
   for (const ElementHistogram& h : step.histograms) add(h);
+  for (const AttentionRecord& a : step.attention) add(a);
   end_step();
 }
 
@@ -297,6 +304,7 @@ void RunWriter::run_thread() {
         for (const ChannelRecord& c : chunk.channels) rows.add(c);
         for (const SimilarityRecord& r : chunk.similarities) rows.add(r);
         for (const ElementHistogram& h : chunk.histograms) rows.add(h);
+        for (const AttentionRecord& a : chunk.attention) rows.add(a);
         if (chunk.ends_step) rows.end_step(chunk.step);
         if (chunk.summary) internal::write_summary(db, *chunk.summary);
       }

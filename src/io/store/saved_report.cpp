@@ -20,6 +20,7 @@ RunVisitor SavedReportBuilder::visitor(std::function<void(const Record&)> also) 
     v.record = [this](const Record& r) { builder_.add(r); };
   v.channel = [this](const ChannelRecord& c) { builder_.add(c); };
   v.similarity = [this](const SimilarityRecord& s) { builder_.add(s); };
+  v.attention = [this](const AttentionRecord& a) { builder_.add(a); };
   return v;
 }
 

@@ -40,6 +40,7 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
   if (o.sample_every < 1) throw Error("audit: sample_every must be >= 1");
   if (o.leakage_every < 1) throw Error("audit: leakage_every must be >= 1");
   if (o.histogram_every < 0) throw Error("audit: histogram_every must be >= 0 (0: no histograms)");
+  if (o.attention_every < 0) throw Error("audit: attention_every must be >= 0 (0: no attention statistics)");
   if (o.threads < 0) throw Error("audit: threads must be >= 0");
   if (o.keep_steps < 0) throw Error("audit: keep_steps must be >= 0");
   s.judged = ReportBuilder(o.thresholds);

@@ -52,13 +52,17 @@ void Audit::State::merge_step(int64_t at_step, const StepRecords*& ended) {
   current.step = at_step;
   if (ranks->pending()) {  // merge_async: the previous audited step's, left in flight
     StepRecords merged = ranks->finish();
+    std::swap(merged.attention, attention_in_flight);
     ended = &end_step(merged);
   }
   StepRecords mine;
   std::swap(mine, current);
+  std::swap(attention_in_flight, mine.attention);
+  mine.attention.clear();
   ranks->start(std::move(mine), views_step());
   if (options.merge_async) return;
   StepRecords merged = ranks->finish();
+  std::swap(merged.attention, attention_in_flight);
   ended = &end_step(merged);
 }
 
@@ -67,6 +71,7 @@ void Audit::State::settle() {
   std::unique_lock<std::mutex> lock(mutex);
   if (!ranks->pending() || handing_over) return;
   StepRecords merged = ranks->finish();
+  std::swap(merged.attention, attention_in_flight);
   const StepRecords& ended = end_step(merged);
   lock.unlock();  // the callbacks may call back into the audit
   hand_over(ended);

@@ -29,6 +29,13 @@ std::size_t Audit::State::judge_into(ReportBuilder& builder, const StepRecords& 
   }
   for (const ChannelRecord& c : step.channels) builder.add(c);
   for (const SimilarityRecord& r : step.similarities) builder.add(r);
+  for (const AttentionRecord& a : step.attention) {
+    try {
+      builder.add(a);
+    } catch (const Error&) {  // another number of heads than its earlier steps'
+      ++dropped;
+    }
+  }
   return dropped;
 }
 

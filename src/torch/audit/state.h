@@ -72,6 +72,9 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   // What the step being recorded measured so far; at its end (end_step, records.cpp)
   // it is judged into `judged`, kept in `kept` and handed to on_step.
   StepRecords current;
+  // This rank's attention records of the step whose merge is in flight (distributed.cpp): the
+  // rank merge does not carry them, so they rejoin the merged step here.
+  std::vector<AttentionRecord> attention_in_flight;
   StepRecords handed;  // the ended step, when no ring keeps it
   internal::StepRing kept;
   ReportBuilder judged;          // every ended step, aggregated per node
@@ -168,6 +171,10 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   /// Whether this audited step counts element histograms (AuditOptions::histogram_every).
   bool histogram_step() const {
     return options.histogram_every > 0 && audited() && audit_index() % options.histogram_every == 0;
+  }
+  /// Whether this audited step measures attention (AuditOptions::attention_every).
+  bool attention_step() const {
+    return options.attention_every > 0 && audited() && audit_index() % options.attention_every == 0;
   }
   /// Adds `h` to the step being recorded, merged with one of the same node and site (a node
   /// tapped twice in a step). Call with `mutex` held (histograms.cpp).

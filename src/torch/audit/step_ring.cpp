@@ -10,6 +10,7 @@ void clear_step(StepRecords& step) {
   step.channels.clear();
   step.similarities.clear();
   step.histograms.clear();
+  step.attention.clear();
 }
 
 void StepRing::push(StepRecords& step) {

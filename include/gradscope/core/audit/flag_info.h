@@ -31,6 +31,8 @@ enum class Flag : uint8_t {
   kDeadChannels,     ///< some channels dead while the node as a whole is not
   kIgnoredChannels,  ///< live channels whose output gradient is ~0
   kLeakage,          ///< two branches or channel groups carry the same information
+  kAttentionLogitGrowth,      ///< a head's largest pre-softmax logit grew past attention_logit_hi
+  kAttentionEntropyCollapse,  ///< a head's attention fell onto one key (core/attention/rules.h)
 };
 
 /// What a flag means for the model, what to try first, and how to tell it worked.
@@ -70,7 +72,7 @@ constexpr const char* flag_comparison(FlagMargin m) {
   }
 }
 
-// Severity: NAN > INF > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS > SATURATED >
+// Severity: NAN > INF > ATTENTION_LOGIT_GROWTH > ATTENTION_ENTROPY_COLLAPSE > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS > SATURATED >
 // IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY. DEAD ranks above VANISHING because
 // zero outputs cut the backward path: the nodes before a dead one vanish as a consequence.
 inline constexpr FlagInfo kFlags[] = {
@@ -86,13 +88,13 @@ inline constexpr FlagInfo kFlags[] = {
       "Gradients too large: clip the gradient norm, lower the learning rate, and check the "
       "scale of its inputs.",
       "The node's mean gradient L2 falls below grad_hi and the loss stops jumping."}},
-    {Flag::kNaN, "NAN", 12, "", FlagMargin::kObserved,
+    {Flag::kNaN, "NAN", 14, "", FlagMargin::kObserved,
      {"A NaN reached the node's values; every value computed from it is NaN, so training "
       "stopped learning from that step on.",
       "Start at the NaN origin: look for log or sqrt of non-positive values, division by "
       "zero or overflowing exp there; lower the learning rate or clip gradients.",
       "No NaN element is recorded at any site of the node."}},
-    {Flag::kInf, "INF", 11, "", FlagMargin::kObserved,
+    {Flag::kInf, "INF", 13, "", FlagMargin::kObserved,
      {"Values overflowed to infinity at the node; the next operation on them gives NaN or "
       "saturates.",
       "Values overflowed: check the input scale and any exp or division, clip gradients, "
@@ -105,11 +107,12 @@ inline constexpr FlagInfo kFlags[] = {
       "LeakyReLU or GELU, or re-initialise its biases to small positive values.",
       "The activation zero fraction stays below dead_frac at every step."}},
     {Flag::kSaturated, "SATURATED", 5, "saturation_frac", FlagMargin::kFraction,
-     {"Most of the node's activations sit where the nonlinearity is flat, so their gradient is "
-      "near zero.",
-      "Activations beyond the saturation threshold: normalise its inputs, add a "
-      "normalisation layer, or lower the initialisation scale.",
-      "The saturated fraction stays below saturation_frac at every step."}},
+     {"Most inputs of the node's squashing function (tanh, sigmoid) sit where it is flat, so "
+      "their gradient is near zero.",
+      "Inputs of its squashing function beyond the saturation threshold: normalise its inputs, "
+      "add a normalisation layer, or lower the initialisation scale.",
+      "The saturated fraction of its squashing function's inputs stays below saturation_frac "
+      "at every step."}},
     {Flag::kNoData, "NO_DATA", 1, "", FlagMargin::kNothingSeen,
      {"The audit saw nothing of this node: whatever is wrong with it cannot be seen.",
       "Nothing was recorded: check that it runs in forward and that the audit covers it.",
@@ -143,6 +146,22 @@ inline constexpr FlagInfo kFlags[] = {
       "Two branches carry the same information: drop or shrink one, or regularise them "
       "towards diversity.",
       "Their mean linear CKA falls below leakage_cka."}},
+    // The logit growth is the cause, the collapse its effect (large logits make the softmax
+    // one-hot): both outrank EXPLODING, which they bring on.
+    {Flag::kAttentionLogitGrowth, "ATTENTION_LOGIT_GROWTH", 12, "attention_logit_hi", FlagMargin::kOrdersAbove,
+     {"A head's pre-softmax attention logits grew far past their starting size: the softmax "
+      "turns one-hot and training becomes unstable (Wortsman et al. 2023; Dehghani et al. 2023).",
+      "Normalise queries and keys (qk-LayerNorm), lower the peak learning rate or lengthen the "
+      "warm-up, or soft-cap the logits (c * tanh(logit / c)).",
+      "The head's largest logit stays below attention_logit_hi."}},
+    {Flag::kAttentionEntropyCollapse, "ATTENTION_ENTROPY_COLLAPSE", 11, "attention_entropy_floor",
+     FlagMargin::kOrdersBelow,
+     {"A head's attention fell onto one key for almost every query: its entropy is far below its "
+      "own early level (Zhai et al. 2023), so the head passes one token and its gradient vanishes.",
+      "Normalise queries and keys (qk-LayerNorm), lower the peak learning rate or lengthen the "
+      "warm-up, or soft-cap the logits; sigma-reparametrising the attention weights also helps.",
+      "The head's mean entropy (as a fraction of log(keys seen)) stays above "
+      "attention_entropy_floor."}},
 };
 
 inline constexpr int kFlagCount = static_cast<int>(std::size(kFlags));

@@ -27,8 +27,11 @@ enum class Site : uint8_t {
   kLeafValue,      ///< the leaf values of a round's trees
   kSplitGain,      ///< the gains of a round's splits on one feature
   kRowLoss,        ///< per-row loss of the model after a round
+  /// The pre-softmax logits of a node's attention, per head (core/attention): the attention
+  /// rules' evidence names it; its summaries are AttentionRecords, never Records.
+  kAttentionLogits,
 };
-inline constexpr int kSiteCount = 12;
+inline constexpr int kSiteCount = 13;
 
 /// True for the boosted-tree sites (kRoundOutput .. kRowLoss).
 constexpr bool is_tree_site(Site site) {

@@ -10,8 +10,11 @@
 //   VANISHING   mean over steps of the gradient L2 < grad_lo (parameter gradients; output
 //               gradients when the node has no parameters); else EXPLODING when > grad_hi.
 //   DEAD        activation zero fraction of some step > dead_frac.
-//   SATURATED   saturated fraction of the activation, or of the pre-activation (a node's own
-//               output before e.g. tanh), at some step > saturation_frac.
+//   SATURATED   saturated fraction of the pre-activation (a node's own output before a tanh,
+//               sigmoid, hardtanh or softsign; recorded only where one follows) at some step >
+//               saturation_frac. A large output elsewhere is not saturation.
+//   ATTENTION_LOGIT_GROWTH, ATTENTION_ENTROPY_COLLAPSE   per head, from AttentionRecords
+//               (core/attention/rules.h).
 //   FROZEN      parameters recorded but never a parameter gradient (frozen parameters, or
 //               trainable ones no gradient reached although the node ran forward).
 //   STAGNANT    update L2 / parameter L2 < update_ratio_lo at stagnant_steps consecutive
@@ -36,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/step_judgement.h"
@@ -59,6 +63,9 @@ class ReportBuilder {
   /// Per-channel summaries; every record of a node must have the same channel count.
   void add(const ChannelRecord& record);
   void add(const SimilarityRecord& record);
+  /// A node's attention at a sampled step; records of a node arrive in increasing steps, with
+  /// the same number of heads.
+  void add(const AttentionRecord& record);
   Report build() const;
   /// Same, with the nodes named in `order` first, in that order (declared when not seen), then
   /// the rest in declaration order: the order that sets NonFiniteOrigin and the report's rows.
@@ -94,6 +101,8 @@ class ReportBuilder {
     // Similarity to other branches: sum and count per other, first step above threshold.
     std::map<std::string, std::array<double, 2>> cka;
     std::map<std::string, int64_t> first_leak;
+    // Attention: one track per head.
+    std::vector<HeadTrack> heads;
     void finish_step(const Thresholds& t);
   };
 

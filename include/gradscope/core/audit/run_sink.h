@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/architecture.h"
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/stats/element_histogram.h"
@@ -33,6 +34,8 @@ struct StepRecords {
   std::vector<SimilarityRecord> similarities;
   /// Element histograms at the steps AuditOptions::histogram_every samples (else empty).
   std::vector<ElementHistogram> histograms;
+  /// Attention records of the nodes whose attention was measured at this step.
+  std::vector<AttentionRecord> attention;
 };
 
 /// A per-node value the records do not hold, computed by the adapter from its own state.

@@ -68,6 +68,17 @@ struct Thresholds {
   double flow_critical_ratio = 0.5;
   double flow_problems_ratio = 0.3;
   double flow_minor_ratio = 0.1;
+  // Attention (core/attention/rules.h), judged per head on sampled steps:
+  // ATTENTION_LOGIT_GROWTH when the head's largest pre-softmax logit > attention_logit_hi for
+  // attention_persist_steps sampled steps in a row, having started below it (Megatron-LM's
+  // QK-clip takes 100 as its reference maximum). ATTENTION_ENTROPY_COLLAPSE when the head's mean
+  // entropy fraction (entropy / log(keys seen)) is below attention_entropy_floor and below
+  // attention_entropy_drop x its highest level over its first three samples, for
+  // attention_persist_steps sampled steps in a row.
+  double attention_logit_hi = 100;
+  double attention_entropy_floor = 0.1;
+  double attention_entropy_drop = 0.25;
+  int attention_persist_steps = 3;
 
   /// Throws Error naming the first threshold that is NaN, negative or out of order.
   void validate() const;

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/run_sink.h"
@@ -78,6 +79,8 @@ class RunWriter final : public RunSink {
   void add(const SimilarityRecord& record);
   /// An element histogram (AuditOptions::histogram_every), committed with its step like them.
   void add(const ElementHistogram& histogram);
+  /// A node's attention at a sampled step (core/attention), committed with its step like them.
+  void add(const AttentionRecord& record);
   /// RunSink: adds everything of `step` and ends it.
   void add_step(const StepRecords& step) override;
   /// RunSink: replaces the run's summary and the thresholds in its metadata, committed with the
@@ -105,6 +108,7 @@ class RunWriter final : public RunSink {
     std::vector<ChannelRecord> channels;
     std::vector<SimilarityRecord> similarities;
     std::vector<ElementHistogram> histograms;
+    std::vector<AttentionRecord> attention;
     std::shared_ptr<const RunSummary> summary;  // set: replaces the run's summary
   };
   void check_step(int64_t step);

@@ -83,6 +83,11 @@ struct AuditOptions {
   /// StepRecords::histograms. At a sampled step each tensor is read once more (f16/bf16 and
   /// tensors off the CPU are first copied to a CPU float tensor); other steps cost nothing.
   int histogram_every = 0;
+  /// Attention statistics (core/attention: per head the largest pre-softmax logit, the entropy
+  /// and the share of queries on one key) from record_attention(), every N-th audited step;
+  /// 0 = off. At other steps record_attention() returns before reading the logits. In a
+  /// multi-process run each rank keeps its own (they are not merged across ranks yet).
+  int attention_every = 10;
   /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
   std::vector<std::string> free_nodes;
   /// Called at the end of every audited step with that step's records (a run store wants
@@ -167,6 +172,17 @@ class Audit {
   /// as tanh or sigmoid, judged for SATURATED) when the node is audited this step. For
   /// adapters that run the forward themselves (the Python hooks); forward() calls it.
   void record_pre_activation(const std::string& id, const at::Tensor& x);
+  /// Records the attention of node `id` from its pre-softmax logits, [batch, heads, queries,
+  /// keys] or [heads, queries, keys], at the steps AuditOptions::attention_every samples (a
+  /// module called twice in a step, or micro-batches, merge). `mask`, if defined, broadcasts to
+  /// the logits: bool, true where a query may attend (as scaled_dot_product_attention takes
+  /// it), or floating point, added to the logits (-inf hides a key). Throws Error naming the
+  /// node for an unknown id, logits of another rank, a mask that does not broadcast, or another
+  /// number of heads than earlier.
+  void record_attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask = {});
+  /// Whether record_attention() measures at the step being recorded (callers that must first
+  /// compute the logits, as the Python hook for nn.MultiheadAttention, skip the work otherwise).
+  bool attention_step() const;
   /// Runs a Sequential child by child and taps each audited child's output; parameter-free
   /// children (activations, dropout) belong to the audited child before them; when the next
   /// one is Tanh, Sigmoid, Hardtanh or Softsign, the child's own output is also recorded as

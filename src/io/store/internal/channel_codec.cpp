@@ -56,6 +56,20 @@ void append_similarity(std::string& blob, uint32_t node, const SimilarityRecord&
   append_double(blob, s.cka);
 }
 
+void append_attention(std::string& blob, uint32_t node, const AttentionRecord& a) {
+  append_varint(blob, node);
+  append_varint(blob, a.heads.size());
+  for (const HeadStats& h : a.heads) {
+    append_varint(blob, static_cast<uint64_t>(h.queries));
+    append_varint(blob, static_cast<uint64_t>(h.nonfinite_queries));
+    append_double(blob, h.max_logit);
+    append_double(blob, h.entropy_sum);
+    append_varint(blob, static_cast<uint64_t>(h.fraction_queries));
+    append_double(blob, h.entropy_fraction_sum);
+    append_varint(blob, static_cast<uint64_t>(h.top_queries));
+  }
+}
+
 bool decode_channels(std::string_view blob, uint64_t count, std::vector<StoredWithNode<ChannelRecord>>& out) {
   return decode_all(blob, count, out, [](BlobReader& in, ChannelRecord& c) {
     return stats_list(in, c.activation) && stats_list(in, c.output_grad) && in.f64(c.effective_rank);
@@ -69,6 +83,35 @@ bool decode_similarities(std::string_view blob, uint64_t count,
     std::string_view other;
     if (!in.varint(n) || !in.bytes(n, other) || !in.f64(s.cka)) return false;
     s.other.assign(other);
+    return true;
+  });
+}
+
+namespace {
+
+constexpr uint64_t kMinHeadBytes = 4 + 3 * 8;  // four varints of a byte at least, three doubles
+
+bool count(BlobReader& in, int64_t& out) {
+  uint64_t v;
+  if (!in.varint(v) || v > static_cast<uint64_t>(INT64_MAX)) return false;
+  out = static_cast<int64_t>(v);
+  return true;
+}
+
+}  // namespace
+
+bool decode_attention(std::string_view blob, uint64_t n, std::vector<StoredWithNode<AttentionRecord>>& out) {
+  return decode_all(blob, n, out, [](BlobReader& in, AttentionRecord& a) {
+    uint64_t heads;
+    if (!in.varint(heads) || heads > in.left() / kMinHeadBytes) return false;
+    a.heads.resize(static_cast<std::size_t>(heads));
+    for (HeadStats& h : a.heads) {
+      if (!count(in, h.queries) || !count(in, h.nonfinite_queries) || !in.f64(h.max_logit) ||
+          !in.f64(h.entropy_sum) || !count(in, h.fraction_queries) || !in.f64(h.entropy_fraction_sum) ||
+          !count(in, h.top_queries))
+        return false;
+      if (h.fraction_queries > h.queries || h.top_queries > h.queries) return false;
+    }
     return true;
   });
 }

@@ -1,10 +1,13 @@
 // The binary layout of one step's channel records and similarity records inside the run
-// database (schema 3, tables channels and similarities; one row per step, like steps).
+// database (schema 3, tables channels and similarities; one row per step, like steps), and of
+// its attention records (schema 6, table attention).
 //
 // Little endian, per channel record: varint node id, varint activation channels, each a Stats
 // as a record stores it (record_codec.h), varint output-gradient channels, each a
 // Stats, f64 effective rank (NaN when not measured). Per similarity record: varint node id,
-// varint length of `other`, its bytes, f64 CKA. Doubles keep their IEEE bits, so the report
+// varint length of `other`, its bytes, f64 CKA. Per attention record: varint node id, varint
+// heads, per head varint queries, varint non-finite queries, f64 max logit, f64 entropy sum,
+// varint fraction queries, f64 entropy-fraction sum, varint top queries. Doubles keep their IEEE bits, so the report
 // built from a saved run equals the one built in memory.
 #pragma once
 
@@ -13,12 +16,14 @@
 #include <string_view>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
 
 namespace gradscope::internal {
 
 void append_channel(std::string& blob, uint32_t node, const ChannelRecord& record);
 void append_similarity(std::string& blob, uint32_t node, const SimilarityRecord& record);
+void append_attention(std::string& blob, uint32_t node, const AttentionRecord& record);
 
 /// A decoded record with the node as its id in table nodes (record.node left empty).
 template <class T>
@@ -32,5 +37,7 @@ struct StoredWithNode {
 bool decode_channels(std::string_view blob, uint64_t count, std::vector<StoredWithNode<ChannelRecord>>& out);
 bool decode_similarities(std::string_view blob, uint64_t count,
                          std::vector<StoredWithNode<SimilarityRecord>>& out);
+/// Also false for a head's counts beyond int64 or that contradict each other.
+bool decode_attention(std::string_view blob, uint64_t count, std::vector<StoredWithNode<AttentionRecord>>& out);
 
 }  // namespace gradscope::internal

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Creates the tables of schema 5 and moves meta and the header to it, in the caller's
+// Creates the tables of schemas 5 and 6 and moves meta and the header to the newest, in the caller's
 // transaction; refuses what cannot be upgraded.
 void upgrade_to_documents(Database& db, int64_t version) {
   if (version > kRunSchemaVersion)
@@ -27,7 +27,7 @@ void upgrade_to_documents(Database& db, int64_t version) {
     throw Error("run database '" + db.path() + "': schema version " + std::to_string(version) +
                 " has no checksummed metadata to upgrade; record the run again to keep documents in it");
   if (version == kRunSchemaVersion) return;
-  db.exec(kSchema5Tables);
+  db.exec(kUpgradeTables);
   put_meta(db, "schema_version", std::to_string(kRunSchemaVersion));
   db.exec(("PRAGMA user_version=" + std::to_string(kRunSchemaVersion)).c_str());
 }

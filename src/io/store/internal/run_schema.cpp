@@ -15,7 +15,8 @@ namespace gradscope::internal {
 // adds the element histograms of the sampled steps (AuditOptions::histogram_every); a reader
 // reads a schema-3 run as one without them. Schema 5 adds the run's documents (run_documents.h):
 // one JSON document per analysis, under the name of the file older runs kept beside run.db, and
-// the auto-fix log (one JSON line per act, what audit.jsonl held).
+// the auto-fix log (one JSON line per act, what audit.jsonl held). Schema 6 adds the attention
+// records of the sampled steps (core/attention), one row per step that has any, like channels.
 const char* const kRunSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
 CREATE TABLE sites(id INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum INTEGER NOT NULL);
@@ -36,12 +37,16 @@ CREATE TABLE node_values(position INTEGER PRIMARY KEY, node TEXT NOT NULL, name 
                          value REAL, checksum INTEGER NOT NULL);
 CREATE TABLE documents(name TEXT PRIMARY KEY, body TEXT NOT NULL, checksum INTEGER NOT NULL);
 CREATE TABLE interventions(position INTEGER PRIMARY KEY, line TEXT NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE attention(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
+                       checksum INTEGER NOT NULL, records BLOB NOT NULL);
 )sql";
 
-const char* const kSchema5Tables =
+const char* const kUpgradeTables =
     "CREATE TABLE IF NOT EXISTS documents(name TEXT PRIMARY KEY, body TEXT NOT NULL, checksum INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS interventions(position INTEGER PRIMARY KEY, line TEXT NOT NULL, "
-    "checksum INTEGER NOT NULL);";
+    "checksum INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS attention(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL, "
+    "checksum INTEGER NOT NULL, records BLOB NOT NULL);";
 
 void put_meta(Statement& s, const std::string& key, const std::string& value) {
   s.reset();

@@ -12,8 +12,8 @@ namespace gradscope::internal {
 
 /// CREATE TABLE statements of a new run (schema kRunSchemaVersion).
 extern const char* const kRunSchema;
-/// The tables schema 5 adds (IF NOT EXISTS): what upgrading an older run creates.
-extern const char* const kSchema5Tables;
+/// The tables schemas 5 and 6 add (IF NOT EXISTS): what upgrading an older run creates.
+extern const char* const kUpgradeTables;
 
 /// Meta keys that count committed rows, so that a reader notices a lost or added row. A key
 /// that is absent counts 0 (a run whose summary was never handed over).
@@ -21,6 +21,7 @@ inline constexpr const char* kStepRowsKey = "steps";
 inline constexpr const char* kChannelRowsKey = "channel_steps";
 inline constexpr const char* kSimilarityRowsKey = "similarity_steps";
 inline constexpr const char* kHistogramRowsKey = "histogram_steps";  // schema 4
+inline constexpr const char* kAttentionRowsKey = "attention_steps";  // schema 6
 inline constexpr const char* kArchitectureRowsKey = "architecture_rows";
 inline constexpr const char* kWarningRowsKey = "warning_rows";
 inline constexpr const char* kValueRowsKey = "value_rows";

@@ -27,6 +27,7 @@ StepRows::StepRows(Database& db)
       insert_similarities_(
           db.prepare("INSERT INTO similarities(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
       insert_histograms_(db.prepare("INSERT INTO histograms(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
+      insert_attention_(db.prepare("INSERT INTO attention(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
       put_meta_(db.prepare(kPutMeta)) {}
 
 uint32_t StepRows::node_id(const std::string& node) {
@@ -63,6 +64,11 @@ void StepRows::add(const ElementHistogram& h) {
   ++n_histograms_;
 }
 
+void StepRows::add(const AttentionRecord& a) {
+  append_attention(attention_, node_id(a.node), a);
+  ++n_attention_;
+}
+
 void StepRows::end_step(int64_t step) {
   insert_blob_row(insert_step_, "steps", step, n_records_, records_);
   ++step_rows_;
@@ -78,7 +84,13 @@ void StepRows::end_step(int64_t step) {
     insert_blob_row(insert_histograms_, "histograms", step, n_histograms_, histograms_);
     ++histogram_rows_;
   }
+  if (n_attention_ > 0) {
+    insert_blob_row(insert_attention_, "attention", step, n_attention_, attention_);
+    ++attention_rows_;
+  }
   records_.clear();
+  attention_.clear();
+  n_attention_ = 0;
   channels_.clear();
   similarities_.clear();
   histograms_.clear();
@@ -90,6 +102,7 @@ void StepRows::put_counts() {
   put_meta(put_meta_, kChannelRowsKey, std::to_string(channel_rows_));
   put_meta(put_meta_, kSimilarityRowsKey, std::to_string(similarity_rows_));
   put_meta(put_meta_, kHistogramRowsKey, std::to_string(histogram_rows_));
+  put_meta(put_meta_, kAttentionRowsKey, std::to_string(attention_rows_));
 }
 
 }  // namespace gradscope::internal
