@@ -9,7 +9,7 @@ export CCACHE_NOHASHDIR ?= 1
 # and caches the translation units that use the precompiled LibTorch headers (cmake/torch_pch.cmake).
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 
-.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python validate validate-compression clean
+.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer validate validate-compression clean
 
 all: build
 
@@ -75,12 +75,17 @@ fuzz: configure
 # Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
 BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
 
-bench: $(addprefix bench-,$(BENCHES)) bench-python
+bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer
 
 # The Python audit against plain PyTorch steps (bench/python_bench.py; docs/benchmarks.md).
 bench-python: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
 	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py
+
+# The attention statistics on the validation's GPT (bench/transformer_bench.py; docs/benchmarks.md).
+bench-transformer: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
+	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/transformer_bench.py
 
 # bench-compression trains on Fashion-MNIST and the digits: fetch them first.
 bench-compression: configure

@@ -20,7 +20,8 @@ using ::testing::HasSubstr;
 constexpr float kHidden = -std::numeric_limits<float>::infinity();
 
 // The reference: weights p = exp(l) / sum exp(l) over visible keys (no max subtraction: the
-// logits here are small enough), entropy -sum p log p, largest weight max p.
+// logits here are small enough), entropy -sum p log p, largest weight max p, in long double.
+// The kernel takes exp in float: its sums agree to 1e-5 over ten rows.
 struct Expected {
   double max_logit = -1e300;
   double entropy_sum = 0, fraction_sum = 0;
@@ -84,8 +85,8 @@ TEST(AttentionStats, PlantedHeadsMatchAnIndependentSoftmax) {
     EXPECT_EQ(g.queries, 10);
     EXPECT_EQ(g.fraction_queries, 8);  // query 0 sees one key
     EXPECT_DOUBLE_EQ(g.max_logit, e.max_logit);
-    EXPECT_NEAR(g.entropy_sum, e.entropy_sum, 1e-9);
-    EXPECT_NEAR(g.entropy_fraction_sum, e.fraction_sum, 1e-9);
+    EXPECT_NEAR(g.entropy_sum, e.entropy_sum, 1e-5);
+    EXPECT_NEAR(g.entropy_fraction_sum, e.fraction_sum, 1e-5);
     EXPECT_EQ(g.top_queries, e.top);
   }
   // Head 0 is one-hot (exp(12) against at most 4 ones: weight > 0.9997) on every query;

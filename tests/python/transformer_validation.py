@@ -1,0 +1,112 @@
+"""Validation on a character-level GPT trained on real English (the licence texts Debian's
+base-files ships; tests/python/transformer_lm.py): five seeds each of a healthy run, the same
+under bf16 autocast, an unstable one (lr 3e-2, no warm-up) and its published fix (the same with
+qk-LayerNorm). The truth is computed from the model's own logits in plain PyTorch
+(transformer_lm.truth_stats), not by gradscope. Its own ctest entry
+(python.transformer_validation): about a minute and a half; docs/attention.md has the table."""
+import pytest
+import torch
+
+import gradscope
+import transformer_lm as lm
+
+SEEDS = range(5)
+ATTENTION_FLAGS = {"ATTENTION_LOGIT_GROWTH", "ATTENTION_ENTROPY_COLLAPSE"}
+
+
+def audited(name, seed):
+    """Trains `name` with the audit on every block's attention and MLP and on the head, as a
+    user would name them; returns (truth, report). The truth adds to transformer_lm's the
+    entropy fraction per block and head, from truth_stats at every training step."""
+    held = {"fraction": [], "this_step": {}}
+
+    def attach(model):
+        n = len(model.blocks)
+        nodes = [f"blocks.{i}.attn" for i in range(n)] + [f"blocks.{i}.mlp" for i in range(n)] + ["head"]
+        audit = gradscope.Audit(model, nodes=nodes)  # attention every 10th step, the default
+        for i, block in enumerate(model.blocks):
+            def on_logits(module, logits, mask, i=i):
+                with torch.no_grad():
+                    held["this_step"][i] = lm.truth_stats(logits, mask)[2].tolist()
+                audit.attention(module, logits, mask)
+            block.attn.on_logits = on_logits
+        held["audit"] = audit
+
+    def on_step(step, model, loss):
+        held["audit"].after_step()
+        held["fraction"].append([held["this_step"][i] for i in sorted(held["this_step"])])
+
+    torch.set_num_threads(1)
+    truth = lm.train(name, seed, model_hook=attach, on_step=on_step)
+    held["audit"].close()
+    truth["entropy_fraction"] = held["fraction"]
+    return truth, held["audit"].report()
+
+
+def first(series, crossed):
+    return next((step for step, value in enumerate(series) if crossed(value)), None)
+
+
+def truth_steps(truth):
+    """First step any head's largest logit > 100; first step a head's entropy fraction < 0.1
+    (the rule's floor); first step the lowest head's entropy < 0.1 nats."""
+    largest = [max(max(heads) for heads in step) for step in truth["max_logit"]]
+    flattest = [min(min(heads) for heads in step) for step in truth["entropy_fraction"]]
+    lowest = [min(min(heads) for heads in step) for step in truth["entropy"]]
+    return (first(largest, lambda v: v > 100), first(flattest, lambda v: v < 0.1),
+            first(lowest, lambda v: v < 0.1))
+
+
+def attention_since(report):
+    """{flag: (first step, node)} of the earliest attention finding of each kind."""
+    out = {}
+    for node in report.nodes:
+        for e in node.evidence:
+            if e.flag in ATTENTION_FLAGS and (e.flag not in out or e.first_step < out[e.flag][0]):
+                out[e.flag] = (e.first_step, node.node)
+    return out
+
+
+ROWS = []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", ["healthy", "bf16", "qknorm"])
+def test_healthy_and_fixed_runs_are_quiet(name, seed):
+    truth, report = audited(name, seed)
+    steps = truth_steps(truth)
+    ROWS.append((name, seed, steps, {}, report.verdict().replace("verdict: ", "")))
+    assert steps == (None, None, None), (name, seed, steps)  # the truth: no instability
+    flags = report.flags()
+    assert not any(ATTENTION_FLAGS & set(f) or "SATURATED" in f for f in flags.values()), flags
+    if name != "qknorm":
+        assert report.flagged() == [], report.table()
+    # The fix still trains at lr 3e-2 without warm-up: what else it shows is in the table
+    # (docs/attention.md), not an attention finding.
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_unstable_run_is_named_on_its_attention_within_20_steps_of_the_truth(seed):
+    truth, report = audited("unstable", seed)
+    big, flat, _ = steps = truth_steps(truth)
+    found = attention_since(report)
+    ROWS.append(("unstable", seed, steps, found, report.verdict().replace("verdict: ", "")))
+    assert big is not None and flat is not None, (seed, steps)
+    assert found, report.table()
+    assert all(node.startswith("blocks.") and node.endswith(".attn") for _, node in found.values()), found
+    # gradscope measures every 10th step and needs three samples in a row: it can only follow
+    # the truth, by less than 20 steps.
+    assert 0 <= found["ATTENTION_LOGIT_GROWTH"][0] - big <= 20, (found, steps)
+    if "ATTENTION_ENTROPY_COLLAPSE" in found:
+        assert 0 <= found["ATTENTION_ENTROPY_COLLAPSE"][0] - flat <= 20, (found, steps)
+    flags = report.flags()
+    assert not any("SATURATED" in f for f in flags.values()), flags
+
+
+def test_print_the_table():
+    """The rows of docs/attention.md's table (pytest -s shows them)."""
+    print("\n| run | seed | truth: logit > 100 | truth: entropy fraction < 0.1 | truth: entropy < 0.1 nats | gradscope | verdict |")
+    for name, seed, (big, flat, nats), found, verdict in ROWS:
+        said = "; ".join(f"{k} since {s} on {n}" for k, (s, n) in sorted(found.items())) or "-"
+        cells = [name, seed] + ["-" if v is None else v for v in (big, flat, nats)] + [said, verdict]
+        print("| " + " | ".join(str(c) for c in cells) + " |")
