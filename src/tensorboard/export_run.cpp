@@ -64,17 +64,24 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
     add_channel_histograms(c, event);
     write(c.step);
   };
-  // Element histograms come last, a step's together: one event a step.
-  int64_t histogram_step = -1;
-  visit.histogram = [&](const ElementHistogram& h) {
+  // Element histograms, then attention records, come last, a step's together: one event a step.
+  int64_t pending_step = -1;
+  const auto pend = [&](int64_t at) {
     end_step();
-    if (histogram_step >= 0 && h.step != histogram_step) write(histogram_step);
-    histogram_step = h.step;
+    if (pending_step >= 0 && at != pending_step) write(pending_step);
+    pending_step = at;
+  };
+  visit.histogram = [&](const ElementHistogram& h) {
+    pend(h.step);
     add_element_histograms({h}, event);
+  };
+  visit.attention = [&](const AttentionRecord& a) {
+    pend(a.step);
+    add_attention_scalars({a}, event);
   };
   result.steps = reader.for_each(visit, {}, input.progress);
   end_step();
-  if (histogram_step >= 0) write(histogram_step);
+  if (pending_step >= 0) write(pending_step);
   if (input.embedding) {
     std::vector<EmbeddingReport> tables;
     std::vector<EmbeddingProfile> profiles;

@@ -95,6 +95,18 @@ void add_element_histograms(const std::vector<ElementHistogram>& histograms, Ste
   }
 }
 
+void add_attention_scalars(const std::vector<AttentionRecord>& records, StepSummary& out) {
+  for (const AttentionRecord& a : records)
+    for (std::size_t h = 0; h < a.heads.size(); ++h) {
+      const HeadStats& s = a.heads[h];
+      if (s.queries == 0) continue;
+      const std::string at = a.node + "/head" + std::to_string(h);
+      out.scalar("attention_max_logit/" + at, s.max_logit);
+      if (s.fraction_queries > 0) out.scalar("attention_entropy_fraction/" + at, s.mean_entropy_fraction());
+      out.scalar("attention_top_key_frac/" + at, s.top_fraction());
+    }
+}
+
 void add_embedding_metrics(const std::vector<EmbeddingReport>& tables, StepSummary& out) {
   for (const EmbeddingReport& t : tables) {
     const EmbeddingStats& s = t.stats;

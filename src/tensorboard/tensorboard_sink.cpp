@@ -34,11 +34,13 @@ void TensorBoardSink::add_step(const StepRecords& step) {
   }
   for (const ChannelRecord& c : step.channels) report_->add(c);
   for (const SimilarityRecord& s : step.similarities) report_->add(s);
+  for (const AttentionRecord& a : step.attention) report_->add(a);
   if (writer_.failed()) return;  // training goes on; the findings text is still kept above
   StepSummary event;
   scalars_.add(step.records, event);
   for (const ChannelRecord& c : step.channels) add_channel_histograms(c, event);
   add_element_histograms(step.histograms, event);
+  add_attention_scalars(step.attention, event);
   const double now = wall_time_now();
   writer_.write(step.step, now, event);
   if (now - last_flush_ >= options_.flush_seconds) {

@@ -135,6 +135,21 @@ TEST(StepScalars, PerStepFlagsAreTheReportsFlags) {
                                                           {"STAGNANT/stagnant", 5}}));
 }
 
+TEST(StepScalars, AttentionScalarsPerNodeAndHead) {
+  // Head 0: 4 queries, 3 seeing two keys or more, 1 on one key; head 1: nothing counted.
+  HeadStats h0;
+  h0.queries = 4;
+  h0.fraction_queries = 3;
+  h0.max_logit = 250;
+  h0.entropy_fraction_sum = 0.75;
+  h0.top_queries = 1;
+  StepSummary s;
+  add_attention_scalars({AttentionRecord{10, "blocks.0.attn", {h0, HeadStats{}}}}, s);
+  EXPECT_EQ(scalars(s), (std::map<std::string, double>{{"attention_max_logit/blocks.0.attn/head0", 250},
+                                                       {"attention_entropy_fraction/blocks.0.attn/head0", 0.25},
+                                                       {"attention_top_key_frac/blocks.0.attn/head0", 0.25}}));
+}
+
 TEST(StepScalars, ChannelHistogramsCountFiniteChannelsOnly) {
   ChannelRecord c;
   c.node = "conv";

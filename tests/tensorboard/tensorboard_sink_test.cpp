@@ -79,6 +79,37 @@ TEST(TensorBoardSink, WritesEachStepAndTheFindingsText) {
   EXPECT_EQ(report.rfind("    node ", 0), 0u) << report;  // a markdown code block: columns kept
 }
 
+// Attention records: their scalars at their step, and the findings text names the head.
+TEST(TensorBoardSink, WritesAttentionScalarsAndItsFindings) {
+  const std::string dir = test::fresh_folder("sink-attention");
+  std::string path;
+  {
+    TensorBoardSink sink(dir);
+    path = sink.path();
+    for (int64_t step = 0; step < 6; ++step) {
+      StepRecords s = step_of(step, 1.0f);
+      HeadStats h;
+      h.queries = h.fraction_queries = 8;
+      h.max_logit = step < 2 ? 3.0 : 500.0;
+      h.entropy_fraction_sum = 8 * 0.9;
+      s.attention.push_back({step, "fc1", {h}});
+      sink.add_step(s);
+    }
+    sink.set_summary({});
+    EXPECT_TRUE(sink.close());
+  }
+  const test::Decoded d = test::decode_file(path);
+  ASSERT_EQ(d.problem, "");
+  std::map<int64_t, float> largest;
+  for (const auto& e : d.events)
+    for (const auto& v : e.summary().value())
+      if (v.tag() == "attention_max_logit/fc1/head0") largest[e.step()] = v.simple_value();
+  EXPECT_EQ(largest, (std::map<int64_t, float>{{0, 3.f}, {1, 3.f}, {2, 500.f}, {3, 500.f}, {4, 500.f}, {5, 500.f}}));
+  const std::string report = d.events.back().summary().value(0).tensor().string_val(0);
+  EXPECT_NE(report.find("ATTENTION_LOGIT_GROWTH since step 2"), std::string::npos) << report;
+  EXPECT_NE(report.find("head 0 of 1"), std::string::npos) << report;
+}
+
 // Live, the sink carries the other kinds too: a table's metrics and profile histograms at the
 // last step, a boosted model's measures at each round, with the values the export writes.
 TEST(TensorBoardSink, CarriesEmbeddingTablesAndTreeRounds) {

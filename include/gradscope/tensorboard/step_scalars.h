@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/stats/element_histogram.h"
 #include "gradscope/core/embedding/profile.h"
@@ -62,6 +63,13 @@ void add_channel_histograms(const ChannelRecord& record, StepSummary& out);
 /// a node's parameter gradients together), each over the tensor's finite elements; the NaN and
 /// +-Inf elements are counted in <site>_elements_nonfinite/<node> when there are any.
 void add_element_histograms(const std::vector<ElementHistogram>& histograms, StepSummary& out);
+
+/// Adds the attention statistics of one step (AuditOptions::attention_every), per node and head
+/// h: attention_max_logit/<node>/head<h> (largest pre-softmax logit),
+/// attention_entropy_fraction/<node>/head<h> (mean entropy / log(keys seen)) and
+/// attention_top_key_frac/<node>/head<h> (share of queries whose top key takes > 0.99 of the
+/// weight); a head with no counted query adds none.
+void add_attention_scalars(const std::vector<AttentionRecord>& records, StepSummary& out);
 
 /// Adds each table's embedding metrics, judged over the whole run (embedding.json):
 /// embedding/coverage/<table> (exposed rows / rows), embedding/dead_fraction/<table> (never
