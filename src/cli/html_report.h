@@ -20,6 +20,7 @@ inline HtmlReportInput html_report_input(const LoadedRun& run, const EmbeddingRu
   in.timeline = &run.timeline;
   in.flow = &run.flow;
   in.series = &run.series;
+  in.attention = &run.attention;
   in.embedding = embedding;
   in.trees = trees;
   in.architecture = &run.summary.architecture;

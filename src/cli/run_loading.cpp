@@ -1,5 +1,7 @@
 #include "run_loading.h"
 
+#include "gradscope/core/attention/history.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -68,7 +70,7 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
   RunReader reader(path, ReadOptions{partial});
   if (reader.step_count() == 0) throw Error("run '" + path + "': no steps recorded");
   const Thresholds& thresholds = reader.metadata().thresholds;
-  LoadedRun run{path, reader.metadata(), {}, reader.summary(), Timeline(thresholds, frames ? 0 : 1), {}, {}, 0};
+  LoadedRun run{path, reader.metadata(), {}, reader.summary(), Timeline(thresholds, frames ? 0 : 1), {}, {}, {}, 0};
   SavedReportBuilder builder(run.summary);
   SeriesBuilder steps(kSeriesSteps);
   // The flow summary takes each frame as the timeline closes it (at most one per add), so it
@@ -82,12 +84,19 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
     frames_summarized = closed;
   };
   ProgressBar bar("reading " + path);
-  run.steps = reader.for_each(builder.visitor([&](const Record& r) {
-                                run.timeline.add(r);
-                                summarize_closed_frame();
-                                if (series) steps.add(r);
-                              }),
-                              range, [&](int64_t done, int64_t total) { bar.update(done, total); });
+  AttentionHistory attention(kSeriesSteps);
+  RunVisitor visit = builder.visitor([&](const Record& r) {
+    run.timeline.add(r);
+    summarize_closed_frame();
+    if (series) steps.add(r);
+  });
+  if (series) {
+    visit.attention = [&, judge = visit.attention](const AttentionRecord& a) {
+      judge(a);
+      attention.add(a);
+    };
+  }
+  run.steps = reader.for_each(visit, range, [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
   print_warnings(reader);
   if (run.steps == 0) throw Error("run '" + path + "': no steps recorded in the selected range");
@@ -95,7 +104,10 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
   summarize_closed_frame();
   run.report = builder.build();
   run.flow = flow.finish(run.timeline.nodes());
-  if (series) run.series = steps.finish();
+  if (series) {
+    run.series = steps.finish();
+    run.attention = attention.records();
+  }
   return run;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/core/audit/series.h"
@@ -23,6 +24,7 @@ struct LoadedRun {
   Timeline timeline;
   FlowSummary flow;
   std::vector<NodeSeries> series;  ///< per-node measures over at most kSeriesSteps steps (when asked)
+  std::vector<AttentionRecord> attention;  ///< per node at most kSeriesSteps samples (with series)
   int64_t steps = 0;  ///< steps read
 };
 

@@ -50,6 +50,16 @@ void write_run(const std::string& dir) {
       run.add({step, healthy[n], gradscope::Site::kParamGrad, grad_stats(values)});
     }
     run.add({step, dead, gradscope::Site::kParamGrad, grad_stats(std::vector<float>(64, 0.0f))});
+    // Attention of a node with a hostile name: two heads, the second growing and collapsing
+    // from step 4, so both attention charts draw and the findings name it.
+    gradscope::HeadStats calm, sharp;
+    calm.queries = calm.fraction_queries = sharp.queries = sharp.fraction_queries = 16;
+    calm.max_logit = 3;
+    calm.entropy_fraction_sum = 16 * 0.8;
+    sharp.max_logit = step < 4 ? 4.0 : 300.0 * static_cast<double>(step);
+    sharp.entropy_fraction_sum = 16 * (step < 4 ? 0.8 : 0.02);
+    sharp.top_queries = step < 4 ? 0 : 15;
+    run.add(gradscope::AttentionRecord{step, healthy[0], {calm, sharp}});
     run.end_step();
   }
   run.close();

@@ -1,6 +1,7 @@
 // Per-head attention statistics against values computed here independently (softmax written
 // out, no shared code), and the attention rules on planted growth, collapse and healthy heads.
 #include "gradscope/core/attention/head_stats.h"
+#include "gradscope/core/attention/history.h"
 #include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/rules.h"
 
@@ -219,6 +220,22 @@ TEST(AttentionRules, ReportNamesTheNodeTheHeadsAndTheStep) {
   EXPECT_FALSE(r.nodes[1].flags.contains(Flag::kAttentionLogitGrowth));
   EXPECT_FALSE(r.nodes[1].flags.contains(Flag::kAttentionEntropyCollapse));
   EXPECT_THROW(b.add(AttentionRecord{20, "blocks.1.attn", {head(4, 0.9)}}), Error);
+}
+
+TEST(AttentionHistory, KeepsEvenlySpreadSamplesPerNodeInBoundedMemory) {
+  AttentionHistory h(4);
+  for (int64_t step = 0; step < 100; ++step) {
+    h.add({step, "a", {HeadStats{}}});
+    if (step % 10 == 0) h.add({step, "b", {HeadStats{}}});
+  }
+  std::vector<int64_t> a, b;
+  for (const AttentionRecord& r : h.records()) (r.node == "a" ? a : b).push_back(r.step);
+  // 100 samples of a: halved at 8 kept (stride 2), at 8 again (stride 4), at 8 (stride 8),
+  // at 8 (stride 16): steps 0, 16, ..., 96.
+  EXPECT_EQ(a, (std::vector<int64_t>{0, 16, 32, 48, 64, 80, 96}));
+  // 10 samples of b (every 10th step): halved once, at 8 kept.
+  EXPECT_EQ(b, (std::vector<int64_t>{0, 20, 40, 60, 80}));
+  EXPECT_EQ(h.records().front().node, "a");  // nodes in the order they came
 }
 
 }  // namespace

@@ -202,6 +202,49 @@ TEST(HtmlCharts, SeriesAndStaircaseCarryTheMeasuredValues) {
   EXPECT_EQ(diagram["layer"][0]["data"]["values"].size(), 1u);  // one arrow between two nodes
 }
 
+TEST(HtmlCharts, AttentionChartsCarryEachHeadsMeasuresAndTheFindings) {
+  Fixture f({"attn"}, 4);
+  std::vector<AttentionRecord> attention;
+  ReportBuilder b;
+  for (int64_t step = 0; step < 6; ++step) {
+    HeadStats calm, sharp;
+    calm.queries = calm.fraction_queries = sharp.queries = sharp.fraction_queries = 10;
+    calm.max_logit = 2;
+    calm.entropy_fraction_sum = 9;  // 0.9
+    sharp.max_logit = step < 2 ? 3 : 400;
+    sharp.entropy_fraction_sum = step < 2 ? 8 : 0.5;  // 0.8, then 0.05
+    attention.push_back({step, "attn", {calm, sharp}});
+    b.add(Record{step, "attn", Site::kParamGrad, with_l2(1)});
+    b.add(attention.back());
+  }
+  f.report = b.build();
+  HtmlReportInput in = f.input();
+  in.attention = &attention;
+  const std::vector<Chart> charts = build_charts(in);
+  const json heat = json::parse(chart(charts, "attention-entropy").spec);
+  const json cells = heat["data"]["values"];
+  ASSERT_EQ(cells.size(), 12u);  // steps x heads
+  EXPECT_EQ(cells[1]["row"], "attn · head 1");
+  EXPECT_DOUBLE_EQ(cells[1]["entropy fraction"].get<double>(), 0.8);
+  EXPECT_DOUBLE_EQ(cells[5]["entropy fraction"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(cells[5]["largest logit"].get<double>(), 400);
+  EXPECT_DOUBLE_EQ(heat["layer"][1]["transform"][0]["filter"]["lt"].get<double>(), 0.1);
+  const std::string subtitle = heat["title"]["subtitle"].dump();
+  EXPECT_THAT(subtitle, HasSubstr("attn: ATTENTION_LOGIT_GROWTH since step 2 (head 1 of 2)"));
+  EXPECT_THAT(subtitle, HasSubstr("attn: ATTENTION_ENTROPY_COLLAPSE since step 2 (head 1 of 2)"));
+  const json logit = json::parse(chart(charts, "attention-logit").spec);
+  const json top = logit["data"]["values"];
+  ASSERT_EQ(top.size(), 6u);
+  EXPECT_DOUBLE_EQ(top[0]["value"].get<double>(), 3);  // the larger of the two heads
+  EXPECT_DOUBLE_EQ(top[5]["value"].get<double>(), 400);
+  EXPECT_DOUBLE_EQ(logit["layer"][1]["data"]["values"][0]["threshold"].get<double>(), 100);
+  const std::string page = render_html(in, charts, kLibs);
+  EXPECT_THAT(page, HasSubstr("<section id=\"attention\">"));
+  // Without attention records: no such charts, no section.
+  const std::vector<Chart> plain = build_charts(f.input());
+  EXPECT_THAT(render_html(f.input(), plain, kLibs), Not(HasSubstr("id=\"attention\"")));
+}
+
 TEST(HtmlCharts, EmbeddingTablesGetFourChartsEach) {
   const Fixture f({"fc1"});
   EmbeddingRunSummary e;

@@ -3,10 +3,12 @@
 // frames fit in the heatmap) are decided here.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "gradscope/core/error.h"
 #include "gradscope/io/html/report.h"
+#include "gradscope/io/render/table.h"
 #include "html/internal/theme.h"
 #include "html/internal/trees.h"
 
@@ -252,6 +254,69 @@ void node_series(const HtmlReportInput& in, Charts& out) {
   out.add("update-ratio", "Update ratio", u);
 }
 
+// The attention findings of the report, one line each, for a chart's subtitle.
+json attention_findings(const Report& report) {
+  json lines = json::array();
+  for (const NodeReport& n : report.nodes)
+    for (const Evidence& e : n.evidence)
+      if (e.flag == Flag::kAttentionLogitGrowth || e.flag == Flag::kAttentionEntropyCollapse)
+        lines.push_back(n.node + ": " + flag_name(e.flag) + " since step " + std::to_string(e.first_step) + " (" +
+                        e.detail + ")");
+  return lines;
+}
+
+// Entropy per head over steps (a heatmap; cells below attention_entropy_floor outlined) and the
+// largest logit per node (the largest over its heads) against attention_logit_hi.
+void attention_charts(const HtmlReportInput& in, Charts& out) {
+  json cells = json::array(), largest = json::array(), rows = json::array();
+  for (const AttentionRecord& a : *in.attention) {
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::size_t h = 0; h < a.heads.size(); ++h) {
+      const HeadStats& s = a.heads[h];
+      if (s.queries == 0) continue;
+      const std::string row = a.node + " · head " + std::to_string(h);
+      if (rows.empty() || std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+      top = std::max(top, s.max_logit);
+      cells.push_back({{"row", row}, {"node", a.node}, {"step", a.step}, {"entropy fraction", number(s.mean_entropy_fraction())},
+                       {"one-key queries", number(s.top_fraction())}, {"largest logit", number(s.max_logit)}});
+    }
+    if (std::isfinite(top)) largest.push_back({{"node", a.node}, {"step", a.step}, {"value", top}});
+  }
+  const Thresholds& t = in.report->thresholds;
+  json subtitle = json::array({"mean attention entropy / log(keys seen) per head and measured step (1: uniform, 0: "
+                               "one key); outlined: below attention_entropy_floor " + format_measure(t.attention_entropy_floor)});
+  for (const json& line : attention_findings(*in.report)) subtitle.push_back(line);
+  json heat = base("Attention entropy", "");
+  heat["title"]["subtitle"] = subtitle;
+  heat["data"] = {{"values", cells}};
+  const json x = {{"field", "step"}, {"type", "ordinal"}, {"axis", {{"labelOverlap", true}}}};
+  const json y = {{"field", "row"}, {"type", "nominal"}, {"title", nullptr}, {"scale", {{"domain", rows}}}};
+  const json tooltip = json::array({{{"field", "row"}}, {{"field", "step"}}, {{"field", "entropy fraction"}, {"format", ".3f"}},
+                                    {{"field", "one-key queries"}, {"format", ".1%"}}, {{"field", "largest logit"}, {"format", ".3g"}}});
+  heat["layer"] = json::array(
+      {{{"mark", "rect"},
+        {"encoding", {{"x", x}, {"y", y}, {"tooltip", tooltip},
+                      {"color", {{"field", "entropy fraction"}, {"type", "quantitative"},
+                                 {"scale", {{"domain", {0, 1}}, {"scheme", "viridis"}}}}}}}},
+       {{"transform", json::array({{{"filter", {{"field", "entropy fraction"}, {"lt", t.attention_entropy_floor}}}}})},
+        {"mark", {{"type", "rect"}, {"fillOpacity", 0}, {"stroke", theme::kNaNCell}, {"strokeWidth", 1.5}}},
+        {"encoding", {{"x", x}, {"y", y}}}}});
+  out.add("attention-entropy", "Attention entropy", heat);
+
+  json logit = series_spec("Largest attention logit",
+                           "the largest pre-softmax logit over a node's heads per measured step (log); dashed: "
+                           "attention_logit_hi",
+                           largest, {{"field", "value"}, {"type", "quantitative"}, {"scale", {{"type", "log"}}}, {"title", "logit"}},
+                           *in.report);
+  json line = {{"mark", logit["mark"]}, {"params", logit["params"]}, {"encoding", logit["encoding"]}};
+  for (const char* key : {"mark", "params", "encoding"}) logit.erase(key);
+  json rule = {{"data", {{"values", json::array({{{"threshold", t.attention_logit_hi}}})}}},
+               {"mark", {{"type", "rule"}, {"strokeDash", {4, 4}}, {"color", theme::kThreshold}}},
+               {"encoding", {{"y", {{"field", "threshold"}, {"type", "quantitative"}}}}}};
+  logit["layer"] = json::array({line, rule});
+  out.add("attention-logit", "Largest attention logit", logit);
+}
+
 // Bars over [edges[i], edges[i+1]), for the bins whose edges are there: a loaded histogram is
 // checked, but one built in code may pair bins with too few edges (or none).
 json histogram_values(const Histogram& h) {
@@ -369,6 +434,7 @@ std::vector<Chart> build_charts(const HtmlReportInput& in) {
   module_flow(in, charts);
   node_diagram(in, charts);
   node_series(in, charts);
+  if (in.attention && !in.attention->empty()) attention_charts(in, charts);
   if (in.embedding) embedding_charts(*in.embedding, in.meta->thresholds, charts);
   if (in.compression && !in.compression->points.empty()) compression_chart(*in.compression, charts);
   return std::move(charts.list);

@@ -400,6 +400,10 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
             chart_or_note(charts, "activations", "No activations recorded.") +
             chart_or_note(charts, "update-ratio", "No parameter updates recorded.") +
             "</section>\n";
+    if (in.attention && !in.attention->empty())
+      page += "<section id=\"attention\"><h2>Attention</h2>\n" +
+              chart_or_note(charts, "attention-entropy", "No attention head had a query to measure.") +
+              chart_or_note(charts, "attention-logit", "No attention head had a query to measure.") + "</section>\n";
   }
   if (in.architecture || in.warnings)
     page += internal::model_section(in.architecture ? *in.architecture : Architecture{},

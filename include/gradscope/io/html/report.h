@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/architecture.h"
 #include "gradscope/core/compress/recipe.h"
 #include "gradscope/core/audit/report.h"
@@ -49,6 +50,9 @@ struct HtmlReportInput {
   const Timeline* timeline = nullptr;
   const FlowSummary* flow = nullptr;
   const std::vector<NodeSeries>* series = nullptr;
+  /// Optional: the run's attention records (AttentionHistory), drawn as entropy per head over
+  /// steps and the largest logit per node.
+  const std::vector<AttentionRecord>* attention = nullptr;
   const EmbeddingRunSummary* embedding = nullptr;
   /// Optional: a tree run's analysis (load_tree_summary). The page then shows its rounds in
   /// place of the gradient-flow, node and over-steps sections, which a tree run has no data for.
