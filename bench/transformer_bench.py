@@ -1,5 +1,5 @@
 """make bench-transformer: the cost of the attention statistics (docs/attention.md) on the
-character-level GPT of the transformer validation (tests/python/transformer_lm.py: 2 pre-LN
+character-level GPT of the transformer validation (examples/transformer_lm.py: 2 pre-LN
 blocks, d 64, 4 heads, context 64, batch 16, AdamW), steps interleaved in one process on one
 model and optimizer:
 
@@ -24,7 +24,7 @@ from torch import nn
 
 import gradscope
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import transformer_lm as lm  # noqa: E402  (the validation's model, not a copy of it)
 
 CYCLES = int(os.environ.get("BENCH_CYCLES", "12"))

@@ -1,7 +1,9 @@
 """make demo's PyTorch models, trained through `import gradscope`, their runs saved beside the
 C++ demo's runs with their reports and HTML pages (gradscope html): a dying-ReLU MLP, a healthy
-MLP trained with loss scaling as mixed precision does it, whose first steps overflow, and an
-embedding table with planted oscillating rows whose EmbeddingTracker writes its own run.
+MLP trained with loss scaling as mixed precision does it, whose first steps overflow, an
+embedding table with planted oscillating rows whose EmbeddingTracker writes its own run, and a
+character-level GPT three ways (healthy; unstable: lr 3e-2 without warm-up; the same fixed with
+qk-LayerNorm; examples/transformer_audit.py).
 
     PYTHONPATH=build/python /usr/bin/python3 scripts/python_demo.py DATA_DIR OUT_DIR GRADSCOPE_BIN
 """
@@ -15,6 +17,9 @@ import torch
 from torch import nn
 
 import gradscope
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import transformer_audit  # noqa: E402
 
 STEPS = 200
 
@@ -50,6 +55,26 @@ def main(data_dir, out_dir, cli):
     dying_relu(data_dir, out_dir, cli)
     loss_scale(data_dir, out_dir, cli)
     embedding(data_dir, out_dir, cli)
+    transformers(out_dir, cli)
+
+
+def transformers(out_dir, cli):
+    """The GPT of examples/transformer_lm.py on the licence texts, healthy, unstable and fixed."""
+    lines = []
+    for name, what in (("healthy", "lr 1e-3, warm-up"), ("unstable", "lr 3e-2, no warm-up"),
+                       ("qknorm", "the unstable run with qk-LayerNorm")):
+        run = os.path.join(out_dir, f"demo-python-gpt-{name}")
+        truth, _ = transformer_audit.audited(name, 0, run=run, run_name=f"demo-python-gpt-{name}")
+        save_reports(run, cli)
+        report = gradscope.load_run(run).report
+        lines.append(f"  {'python-gpt-' + name:24s} loss {truth['loss'][-1]:.2f}  ({what})  {report.verdict().strip()}")
+        if name == "unstable":
+            print("\n== python-gpt-unstable: a character-level GPT at lr 3e-2 without warm-up; its attention "
+                  "logits grow and collapse\n")
+            print(report)
+    print("summary (a transformer through the Python module, attention measured every 10th step)")
+    print("\n".join(lines))
+    print(f"HTML report: {os.path.join(out_dir, 'demo-python-gpt-unstable', 'report.html')}")
 
 
 def dying_relu(data_dir, out_dir, cli):

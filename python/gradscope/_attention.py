@@ -3,7 +3,6 @@ audit measures attention, the module's pre-softmax logits are computed from its 
 own projection weights (q and k only; the module's forward runs unchanged) and handed to the
 engine with the masks the call was given."""
 import inspect
-import math
 
 import torch
 from torch import nn
@@ -34,18 +33,19 @@ def attention_modules(nodes, submodules):
     return out
 
 
-def _logits(mha, query, key, key_padding_mask, attn_mask):
-    """[batch, heads, queries, keys] pre-softmax logits, hidden keys at -inf; None when the module
-    appends keys of its own (add_bias_kv, add_zero_attn), which this does not reproduce."""
+def _record(audit, node_id, mha, query, key, key_padding_mask, attn_mask):
+    """Hands one call to the engine, which computes its logits from the module's q and k
+    projections under its masks (gradscope::torch::projected_attention_logits, shared with the
+    LibTorch adapter). A module that appends keys of its own (add_bias_kv, add_zero_attn) is
+    not measured."""
     if mha.bias_k is not None or mha.add_zero_attn:
-        return None
-    if query.dim() == 2:  # unbatched
-        query, key = query.unsqueeze(1 if not mha.batch_first else 0), key.unsqueeze(1 if not mha.batch_first else 0)
+        return
+    batch_first = mha.batch_first
+    if query.dim() == 2:  # unbatched [L, E]: one batch row
+        query, key, batch_first = query.unsqueeze(0), key.unsqueeze(0), True
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
-    if not mha.batch_first:
-        query, key = query.transpose(0, 1), key.transpose(0, 1)
-    e, h = mha.embed_dim, mha.num_heads
+    e = mha.embed_dim
     if mha._qkv_same_embed_dim:
         wq, wk = mha.in_proj_weight[:e], mha.in_proj_weight[e:2 * e]
     else:
@@ -53,17 +53,8 @@ def _logits(mha, query, key, key_padding_mask, attn_mask):
     bq = bk = None
     if mha.in_proj_bias is not None:
         bq, bk = mha.in_proj_bias[:e], mha.in_proj_bias[e:2 * e]
-    b, lq, lk, hd = query.shape[0], query.shape[1], key.shape[1], e // h
-    q = nn.functional.linear(query, wq, bq).view(b, lq, h, hd).transpose(1, 2)
-    k = nn.functional.linear(key, wk, bk).view(b, lk, h, hd).transpose(1, 2)
-    logits = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(hd)
-    if attn_mask is not None:
-        m = attn_mask.view(b, h, lq, lk) if attn_mask.dim() == 3 else attn_mask
-        logits = logits.masked_fill(m, -math.inf) if m.dtype == torch.bool else logits + m.float()
-    if key_padding_mask is not None:
-        p = key_padding_mask.view(b, 1, 1, lk)
-        logits = logits.masked_fill(p, -math.inf) if p.dtype == torch.bool else logits + p.float()
-    return logits
+    audit._engine.projected_attention(node_id, query, key, wq, bq, wk, bk, mha.num_heads, batch_first,
+                                      attn_mask, key_padding_mask)
 
 
 def wrap_attention(audit, node_id, mha):
@@ -76,10 +67,7 @@ def wrap_attention(audit, node_id, mha):
             call = signature.bind(*args, **kwargs)
             call.apply_defaults()
             a = call.arguments
-            with torch.no_grad():
-                logits = _logits(mha, a["query"], a["key"], a.get("key_padding_mask"), a.get("attn_mask"))
-            if logits is not None:
-                audit._engine.attention(node_id, logits, None)
+            _record(audit, node_id, mha, a["query"], a["key"], a.get("key_padding_mask"), a.get("attn_mask"))
         return original(*args, **kwargs)
 
     return _ForwardWrap(mha, forward)

@@ -168,6 +168,9 @@ void AuditEngine::attention(const std::string& id, const at::Tensor& logits, con
   audit().record_attention(id, logits, mask);
 }
 bool AuditEngine::attention_step() { return audit().attention_step(); }
+void AuditEngine::projected_attention(const torch::ProjectedAttention& call) {
+  audit().record_attention(call.id, torch::projected_attention_logits(call));
+}
 void AuditEngine::step(const std::function<void()>& apply_update) { audit().step(apply_update); }
 
 void AuditEngine::step_measured(const std::function<void()>& apply_update, torch::TensorPasses& passes) {

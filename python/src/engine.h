@@ -24,6 +24,7 @@
 #include "gradscope/core/audit/architecture.h"
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/embedding/report.h"
+#include "gradscope/torch/audit/attention_logits.h"
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/tee_sink.h"
@@ -74,6 +75,8 @@ class AuditEngine {
   void pre_activation(const std::string& id, const at::Tensor& x);
   /// Audit::record_attention (an undefined mask: none) and Audit::attention_step.
   void attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask);
+  /// projected_attention_logits (torch/audit/attention_logits.h), then Audit::record_attention.
+  void projected_attention(const torch::ProjectedAttention& call);
   bool attention_step();
   /// Audit::step; each audited step also goes to the run.
   void step(const std::function<void()>& apply_update);

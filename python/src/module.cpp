@@ -357,6 +357,25 @@ void bind_audit(py::module_& m) {
                            std::optional<at::Tensor> mask) { e.attention(id, logits, mask ? *mask : at::Tensor()); },
            py::arg("id"), py::arg("logits"), py::arg("mask") = py::none())
       .def("attention_step", &AuditEngine::attention_step)
+      .def("projected_attention",
+           [](AuditEngine& e, const std::string& id, const at::Tensor& query, const at::Tensor& key,
+              const at::Tensor& wq, std::optional<at::Tensor> bq, const at::Tensor& wk, std::optional<at::Tensor> bk,
+              int64_t heads, bool batch_first, std::optional<at::Tensor> attn_mask,
+              std::optional<at::Tensor> key_padding_mask) {
+             gt::ProjectedAttention a;
+             a.id = id;
+             a.query = query;
+             a.key = key;
+             a.wq = wq;
+             a.wk = wk;
+             a.bq = bq ? *bq : at::Tensor();
+             a.bk = bk ? *bk : at::Tensor();
+             a.heads = heads;
+             a.batch_first = batch_first;
+             a.attn_mask = attn_mask ? *attn_mask : at::Tensor();
+             a.key_padding_mask = key_padding_mask ? *key_padding_mask : at::Tensor();
+             e.projected_attention(a);
+           })
       .def("step", &AuditEngine::step, release_gil())
       .def("step_measured", &AuditEngine::step_measured, release_gil())
       .def("pause", &AuditEngine::pause)

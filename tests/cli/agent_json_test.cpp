@@ -36,6 +36,15 @@ constexpr int kSteps = 20;
 
 Stats grad(double l2) { return test::with_l2(l2, 10); }
 
+// One head over 16 queries: its largest logit and mean entropy fraction.
+HeadStats attention_head(double max_logit, double fraction) {
+  HeadStats h;
+  h.queries = h.fraction_queries = 16;
+  h.max_logit = max_logit;
+  h.entropy_fraction_sum = 16 * fraction;
+  return h;
+}
+
 // A run of kSteps steps: "head" healthy at every step, plus what `sick` adds per step.
 fs::path make_run(const fs::path& dir, const std::function<void(RunWriter&, int)>& sick) {
   RunWriter w(dir.string());
@@ -120,6 +129,18 @@ const std::map<std::string, std::function<void(RunWriter&, int)>>& pathologies()
          w.add(Record{s, "body", Site::kParamGrad, grad(1)});
          w.add(Record{s, "body", Site::kActivation, test::with_l2(1, 10, 1, 0)});
          w.add(SimilarityRecord{s, "body", "head", 0.97});
+       }},
+      {"ATTENTION_LOGIT_GROWTH",  // head 1's largest logit from 4 to 250 x step from step 5
+       [](RunWriter& w, int s) {
+         w.add(Record{s, "body", Site::kParamGrad, grad(1)});
+         w.add(Record{s, "body", Site::kActivation, test::with_l2(1, 10, 1, 0)});
+         w.add(AttentionRecord{s, "body", {attention_head(3, 0.8), attention_head(s < 5 ? 4 : 250.0 * s, 0.8)}});
+       }},
+      {"ATTENTION_ENTROPY_COLLAPSE",  // head 0 onto one key from step 6, its logits small
+       [](RunWriter& w, int s) {
+         w.add(Record{s, "body", Site::kParamGrad, grad(1)});
+         w.add(Record{s, "body", Site::kActivation, test::with_l2(1, 10, 1, 0)});
+         w.add(AttentionRecord{s, "body", {attention_head(5, s < 6 ? 0.9 : 0.01), attention_head(3, 0.8)}});
        }},
       {"FROZEN",
        [](RunWriter& w, int s) {
@@ -386,6 +407,11 @@ TEST_F(AgentJson, DiffFailOnPicksTheKindsAndTypesThatFail) {
   r = run_cli("diff --json --fail-on VANISHING --min-confidence high " + good + " " + bad);
   EXPECT_EQ(Json::parse(r.out).at("gradscope_diff").at("failing_findings"), high);
   EXPECT_EQ(r.code, high > 0 ? 1 : 0);
+  // The attention flags gate as any other type: a run whose attention grew fails against the
+  // healthy one under --fail-on ATTENTION_LOGIT_GROWTH, not under the collapse alone.
+  const std::string grown = (*dir_ / "ATTENTION_LOGIT_GROWTH").string();
+  EXPECT_EQ(run_cli("diff --fail-on ATTENTION_LOGIT_GROWTH " + good + " " + grown).code, 1);
+  EXPECT_EQ(run_cli("diff --fail-on ATTENTION_ENTROPY_COLLAPSE " + good + " " + grown).code, 0);
   // Bad selectors are usage errors naming what is wrong.
   r = run_cli("diff --fail-on zombies " + good + " " + bad);
   EXPECT_EQ(r.code, 2);

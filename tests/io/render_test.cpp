@@ -62,6 +62,18 @@ TEST(Render, TableGolden) { expect_golden("report_table.txt", render_table(sampl
 TEST(Render, JsonGolden) { expect_golden("report.json", render_json(sample_report())); }
 TEST(Render, CsvGolden) { expect_golden("report.csv", render_csv(sample_report())); }
 
+TEST(Render, EvidenceComparesTheWayItsFlagsRuleDoes) {
+  // Every compared flag reads with its rule's comparison, from the registry: a flag added to
+  // the registry cannot be shown the wrong way round (ATTENTION_ENTROPY_COLLAPSE once read ">").
+  for (const FlagInfo& f : kFlags) {
+    const std::string want = flag_comparison(f.margin);
+    if (want.empty() || f.margin == FlagMargin::kChannelShare) continue;  // channel flags read "n ... of"
+    Evidence e{f.flag, Site::kActivation, 3, 0.5, 0.25, "a measure", {}};
+    EXPECT_NE(describe_evidence(e).find("a measure = 0.5 " + want + " 0.25"), std::string::npos)
+        << f.name << ": " << describe_evidence(e);
+  }
+}
+
 TEST(Render, JsonHasNullForAbsentMeasuresAndParses) {
   const auto doc = nlohmann::json::parse(render_json(sample_report()));
   const auto& nodes = doc["gradscope_report"]["nodes"];

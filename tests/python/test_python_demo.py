@@ -1,7 +1,9 @@
 """make demo's PyTorch runs (scripts/python_demo.py) say what the README says they show: the
 dying-ReLU MLP is DEAD at fc2; the loss-scaled MLP had its first steps skipped on overflow and
 is healthy, in its saved run and in the report the demo writes; the embedding table's planted
-rows are ZOMBIE_ROWS in the run its tracker wrote, which is run.db alone."""
+rows are ZOMBIE_ROWS in the run its tracker wrote, which is run.db alone; the GPT trio: the
+unstable run's attention is named on its first block, the healthy and qk-LayerNorm runs are
+healthy, and no block reads SATURATED."""
 import json
 import os
 import subprocess
@@ -34,7 +36,14 @@ def test_the_python_demo_runs_say_what_they_show(tmp_path, digits_csv, gradscope
     assert "ZOMBIE_ROWS" in open(emb / "report.txt").read()
     assert sorted(os.listdir(emb)) == ["report.html", "report.json", "report.txt", "run.db"]
     # Each run's report.txt and report.json are what `gradscope report RUN [--json]` prints.
-    for name in ("demo-python-dying-relu", "demo-python-loss-scale", "demo-python-embedding"):
+    gpt = {name: gradscope.load_run(tmp_path / f"demo-python-gpt-{name}").report for name in ("healthy", "unstable", "qknorm")}
+    assert gpt["healthy"].healthy(), gpt["healthy"].table()
+    assert gpt["qknorm"].healthy(), gpt["qknorm"].table()
+    unstable = gpt["unstable"].flags()
+    assert {"ATTENTION_LOGIT_GROWTH", "ATTENTION_ENTROPY_COLLAPSE"} <= set(unstable["blocks.0.attn"]), unstable
+    assert not any("SATURATED" in f for r in gpt.values() for f in r.flags().values())
+    assert "python-gpt-unstable" in out.stdout and "ATTENTION_LOGIT_GROWTH" in out.stdout
+    for name in ("demo-python-dying-relu", "demo-python-loss-scale", "demo-python-embedding", "demo-python-gpt-unstable"):
         run = tmp_path / name
         for flags, file in (([], "report.txt"), (["--json"], "report.json")):
             printed = subprocess.run([gradscope_cli, "report", run, *flags], capture_output=True, text=True)

@@ -1,46 +1,25 @@
 """Validation on a character-level GPT trained on real English (the licence texts Debian's
-base-files ships; tests/python/transformer_lm.py): five seeds each of a healthy run, the same
-under bf16 autocast, an unstable one (lr 3e-2, no warm-up) and its published fix (the same with
+base-files ships; examples/transformer_lm.py, audited as examples/transformer_audit.py does):
+five seeds each of a healthy run, the same under bf16 autocast, an unstable one (lr 3e-2, no warm-up) and its published fix (the same with
 qk-LayerNorm). The truth is computed from the model's own logits in plain PyTorch
 (transformer_lm.truth_stats), not by gradscope. Its own ctest entry
 (python.transformer_validation): about a minute and a half; docs/attention.md has the table."""
-import pytest
-import torch
+import os
+import sys
 
-import gradscope
-import transformer_lm as lm
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+from transformer_audit import audited as audited_run  # noqa: E402
 
 SEEDS = range(5)
 ATTENTION_FLAGS = {"ATTENTION_LOGIT_GROWTH", "ATTENTION_ENTROPY_COLLAPSE"}
 
 
 def audited(name, seed):
-    """Trains `name` with the audit on every block's attention and MLP and on the head, as a
-    user would name them; returns (truth, report). The truth adds to transformer_lm's the
-    entropy fraction per block and head, from truth_stats at every training step."""
-    held = {"fraction": [], "this_step": {}}
-
-    def attach(model):
-        n = len(model.blocks)
-        nodes = [f"blocks.{i}.attn" for i in range(n)] + [f"blocks.{i}.mlp" for i in range(n)] + ["head"]
-        audit = gradscope.Audit(model, nodes=nodes)  # attention every 10th step, the default
-        for i, block in enumerate(model.blocks):
-            def on_logits(module, logits, mask, i=i):
-                with torch.no_grad():
-                    held["this_step"][i] = lm.truth_stats(logits, mask)[2].tolist()
-                audit.attention(module, logits, mask)
-            block.attn.on_logits = on_logits
-        held["audit"] = audit
-
-    def on_step(step, model, loss):
-        held["audit"].after_step()
-        held["fraction"].append([held["this_step"][i] for i in sorted(held["this_step"])])
-
-    torch.set_num_threads(1)
-    truth = lm.train(name, seed, model_hook=attach, on_step=on_step)
-    held["audit"].close()
-    truth["entropy_fraction"] = held["fraction"]
-    return truth, held["audit"].report()
+    """(truth, report): the truth adds the entropy fraction per block and head, from plain
+    PyTorch at every step."""
+    return audited_run(name, seed, truth_fractions=True)
 
 
 def first(series, crossed):

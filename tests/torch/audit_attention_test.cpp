@@ -100,6 +100,47 @@ TEST(AuditAttention, AFloatMaskIsAddedAndCallsInAStepMerge) {
   EXPECT_DOUBLE_EQ(h.max_logit, logits[0][0].max().item<double>());
 }
 
+// torch::nn::MultiheadAttention: the heads' entropies equal those of the weights the module
+// itself returns for the same call, under its causal and padding masks.
+TEST(AuditAttention, MultiheadAttentionMatchesTheModulesOwnWeights) {
+  ::torch::manual_seed(1);
+  ::torch::nn::MultiheadAttention mha(::torch::nn::MultiheadAttentionOptions(8, 2));
+  Capture sink;
+  AuditOptions o;
+  o.attention_every = 1;
+  o.sink = &sink;
+  Audit audit({{"mha", mha.ptr()}}, o);
+  ::torch::optim::SGD opt(mha->parameters(), 0.01);
+  const at::Tensor x = ::torch::randn({5, 3, 8});  // [L, N, E]
+  // LibTorch's module adds attn_mask to the logits: a float mask, -inf where hidden.
+  const at::Tensor causal = ::torch::zeros({5, 5}).masked_fill(::torch::ones({5, 5}, at::kBool).triu(1), -INFINITY);
+  at::Tensor padding = ::torch::zeros({3, 5}, at::kBool);
+  padding[2].narrow(0, 3, 2).fill_(true);
+  audit.record_attention("mha", *mha, x, x, causal, padding);
+  auto [out, weights] = mha(x, x, x, padding, true, causal, false);  // weights [N, heads, L, S]
+  out.pow(2).sum().backward();
+  audit.step(opt);
+  ASSERT_EQ(sink.steps.at(0).attention.size(), 1u);
+  const auto& heads = sink.steps[0].attention[0].heads;
+  ASSERT_EQ(heads.size(), 2u);
+  ASSERT_EQ(weights.dim(), 4) << weights.sizes();
+  const at::Tensor w = weights.detach().to(at::kDouble);
+  const at::Tensor ent = -(w * at::log(w.clamp_min(1e-300))).sum(-1);  // [N, heads, L]
+  for (int64_t h = 0; h < 2; ++h) {
+    EXPECT_EQ(heads[static_cast<std::size_t>(h)].queries, 15);
+    EXPECT_NEAR(heads[static_cast<std::size_t>(h)].mean_entropy(), ent.select(1, h).mean().item<double>(), 1e-5) << h;
+  }
+  // A bool attn_mask hides nothing in LibTorch's module (it is added, 0 or 1): refused, where
+  // measuring it as a mask would describe attention the module does not compute.
+  const at::Tensor bool_causal = ::torch::ones({5, 5}, at::kBool).triu(1);
+  auto unmasked = std::get<1>(mha->forward(x, x, x, {}, true, bool_causal, false));
+  EXPECT_GT(unmasked[0][0][0][4].item<double>(), 0.0);  // query 0 sees key 4: nothing hidden
+  EXPECT_THROW(audit.record_attention("mha", *mha, x, x, bool_causal), Error);
+  // Keys of its own are refused rather than measured wrongly.
+  ::torch::nn::MultiheadAttention with_bias_kv(::torch::nn::MultiheadAttentionOptions(8, 2).add_bias_kv(true));
+  EXPECT_THROW(audit.record_attention("mha", *with_bias_kv, x, x), Error);
+}
+
 TEST(AuditAttention, BadInputIsRefusedNamingTheNode) {
   ::torch::nn::Linear attn(4, 4);
   AuditOptions o;

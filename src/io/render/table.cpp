@@ -13,7 +13,8 @@
 namespace gradscope {
 namespace {
 
-const char* comparison(Flag f) { return f == Flag::kVanishing || f == Flag::kStagnant ? "<" : ">"; }
+// The registry's comparison (core/audit/flag_info.h), not a list of flags kept here.
+const char* comparison(Flag f) { return flag_comparison(flag_info(f).margin); }
 
 }  // namespace
 

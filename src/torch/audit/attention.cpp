@@ -1,12 +1,15 @@
 // Audit::record_attention: a node's pre-softmax logits into per-head statistics (core/attention)
 // at the steps AuditOptions::attention_every samples.
 #include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
 
+#include <cmath>
 #include <limits>
 
 #include "audit/state.h"
 #include "gradscope/core/attention/head_stats.h"
 #include "gradscope/core/error.h"
+#include "gradscope/torch/audit/attention_logits.h"
 
 namespace gradscope::torch {
 namespace {
@@ -42,6 +45,65 @@ at::Tensor visible_logits(const std::string& id, const at::Tensor& logits, const
 }
 
 }  // namespace
+
+at::Tensor projected_attention_logits(const ProjectedAttention& a) {
+  const std::string who = "audit: attention of node '" + a.id + "'";
+  if (!a.query.defined() || !a.key.defined() || a.query.dim() != 3 || a.key.dim() != 3)
+    throw Error(who + ": query and key must be 3-dimensional (batched)");
+  if (a.heads < 1 || a.wq.dim() != 2 || a.wq.size(0) % a.heads != 0)
+    throw Error(who + ": the q projection's rows must divide into " + std::to_string(a.heads) + " heads");
+  // [N, L, E]
+  const at::Tensor q_in = a.batch_first ? a.query : a.query.transpose(0, 1);
+  const at::Tensor k_in = a.batch_first ? a.key : a.key.transpose(0, 1);
+  const int64_t n = q_in.size(0), lq = q_in.size(1), lk = k_in.size(1), hd = a.wq.size(0) / a.heads;
+  at::NoGradGuard no_grad;
+  const at::Tensor q = at::linear(q_in, a.wq, a.bq).view({n, lq, a.heads, hd}).transpose(1, 2).to(at::kFloat);
+  const at::Tensor k = at::linear(k_in, a.wk, a.bk).view({n, lk, a.heads, hd}).transpose(1, 2).to(at::kFloat);
+  at::Tensor logits = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
+  const auto hide = [&](const at::Tensor& m, at::IntArrayRef shape) {
+    try {
+      const at::Tensor v = m.view(shape);
+      logits = v.scalar_type() == at::kBool ? logits.masked_fill(v, -std::numeric_limits<float>::infinity())
+                                            : logits + v.to(at::kFloat);
+    } catch (const c10::Error&) {
+      throw Error(who + ": mask of shape " + c10::str(m.sizes()) + " does not fit logits [" + std::to_string(n) + ", " +
+                  std::to_string(a.heads) + ", " + std::to_string(lq) + ", " + std::to_string(lk) + "]");
+    }
+  };
+  if (a.attn_mask.defined())
+    hide(a.attn_mask, a.attn_mask.dim() == 3 ? at::IntArrayRef{n, a.heads, lq, lk} : at::IntArrayRef{1, 1, lq, lk});
+  if (a.key_padding_mask.defined()) hide(a.key_padding_mask, {n, 1, 1, lk});
+  return logits;
+}
+
+void Audit::record_attention(const std::string& id, const ::torch::nn::MultiheadAttentionImpl& m, const at::Tensor& query,
+                             const at::Tensor& key, const at::Tensor& attn_mask, const at::Tensor& key_padding_mask) {
+  if (m.bias_k.defined() || m.options.add_zero_attn())
+    throw Error("audit: attention of node '" + id + "': add_bias_kv and add_zero_attn append keys the audit does not reproduce");
+  // LibTorch 1.13's module adds attn_mask to the weights whatever its type: a bool mask adds
+  // 0 or 1 and hides nothing (measured: tests/torch/audit_attention_test.cpp). Measuring it as
+  // a mask would describe attention the module does not compute.
+  if (attn_mask.defined() && attn_mask.scalar_type() == at::kBool)
+    throw Error("audit: attention of node '" + id + "': LibTorch's MultiheadAttention adds attn_mask to its logits, so a "
+                "bool mask hides no key there; pass a float mask (-inf where a key is hidden) to both");
+  if (!attention_step()) return;
+  const int64_t e = m.options.embed_dim();
+  ProjectedAttention a;
+  a.id = id;
+  a.query = query;
+  a.key = key;
+  a.wq = m._qkv_same_embed_dim ? m.in_proj_weight.narrow(0, 0, e) : m.q_proj_weight;
+  a.wk = m._qkv_same_embed_dim ? m.in_proj_weight.narrow(0, e, e) : m.k_proj_weight;
+  if (m.in_proj_bias.defined()) {
+    a.bq = m.in_proj_bias.narrow(0, 0, e);
+    a.bk = m.in_proj_bias.narrow(0, e, e);
+  }
+  a.heads = m.options.num_heads();
+  a.batch_first = false;  // LibTorch's module takes [L, N, E]
+  a.attn_mask = attn_mask;
+  a.key_padding_mask = key_padding_mask;
+  record_attention(id, projected_attention_logits(a));
+}
 
 bool Audit::attention_step() const {
   std::lock_guard<std::mutex> lock(state_->mutex);

@@ -22,6 +22,10 @@
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
+
+namespace torch::nn {
+class MultiheadAttentionImpl;
+}
 #include <torch/optim/optimizer.h>
 
 #include <functional>
@@ -180,6 +184,17 @@ class Audit {
   /// node for an unknown id, logits of another rank, a mask that does not broadcast, or another
   /// number of heads than earlier.
   void record_attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask = {});
+  /// Records the attention of a torch::nn::MultiheadAttention call on node `id`: at the steps
+  /// attention_step() says, the logits are computed from the call's `query` and `key` ([L, N, E]
+  /// and [S, N, E], as the module takes them) with the module's q and k projections, under the
+  /// call's masks as the module applies them (`attn_mask` [L, S] or [N * heads, L, S], float,
+  /// added: -inf hides a key; `key_padding_mask` [N, S], bool true hides). Call it before or
+  /// after the module's forward with the same arguments. A bool attn_mask is refused: LibTorch
+  /// 1.13's module adds it to the logits (0 or 1), so it hides nothing there. A module that
+  /// appends keys of its own (add_bias_kv, add_zero_attn) is refused.
+  void record_attention(const std::string& id, const ::torch::nn::MultiheadAttentionImpl& attention,
+                        const at::Tensor& query, const at::Tensor& key, const at::Tensor& attn_mask = {},
+                        const at::Tensor& key_padding_mask = {});
   /// Whether record_attention() measures at the step being recorded (callers that must first
   /// compute the logits, as the Python hook for nn.MultiheadAttention, skip the work otherwise).
   bool attention_step() const;
