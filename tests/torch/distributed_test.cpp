@@ -90,6 +90,14 @@ struct ViewsSink : RunSink {
       for (const auto& [bucket, count] : h.buckets) lines << " " << bucket << ":" << count;
       lines << "\n";
     }
+    for (const AttentionRecord& a : step.attention)
+      for (std::size_t h = 0; h < a.heads.size(); ++h) {
+        const HeadStats& s = a.heads[h];
+        std::snprintf(line, sizeof line, "A %" PRId64 " %s %zu %" PRId64 " %" PRId64 " %" PRId64 " %a %a %a\n", a.step,
+                      a.node.c_str(), h, s.queries, s.fraction_queries, s.top_queries, s.max_logit, s.entropy_sum,
+                      s.entropy_fraction_sum);
+        lines << line;
+      }
   }
   void set_summary(const RunSummary&) override {}
 };
@@ -103,7 +111,7 @@ std::map<std::string, std::vector<std::string>> read_views(const std::string& pa
     std::istringstream f(line);
     std::vector<std::string> words;
     for (std::string w; f >> w;) words.push_back(w);
-    const std::size_t key_words = words[0] == "C" ? 5 : 4;
+    const std::size_t key_words = words[0] == "C" ? 5 : 4;  // "C step node a|g channel", "H step node site", "A step node head"
     std::string k;
     for (std::size_t i = 0; i < key_words; ++i) k += (i ? " " : "") + words[i];
     out[k] = std::vector<std::string>(words.begin() + static_cast<std::ptrdiff_t>(key_words), words.end());
@@ -217,6 +225,7 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
   if (views) {
     options.channels_all_nodes = ChannelView{1, 1, {}};
     options.histogram_every = mode == "views-uneven" && rank == 1 ? 2 : 1;
+    options.attention_every = 1;
     options.sink = &views_sink;  // rank 0's (the one process's) only: the others ignore theirs
   }
   if (rows) options.channels_all_nodes = ChannelView{0, 1, {}};  // a channel a row
@@ -237,6 +246,12 @@ int run_small(const std::string& mode, int rank, int world, const std::string& d
       if (mode == "nan" && rank == 2 && step == 2) x[1][3] = NAN;
       sgd.zero_grad();
       at::Tensor y = audit->forward(model, x);
+      if (views) {
+        // Attention of node "0" from this rank's rows: two heads, three queries and keys, the
+        // outer products of a row's halves, causal; merged, it is the one process's.
+        const at::Tensor q = x.view({-1, 2, 3, 1}), k = x.view({-1, 2, 1, 3});
+        audit->record_attention("0", q * k, ::torch::ones({3, 3}, at::kBool).tril());
+      }
       (y * y).sum().mul(0.5).backward();
       if (mode != "local" && !dies && !single) all_reduce_grads(*group, *model, 1);
       if (rank == 1 && step == 2 && dies) {
@@ -509,6 +524,19 @@ TEST_P(MergedViews, ChannelViewsAndHistogramsEqualOneProcessFedTheConcatenatedBa
   }
   EXPECT_EQ(channels, 2 * (8 + 4));
   EXPECT_EQ(histograms, 2 * 3);
+  // Attention: every rank's queries counted, the largest logit the job's, the sums the one
+  // process's up to rounding (a sum over rows in another order).
+  int heads = 0;
+  for (const auto& [k, want] : ref) {
+    if (k[0] != 'A') continue;
+    ++heads;
+    ASSERT_TRUE(got.count(k)) << k;
+    const std::vector<std::string>& v = got.at(k);
+    for (int i : {0, 1, 2, 3}) EXPECT_EQ(v[i], want[i]) << k << " field " << i;  // counts and the largest logit
+    for (int i : {4, 5}) expect_close(std::strtod(v[i].c_str(), nullptr), std::strtod(want[i].c_str(), nullptr), 1e-12, k);
+    EXPECT_EQ(std::stoll(v[0]), kRows * world * 3) << k;  // three queries a row
+  }
+  EXPECT_EQ(heads, kSteps * 2);
   // num is every element of the job's tensor; the averaged gradient counts once, not `world` times.
   EXPECT_EQ(std::stoull(got.at("H 0 0 activation")[0]), static_cast<uint64_t>(world * kRows * 8));
   EXPECT_EQ(std::stoull(got.at("H 0 2 output_grad")[0]), static_cast<uint64_t>(world * kRows * 4));

@@ -27,8 +27,9 @@ int index_of(const std::string& node) { return node == "a" ? 0 : node == "b" ? 1
 struct Rank {
   std::vector<ChannelRecord> channels;
   std::vector<ElementHistogram> histograms;
+  std::vector<AttentionRecord> attention;
   std::vector<int64_t> words;
-  void pack() { words = pack_views(channels, histograms, index_of); }
+  void pack() { words = pack_views(channels, histograms, attention, index_of); }
 };
 
 TEST(DistributedViews, MergesChannelsPerChannelAndAddsHistogramCounts) {
@@ -42,7 +43,7 @@ TEST(DistributedViews, MergesChannelsPerChannelAndAddsHistogramCounts) {
   r0.pack(), r1.pack();
   ASSERT_EQ(r0.words.size(), r1.words.size());
   EXPECT_EQ(views_layout(r0.words.data()), views_layout(r1.words.data()));
-  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms);
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms, r0.attention);
 
   ASSERT_EQ(r0.channels[0].node, "a");
   const Stats a0 = r0.channels[0].activation[0];
@@ -87,7 +88,7 @@ TEST(DistributedViews, ParameterGradientsThatDifferAreAddedAndOtherSitesNeverDed
     r->histograms = {histogram_of({0.5, -1}, "a", Site::kParamGrad), histogram_of({0.5, -1}, "a", Site::kOutputGrad)};
   r1.histograms[0] = histogram_of({0.5, -2}, "a", Site::kParamGrad);
   r0.pack(), r1.pack();
-  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms);
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms, r0.attention);
   std::map<Site, ElementHistogram> by_site;
   for (const ElementHistogram& h : r0.histograms) by_site[h.site] = h;
   EXPECT_EQ(by_site[Site::kParamGrad].num, 4u);  // differ (no all-reduce): both count
@@ -96,8 +97,9 @@ TEST(DistributedViews, ParameterGradientsThatDifferAreAddedAndOtherSitesNeverDed
 }
 
 TEST(DistributedViews, LayoutNamesNodesChannelCountsAndSites) {
-  const auto layout = [](std::vector<ChannelRecord> c, std::vector<ElementHistogram> h) {
-    return views_layout(pack_views(c, h, index_of).data());
+  const auto layout = [](std::vector<ChannelRecord> c, std::vector<ElementHistogram> h,
+                          std::vector<AttentionRecord> a = {}) {
+    return views_layout(pack_views(c, h, a, index_of).data());
   };
   const ChannelRecord two{0, "a", {Stats{}, Stats{}}, {}};
   const ChannelRecord three{0, "a", {Stats{}, Stats{}, Stats{}}, {}};
@@ -109,9 +111,40 @@ TEST(DistributedViews, LayoutNamesNodesChannelCountsAndSites) {
   EXPECT_NE(layout({two}, {act}), layout({other}, {act}));
   EXPECT_NE(layout({two}, {act}), layout({two}, {grad}));
   EXPECT_NE(layout({two}, {}), layout({}, {}));
+  // Attention: its node and head count.
+  const AttentionRecord two_heads{0, "a", {HeadStats{}, HeadStats{}}}, one_head{0, "a", {HeadStats{}}};
+  EXPECT_NE(layout({}, {}, {two_heads}), layout({}, {}, {one_head}));
+  EXPECT_NE(layout({}, {}, {two_heads}), layout({}, {}, {AttentionRecord{0, "b", two_heads.heads}}));
+  EXPECT_NE(layout({}, {}, {two_heads}), layout({}, {}));
   std::vector<ChannelRecord> none;
   std::vector<ElementHistogram> no_histograms;
-  EXPECT_EQ(pack_views(none, no_histograms, index_of).size(), 1u);  // the layout word only
+  std::vector<AttentionRecord> no_attention;
+  EXPECT_EQ(pack_views(none, no_histograms, no_attention, index_of).size(), 1u);  // the layout word only
+}
+
+TEST(DistributedViews, AttentionHeadsMergeAsHeadStatsDo) {
+  Rank r0, r1;
+  HeadStats a, b, c;
+  a.queries = 4, a.fraction_queries = 3, a.top_queries = 1, a.max_logit = -2, a.entropy_sum = 1.5, a.entropy_fraction_sum = 0.75;
+  b.queries = 2, b.fraction_queries = 2, b.top_queries = 2, b.max_logit = 7, b.entropy_sum = 0.25, b.entropy_fraction_sum = 0.5;
+  c.queries = 1, c.nonfinite_queries = 3, c.max_logit = 1;
+  r0.attention = {{5, "b", {a, c}}};
+  r1.attention = {{5, "b", {b, HeadStats{}}}};
+  r0.pack(), r1.pack();
+  ASSERT_EQ(r0.words.size(), 1 + 2 * kHeadWords);
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms, r0.attention);
+  const HeadStats& h0 = r0.attention.at(0).heads.at(0);
+  const HeadStats want = merge(a, b);
+  EXPECT_EQ(h0.queries, 6);
+  EXPECT_EQ(h0.fraction_queries, 5);
+  EXPECT_EQ(h0.top_queries, 3);
+  EXPECT_EQ(h0.max_logit, 7);
+  EXPECT_EQ(h0.entropy_sum, want.entropy_sum);
+  EXPECT_EQ(h0.entropy_fraction_sum, want.entropy_fraction_sum);
+  const HeadStats& h1 = r0.attention[0].heads.at(1);  // the other rank counted no query
+  EXPECT_EQ(h1.queries, 1);
+  EXPECT_EQ(h1.nonfinite_queries, 3);
+  EXPECT_EQ(h1.max_logit, 1);
 }
 
 }  // namespace

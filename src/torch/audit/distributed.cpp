@@ -37,7 +37,7 @@ void Audit::State::init_ranks() {
 }
 
 bool Audit::State::views_step() const {
-  if (histogram_step()) return true;
+  if (histogram_step() || attention_step()) return true;
   // A superset of the steps a tap records a channel view at (tap.cpp): it also counts
   // submodules' views at steps their own sample_every skips, which then send nothing.
   for (const Entry& e : entries)
@@ -52,17 +52,13 @@ void Audit::State::merge_step(int64_t at_step, const StepRecords*& ended) {
   current.step = at_step;
   if (ranks->pending()) {  // merge_async: the previous audited step's, left in flight
     StepRecords merged = ranks->finish();
-    std::swap(merged.attention, attention_in_flight);
     ended = &end_step(merged);
   }
   StepRecords mine;
   std::swap(mine, current);
-  std::swap(attention_in_flight, mine.attention);
-  mine.attention.clear();
   ranks->start(std::move(mine), views_step());
   if (options.merge_async) return;
   StepRecords merged = ranks->finish();
-  std::swap(merged.attention, attention_in_flight);
   ended = &end_step(merged);
 }
 
@@ -71,7 +67,6 @@ void Audit::State::settle() {
   std::unique_lock<std::mutex> lock(mutex);
   if (!ranks->pending() || handing_over) return;
   StepRecords merged = ranks->finish();
-  std::swap(merged.attention, attention_in_flight);
   const StepRecords& ended = end_step(merged);
   lock.unlock();  // the callbacks may call back into the audit
   hand_over(ended);

@@ -72,9 +72,6 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   // What the step being recorded measured so far; at its end (end_step, records.cpp)
   // it is judged into `judged`, kept in `kept` and handed to on_step.
   StepRecords current;
-  // This rank's attention records of the step whose merge is in flight (distributed.cpp): the
-  // rank merge does not carry them, so they rejoin the merged step here.
-  std::vector<AttentionRecord> attention_in_flight;
   StepRecords handed;  // the ended step, when no ring keeps it
   internal::StepRing kept;
   ReportBuilder judged;          // every ended step, aggregated per node

@@ -66,6 +66,10 @@ std::string views_text(const StepRecords& step) {
     l += l.find("histograms") == std::string::npos ? (l.empty() ? "histograms " : "; histograms ") : ", ";
     l += site_name(h.site);
   }
+  for (const AttentionRecord& a : step.attention) {
+    std::string& l = line(a.node);
+    l += (l.empty() ? "attention " : "; attention ") + std::to_string(a.heads.size()) + " heads";
+  }
   std::vector<std::string> descriptions;
   for (const std::string& id : ids) descriptions.push_back(text[id]);
   return internal::join_nodes(ids, descriptions);
@@ -180,7 +184,8 @@ void check_steps(const std::vector<at::Tensor>& all, int64_t step, std::size_t s
 
 void RankMerge::views_differ(const StepRecords& step) const {
   const std::string what = "the views check of step " + std::to_string(step.step);
-  throw Error(who_ + ": ranks disagree on the channel views or element histograms of step " + std::to_string(step.step) +
+  throw Error(who_ + ": ranks disagree on the channel views, element histograms or attention of step " +
+              std::to_string(step.step) +
               ": " + internal::describe_difference(gather_texts(views_text(step), what)) +
               "; every rank needs the same options, the same channel counts and the same viewed nodes tapped");
 }
@@ -193,9 +198,10 @@ void RankMerge::start(StepRecords step, bool views_step) {
   // Channel views and element histograms: sorted and packed now, sent after the slots.
   std::vector<int64_t> views;
   if (views_step)
-    views = internal::pack_views(step.channels, step.histograms, [&](const std::string& node) {
+    views = internal::pack_views(step.channels, step.histograms, step.attention, [&](const std::string& node) {
       const auto it = index_.find(node);
-      if (it == index_.end()) throw Error(who_ + ": node '" + node + "' (channel view or histogram) cannot be merged across ranks");
+      if (it == index_.end())
+        throw Error(who_ + ": node '" + node + "' (channel view, histogram or attention) cannot be merged across ranks");
       return it->second;
     });
   at::Tensor mine = at::zeros({static_cast<int64_t>(kHeaderWords + slots * kSlotWords)}, at::kLong);
@@ -272,7 +278,7 @@ StepRecords RankMerge::finish() {
   if (p->work_views) {
     std::vector<const int64_t*> rank_views;
     for (const at::Tensor& t : p->out_views[0]) rank_views.push_back(t.data_ptr<int64_t>());
-    internal::merge_views(rank_views, step.channels, step.histograms);
+    internal::merge_views(rank_views, step.channels, step.histograms, step.attention);
   }
 
   std::vector<Record> merged;

@@ -28,6 +28,18 @@ ElementHistogram unpack_histogram(const int64_t* w, const ElementHistogram& like
   return h;
 }
 
+void pack_head(const HeadStats& h, int64_t* w) {
+  w[0] = h.queries, w[1] = h.nonfinite_queries, w[2] = double_bits(h.max_logit), w[3] = double_bits(h.entropy_sum);
+  w[4] = h.fraction_queries, w[5] = double_bits(h.entropy_fraction_sum), w[6] = h.top_queries;
+}
+
+HeadStats unpack_head(const int64_t* w) {
+  HeadStats h;
+  h.queries = w[0], h.nonfinite_queries = w[1], h.max_logit = bits_double(w[2]), h.entropy_sum = bits_double(w[3]);
+  h.fraction_queries = w[4], h.entropy_fraction_sum = bits_double(w[5]), h.top_queries = w[6];
+  return h;
+}
+
 // Merges n Stats of kSlotWords each at `offset` of every rank into `out`, with merge_slot
 // (sample-side sites: every rank's counts).
 void merge_stats(const std::vector<const int64_t*>& ranks, std::size_t offset, std::vector<Stats>& out) {
@@ -41,7 +53,11 @@ void merge_stats(const std::vector<const int64_t*>& ranks, std::size_t offset, s
 std::size_t histogram_words() { return kHistogramHead + histogram_bucket_limits().size(); }
 
 std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vector<ElementHistogram>& histograms,
+                                std::vector<AttentionRecord>& attention,
                                 const std::function<int(const std::string&)>& node_index) {
+  std::stable_sort(attention.begin(), attention.end(), [&](const AttentionRecord& a, const AttentionRecord& b) {
+    return node_index(a.node) < node_index(b.node);
+  });
   std::stable_sort(channels.begin(), channels.end(), [&](const ChannelRecord& a, const ChannelRecord& b) {
     return node_index(a.node) < node_index(b.node);
   });
@@ -61,6 +77,11 @@ std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vecto
   add(-1);  // channels end here
   for (const ElementHistogram& h : histograms) add(node_index(h.node)), add(static_cast<int64_t>(h.site));
   words += histograms.size() * histogram_words();
+  add(-2);  // histograms end here
+  for (const AttentionRecord& a : attention) {
+    add(node_index(a.node)), add(static_cast<int64_t>(a.heads.size()));
+    words += a.heads.size() * kHeadWords;
+  }
 
   std::vector<int64_t> out(words, 0);
   out[0] = static_cast<int64_t>(hash);
@@ -70,11 +91,13 @@ std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vecto
     for (const Stats& s : c.output_grad) pack(s, w), w += kSlotWords;
   }
   for (const ElementHistogram& h : histograms) pack_histogram(h, w), w += histogram_words();
+  for (const AttentionRecord& a : attention)
+    for (const HeadStats& h : a.heads) pack_head(h, w), w += kHeadWords;
   return out;
 }
 
 void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
-                 std::vector<ElementHistogram>& histograms) {
+                 std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention) {
   std::size_t offset = 1;
   for (ChannelRecord& c : channels) {
     merge_stats(ranks, offset, c.activation);
@@ -96,6 +119,13 @@ void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRe
     }
     offset += n;
   }
+  for (AttentionRecord& a : attention)
+    for (HeadStats& h : a.heads) {
+      HeadStats merged;
+      for (const int64_t* r : ranks) merged = merge(merged, unpack_head(r + offset));
+      h = merged;
+      offset += kHeadWords;
+    }
 }
 
 }  // namespace gradscope::torch::internal

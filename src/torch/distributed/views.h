@@ -1,5 +1,5 @@
-// The second part of RankMerge's buffer: a step's channel views (per-channel Stats) and
-// element histograms, packed after the Stats slots so that one allgather still carries the
+// The second part of RankMerge's buffer: a step's channel views (per-channel Stats), element
+// histograms and attention records (per-head HeadStats), packed after the Stats slots so that one allgather still carries the
 // whole step. No LibTorch here: tested without processes (tests/torch/distributed_views_test.cpp).
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/stats/element_histogram.h"
 
@@ -17,11 +18,17 @@ namespace gradscope::torch::internal {
 /// bucket of histogram_bucket_limits() (dense, so every rank's layout is the same).
 std::size_t histogram_words();
 
-/// Sorts `channels` by node and `histograms` by (node, site) with `node_index` (the order
-/// every rank packs and merges in) and returns their words: a hash of the layout (nodes,
-/// channel counts, histogram sites), then every channel record's Stats (activation, then
-/// output gradient, kSlotWords each), then every histogram.
+/// Words of one attention head: queries, non-finite queries, largest logit, entropy sum,
+/// fraction queries, entropy-fraction sum, one-key queries.
+inline constexpr std::size_t kHeadWords = 7;
+
+/// Sorts `channels` and `attention` by node and `histograms` by (node, site) with
+/// `node_index` (the order every rank packs and merges in) and returns their words: a hash of
+/// the layout (nodes, channel counts, histogram sites, attention heads), then every channel
+/// record's Stats (activation, then output gradient, kSlotWords each), then every histogram,
+/// then every attention record's heads.
 std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vector<ElementHistogram>& histograms,
+                                std::vector<AttentionRecord>& attention,
                                 const std::function<int(const std::string&)>& node_index);
 
 /// The layout hash pack_views() wrote first.
@@ -32,8 +39,9 @@ inline int64_t views_layout(const int64_t* views) { return views[0]; }
 /// same): per-channel Stats merged in rank order, histogram counts, sums, min and max combined;
 /// a parameter-gradient histogram with the same bits on every rank (after a gradient
 /// all-reduce) is taken once. Effective ranks pass through: they are not mergeable from
-/// summaries (spectra.h merges them).
+/// summaries (spectra.h merges them). Attention heads merge as HeadStats do (counts and sums
+/// add, the largest logit is the largest of any rank's): each rank saw its own batch rows.
 void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
-                 std::vector<ElementHistogram>& histograms);
+                 std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention);
 
 }  // namespace gradscope::torch::internal

@@ -90,7 +90,8 @@ struct AuditOptions {
   /// Attention statistics (core/attention: per head the largest pre-softmax logit, the entropy
   /// and the share of queries on one key) from record_attention(), every N-th audited step;
   /// 0 = off. At other steps record_attention() returns before reading the logits. In a
-  /// multi-process run each rank keeps its own (they are not merged across ranks yet).
+  /// multi-process run every rank must measure the same nodes and heads at those steps: they
+  /// are merged across ranks (counts and sums add, the largest logit is the job's).
   int attention_every = 10;
   /// Ids that may be tapped without being modules (functional ops, e.g. "attention_scores").
   std::vector<std::string> free_nodes;
