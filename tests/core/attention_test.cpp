@@ -100,6 +100,27 @@ TEST(AttentionStats, PlantedHeadsMatchAnIndependentSoftmax) {
   EXPECT_DOUBLE_EQ(got[1].max_logit, 0.5);
 }
 
+TEST(AttentionStats, AVisibleMaskReadsAsHiddenLogitsDo) {
+  // The planted logits without their -inf, and the causal mask as bytes instead: the same sums.
+  const AttentionShape shape{2, 3, 5, 5};
+  const std::vector<float> masked = planted_logits(shape);
+  std::vector<float> open = masked;
+  for (float& l : open)
+    if (l == kHidden) l = 1e4f;  // would dominate every row were it read
+  std::vector<uint8_t> causal(25);
+  for (int q = 0; q < 5; ++q)
+    for (int k = 0; k < 5; ++k) causal[static_cast<std::size_t>(q * 5 + k)] = k <= q;
+  const auto want = attention_head_stats(masked.data(), shape);
+  const auto got = attention_head_stats(open.data(), shape, causal.data());
+  for (std::size_t h = 0; h < 3; ++h) {
+    EXPECT_EQ(got[h].queries, want[h].queries);
+    EXPECT_EQ(got[h].fraction_queries, want[h].fraction_queries);
+    EXPECT_EQ(got[h].top_queries, want[h].top_queries);
+    EXPECT_EQ(got[h].max_logit, want[h].max_logit);
+    EXPECT_EQ(got[h].entropy_sum, want[h].entropy_sum);
+  }
+}
+
 TEST(AttentionStats, LargeLogitsDoNotOverflow) {
   const std::vector<float> row = {3000.f, 2990.f, -5000.f};
   const HeadStats h = attention_head_stats(row.data(), {1, 1, 1, 3})[0];

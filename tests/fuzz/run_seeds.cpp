@@ -40,6 +40,7 @@ void write_killed_run(const fs::path& dir, const SampleRun& run, int commits) {
         const StepRecords findings = sample_findings(run, step);
         for (const ChannelRecord& c : findings.channels) writer.add(c);
         for (const SimilarityRecord& x : findings.similarities) writer.add(x);
+        for (const AttentionRecord& a : findings.attention) writer.add(a);
         if (step % run.commit_every == run.commit_every - 1) {
           writer.commit();
           if (++done == commits) kill(getpid(), SIGKILL);

@@ -105,6 +105,20 @@ StepRecords sample_findings(const SampleRun& run, int64_t step) {
   }
   out.similarities.push_back({step, node_name(run, 0), node_name(run, 2), 0.97});
   out.similarities.push_back({step, node_name(run, 2), node_name(run, 0), 0.97});
+  // Attention of encoder/fc1, two heads, every third step: the second grows and collapses from
+  // step 6 (table attention, schema 6, for the fuzzer to mutate).
+  if (step % 3 == 0) {
+    HeadStats calm, sharp;
+    calm.queries = calm.fraction_queries = sharp.queries = sharp.fraction_queries = 32;
+    calm.max_logit = 2.5;
+    calm.entropy_sum = 32 * 2.0;
+    calm.entropy_fraction_sum = 32 * 0.7;
+    sharp.max_logit = step < 6 ? 3.0 : 150.0 * static_cast<double>(step);
+    sharp.entropy_sum = step < 6 ? 60.0 : 0.5;
+    sharp.entropy_fraction_sum = step < 6 ? 32 * 0.7 : 0.2;
+    sharp.top_queries = step < 6 ? 0 : 30;
+    out.attention.push_back({step, node_name(run, 0), {calm, sharp}});
+  }
   return out;
 }
 

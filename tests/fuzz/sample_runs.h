@@ -26,8 +26,9 @@ struct SampleRun {
 /// ReLU, a saturated tanh, an embedding table, a frozen layer) over all eight sites.
 std::vector<Record> sample_step(const SampleRun& run, int64_t step);
 
-/// The channel view and branch similarity a probe would measure at `step` (the records empty):
-/// encoder/relu's 4 channels every other step, and encoder/fc1 against encoder/fc2 (LEAKAGE).
+/// The channel view, branch similarity and attention a probe would measure at `step` (the
+/// records empty): encoder/relu's 4 channels every other step, encoder/fc1 against encoder/fc2
+/// (LEAKAGE), and encoder/fc1's two attention heads every third step (the second grows).
 StepRecords sample_findings(const SampleRun& run, int64_t step);
 
 /// What an audit hands over when it finishes: the six nodes in order, a warning, gradient SNRs.

@@ -12,14 +12,16 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // One query row into `h`: the largest visible logit first, then z and s around it (exp of a
-// non-positive number never overflows).
-void add_row(const float* row, int64_t keys, HeadStats& h) {
-  float m = -std::numeric_limits<float>::infinity();
+// non-positive number never overflows). `see` (may be null) marks the keys the query may see.
+void add_row(const float* row, const uint8_t* see, int64_t keys, HeadStats& h) {
+  constexpr float kHidden = -std::numeric_limits<float>::infinity();
+  const auto hidden = [&](int64_t k) { return (see && !see[k]) || row[k] == kHidden; };
+  float m = kHidden;
   int64_t visible = 0;
   bool nonfinite = false;
   for (int64_t k = 0; k < keys; ++k) {
+    if (hidden(k)) continue;
     const float l = row[k];
-    if (l == -std::numeric_limits<float>::infinity()) continue;
     ++visible;
     if (!(l < std::numeric_limits<float>::infinity())) nonfinite = true;  // NaN or +Inf
     else m = std::max(m, l);
@@ -32,9 +34,8 @@ void add_row(const float* row, int64_t keys, HeadStats& h) {
   // exp in float (the logits are float; a few times faster than in double), sums in double.
   double z = 0, s = 0;
   for (int64_t k = 0; k < keys; ++k) {
-    const float l = row[k];
-    if (l == -std::numeric_limits<float>::infinity()) continue;
-    const float d = l - m;
+    if (hidden(k)) continue;
+    const float d = row[k] - m;
     const float e = std::exp(d);
     z += e;
     s += static_cast<double>(e) * d;
@@ -75,7 +76,7 @@ HeadStats merge(const HeadStats& a, const HeadStats& b) {
   return r;
 }
 
-std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape) {
+std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape, const uint8_t* visible) {
   if (shape.batch < 0 || shape.heads < 0 || shape.queries < 0 || shape.keys < 0)
     throw Error("attention logits: dimensions must be >= 0");
   std::vector<HeadStats> heads(static_cast<std::size_t>(shape.heads));
@@ -86,7 +87,7 @@ std::vector<HeadStats> attention_head_stats(const float* logits, const Attention
   for (int64_t b = 0; b < shape.batch; ++b)
     for (int64_t h = 0; h < shape.heads; ++h)
       for (int64_t q = 0; q < shape.queries; ++q, p += shape.keys)
-        add_row(p, shape.keys, heads[static_cast<std::size_t>(h)]);
+        add_row(p, visible ? visible + q * shape.keys : nullptr, shape.keys, heads[static_cast<std::size_t>(h)]);
   return heads;
 }
 

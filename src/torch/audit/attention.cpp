@@ -14,34 +14,53 @@
 namespace gradscope::torch {
 namespace {
 
-// The logits as a contiguous CPU float [batch, heads, queries, keys], hidden keys at -inf.
-at::Tensor visible_logits(const std::string& id, const at::Tensor& logits, const at::Tensor& mask) {
+// The logits as a contiguous CPU float [batch, heads, queries, keys] (the caller's tensor when
+// it already is one), hidden keys at -inf or, for a bool mask of the queries and keys alone (a
+// causal mask), in `visible` ([queries, keys] bytes): read in place, not applied to a copy.
+struct Prepared {
+  at::Tensor logits, visible;
+};
+
+Prepared prepare(const std::string& id, const at::Tensor& logits, const at::Tensor& mask) {
   const std::string who = "audit: attention of node '" + id + "'";
   if (!logits.defined()) throw Error(who + ": undefined logits");
   if (logits.dim() != 3 && logits.dim() != 4)
     throw Error(who + ": logits must be [batch, heads, queries, keys] or [heads, queries, keys], got " +
                 std::to_string(logits.dim()) + " dimensions");
   if (!at::isFloatingType(logits.scalar_type())) throw Error(who + ": logits must be floating point");
+  Prepared p;
   at::Tensor l = logits.detach();
   if (l.dim() == 3) l = l.unsqueeze(0);
   l = l.to(at::kCPU, at::kFloat);
   if (mask.defined()) {
-    try {
-      const at::Tensor m = mask.detach().to(at::kCPU);
-      if (m.scalar_type() == at::kBool) {
-        l = l.masked_fill(m.logical_not(), -std::numeric_limits<float>::infinity());
-      } else if (at::isFloatingType(m.scalar_type())) {
-        l = l + m.to(at::kFloat);
-      } else {
-        throw Error(who + ": mask must be bool (true: may attend) or floating point (added to the logits)");
+    const at::Tensor m = mask.detach().to(at::kCPU);
+    if (m.scalar_type() != at::kBool && !at::isFloatingType(m.scalar_type()))
+      throw Error(who + ": mask must be bool (true: may attend) or floating point (added to the logits)");
+    const auto broadcast_error = [&] {
+      return Error(who + ": mask of shape " + c10::str(mask.sizes()) + " does not broadcast to logits of shape " +
+                   c10::str(logits.sizes()));
+    };
+    at::Tensor shared = m;  // [.., queries, keys] with every leading dimension 1
+    while (shared.dim() > 2 && shared.size(0) == 1) shared = shared.squeeze(0);
+    if (m.scalar_type() == at::kBool && shared.dim() == 2) {
+      try {
+        p.visible = shared.expand({l.size(2), l.size(3)}).to(at::kByte).contiguous();
+      } catch (const c10::Error&) {
+        throw broadcast_error();
       }
-    } catch (const c10::Error& e) {
-      throw Error(who + ": mask of shape " + c10::str(mask.sizes()) + " does not broadcast to logits of shape " +
-                  c10::str(logits.sizes()));
+    } else {
+      try {
+        l = m.scalar_type() == at::kBool
+                ? l.masked_fill(m.logical_not(), -std::numeric_limits<float>::infinity())
+                : l + m.to(at::kFloat);
+      } catch (const c10::Error&) {
+        throw broadcast_error();
+      }
+      if (l.dim() != 4) throw Error(who + ": mask of shape " + c10::str(mask.sizes()) + " adds dimensions to the logits");
     }
-    if (l.dim() != 4) throw Error(who + ": mask of shape " + c10::str(mask.sizes()) + " adds dimensions to the logits");
   }
-  return l.contiguous();
+  p.logits = l.contiguous();
+  return p;
 }
 
 }  // namespace
@@ -120,9 +139,11 @@ void Audit::record_attention(const std::string& id, const at::Tensor& logits, co
     if (!s.attention_step() || !s.entry_audited(s.entries[static_cast<std::size_t>(index)])) return;
   }
   if (!s.training_pass(index, /*consume=*/false)) return;
-  const at::Tensor l = visible_logits(id, logits, mask);
+  const Prepared p = prepare(id, logits, mask);
+  const at::Tensor& l = p.logits;
   const AttentionShape shape{l.size(0), l.size(1), l.size(2), l.size(3)};
-  std::vector<HeadStats> heads = attention_head_stats(l.data_ptr<float>(), shape);
+  std::vector<HeadStats> heads =
+      attention_head_stats(l.data_ptr<float>(), shape, p.visible.defined() ? p.visible.data_ptr<uint8_t>() : nullptr);
   std::lock_guard<std::mutex> lock(s.mutex);
   for (AttentionRecord& r : s.current.attention) {
     if (r.node != id) continue;

@@ -48,8 +48,11 @@ struct AttentionShape {
 };
 
 /// One HeadStats per head over every batch row and query of `logits` (float32, contiguous as
-/// `shape` says). A logit of -inf marks a key the query may not see; a row with none visible is
-/// not counted. Throws Error for a negative dimension or a null pointer with elements.
-std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape);
+/// `shape` says). A logit of -inf marks a key the query may not see, and so does a zero in
+/// `visible` when given: [queries][keys], the same for every batch row and head (a causal
+/// mask), read in place of a masked copy of the logits. A row with no key visible is not
+/// counted. Throws Error for a negative dimension or a null pointer with elements.
+std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape,
+                                            const uint8_t* visible = nullptr);
 
 }  // namespace gradscope
