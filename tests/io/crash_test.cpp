@@ -5,11 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
+#include <chrono>
 #include <map>
 #include <set>
 
 #include "gradscope/io/store/run_reader.h"
 #include "gradscope/io/store/run_writer.h"
+#include "store/internal/wal_check.h"
 #include "store_test_util.h"
 
 namespace gradscope {
@@ -96,6 +100,57 @@ TEST(RunStoreCrash, KillDashNineKeepsEveryCommittedStepAndNoPartialOne) {
       ASSERT_EQ(similarities[s][0].cka, static_cast<double>(s));
     }
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A writer killed inside a transaction can leave a log of its header alone beside its index, and
+// no live connection. A read-only connection cannot recover that index, and SQLite retried it for about
+// 10 s before giving up (then the reader fell back to the file alone); the reader now sees the
+// index unused and reads the file alone at once. Ten reads, each milliseconds, within a
+// generous 20 s (two fitted before).
+TEST(RunStoreCrash, AnEmptyLogLeftByAKilledWriterReadsAtOnce) {
+  const std::string dir = test::fresh_dir("crash-empty-log").string();
+  {
+    RunWriter w(dir);
+    for (int64_t step = 0; step < 3; ++step) w.add(Record{step, node_name(0), Site::kParamGrad, stats_for(step, 0)});
+    w.close();
+  }
+  const std::string db = dir + "/run.db";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    sqlite3* h = nullptr;
+    if (sqlite3_open(db.c_str(), &h) != SQLITE_OK) _exit(2);
+    // More than SQLite's page cache holds: pages spill into the log, uncommitted, as a large
+    // upgrade's do.
+    if (sqlite3_exec(h,
+                     "BEGIN IMMEDIATE; WITH RECURSIVE n(i) AS (SELECT 100 UNION ALL SELECT i + 1 FROM n WHERE i < 5100) "
+                     "INSERT INTO warnings(position, text, checksum) SELECT i, printf('%.1000c', 'x'), 0 FROM n;",
+                     nullptr, nullptr, nullptr) != SQLITE_OK)
+      _exit(3);
+    kill(getpid(), SIGKILL);  // inside the transaction: nothing committed
+    _exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer exited " << WEXITSTATUS(status);
+  ASSERT_TRUE(std::filesystem::exists(db + "-shm"));
+  ASSERT_GT(std::filesystem::file_size(db + "-wal"), 32u);
+  // The kill landing after the log's header was written and before its first frame (as in
+  // RunUpgrade.AnUpgradeKilledAtAnyMomentLeavesTheOldRunOrTheWholeNewOne under load): the
+  // header alone.
+  std::filesystem::resize_file(db + "-wal", 32);
+  EXPECT_EQ(internal::check_wal_file(db + "-wal").frames, 0);
+  EXPECT_FALSE(internal::wal_index_in_use(db + "-shm"));
+  const auto start = std::chrono::steady_clock::now();
+  int reads = 0;
+  while (reads < 10 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+    RunReader r(dir);
+    EXPECT_EQ(r.step_count(), 3);
+    EXPECT_EQ(r.for_each([](const Record&) {}), 3);
+    ++reads;
+  }
+  EXPECT_EQ(reads, 10);
   std::filesystem::remove_all(dir);
 }
 
