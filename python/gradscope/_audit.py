@@ -221,6 +221,9 @@ class Audit:
     `histogram_every=N` counts histograms of the elements of each node's activation, output
     gradient and parameter gradients every N-th audited step (0, the default: none); the run
     store and the TensorBoard file keep them (docs/tensorboard.md).
+    `attention_every=N` (10 by default; 0: never) measures attention every N-th audited step:
+    each nn.MultiheadAttention inside an audited node from its own weights and masks, and the
+    logits you pass to attention() (docs/attention.md).
     `process_group` (a torch.distributed ProcessGroup, or True / "default" for the default
     group) merges every audited step across the group's ranks, so that report(), records() and
     on_step describe the whole job on every rank; constructing the Audit is then a collective.
