@@ -263,6 +263,9 @@ class Audit:
         self._engine = _engine.AuditEngine(specs, options, spec, tensorboard)
         # The engine chose the scoped submodules on its copy of the module tree (same paths).
         self._submodules = scoped_submodules(self._nodes, self._engine.node_ids())
+        # attention() runs in every forward: its lookups are dictionaries, made once.
+        self._module_of_id = {i: m for i, m in list(self._nodes) + list(self._submodules)}
+        self._id_of_module = {id(m): i for i, m in reversed(list(self._nodes) + list(self._submodules))}
         self._sample_every = sample_every
         self._attention_every = attention_every
         self._step = 0
@@ -390,17 +393,17 @@ class Audit:
         if isinstance(node, nn.Module):
             module, node = node, self._node_id_of(node)
         else:
-            module = next((m for i, m in list(self._nodes) + list(self._submodules) if i == node), None)
+            module = self._module_of_id.get(node)
         if module is None or module.training:  # an evaluation pass is not recorded (an unknown id: the engine says so)
             self._engine.attention(node, logits, mask)
         return logits
 
     def _node_id_of(self, module):
-        for node_id, m in list(self._nodes) + list(self._submodules):
-            if m is module:
-                return node_id
-        raise Error(f"audit: attention: module {type(module).__name__} is not an audited node or scoped "
-                    f"submodule; pass nodes=[...] naming it, or its id")
+        node_id = self._id_of_module.get(id(module))
+        if node_id is None:
+            raise Error(f"audit: attention: module {type(module).__name__} is not an audited node or scoped "
+                        f"submodule; pass nodes=[...] naming it, or its id")
+        return node_id
 
     def step(self, optimizer):
         """Ends the step: measures the parameter gradients and values, runs optimizer.step()

@@ -169,7 +169,7 @@ void AuditEngine::attention(const std::string& id, const at::Tensor& logits, con
 }
 bool AuditEngine::attention_step() { return audit().attention_step(); }
 void AuditEngine::projected_attention(const torch::ProjectedAttention& call) {
-  audit().record_attention(call.id, torch::projected_attention_logits(call));
+  audit().record_attention(call);
 }
 void AuditEngine::step(const std::function<void()>& apply_update) { audit().step(apply_update); }
 

@@ -75,7 +75,7 @@ class AuditEngine {
   void pre_activation(const std::string& id, const at::Tensor& x);
   /// Audit::record_attention (an undefined mask: none) and Audit::attention_step.
   void attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask);
-  /// projected_attention_logits (torch/audit/attention_logits.h), then Audit::record_attention.
+  /// Audit::record_attention of one multi-head attention call (torch/audit/attention_logits.h).
   void projected_attention(const torch::ProjectedAttention& call);
   bool attention_step();
   /// Audit::step; each audited step also goes to the run.

@@ -63,6 +63,20 @@ Prepared prepare(const std::string& id, const at::Tensor& logits, const at::Tens
   return p;
 }
 
+// The entry of node `id` when its attention is measured now (a sampled step, the node audited,
+// a training pass), else -1: checked before any logits are read or projected. Throws Error for
+// an unknown id.
+int attention_entry(Audit::State& s, const std::string& id) {
+  const auto found = s.by_id.find(id);
+  if (found == s.by_id.end()) throw Error("audit: attention: " + s.unknown_id_message(id));
+  const int index = found->second;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.attention_step() || !s.entry_audited(s.entries[static_cast<std::size_t>(index)])) return -1;
+  }
+  return s.training_pass(index, /*consume=*/false) ? index : -1;
+}
+
 }  // namespace
 
 at::Tensor projected_attention_logits(const ProjectedAttention& a) {
@@ -105,7 +119,6 @@ void Audit::record_attention(const std::string& id, const ::torch::nn::Multihead
   if (attn_mask.defined() && attn_mask.scalar_type() == at::kBool)
     throw Error("audit: attention of node '" + id + "': LibTorch's MultiheadAttention adds attn_mask to its logits, so a "
                 "bool mask hides no key there; pass a float mask (-inf where a key is hidden) to both");
-  if (!attention_step()) return;
   const int64_t e = m.options.embed_dim();
   ProjectedAttention a;
   a.id = id;
@@ -121,7 +134,12 @@ void Audit::record_attention(const std::string& id, const ::torch::nn::Multihead
   a.batch_first = false;  // LibTorch's module takes [L, N, E]
   a.attn_mask = attn_mask;
   a.key_padding_mask = key_padding_mask;
-  record_attention(id, projected_attention_logits(a));
+  record_attention(a);
+}
+
+void Audit::record_attention(const ProjectedAttention& call) {
+  if (attention_entry(*state_, call.id) < 0) return;  // before the projection, not after it
+  add_attention(call.id, projected_attention_logits(call), {});
 }
 
 bool Audit::attention_step() const {
@@ -130,15 +148,12 @@ bool Audit::attention_step() const {
 }
 
 void Audit::record_attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask) {
+  if (attention_entry(*state_, id) < 0) return;
+  add_attention(id, logits, mask);
+}
+
+void Audit::add_attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask) {
   State& s = *state_;
-  const auto found = s.by_id.find(id);
-  if (found == s.by_id.end()) throw Error("audit: attention: " + s.unknown_id_message(id));
-  const int index = found->second;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.attention_step() || !s.entry_audited(s.entries[static_cast<std::size_t>(index)])) return;
-  }
-  if (!s.training_pass(index, /*consume=*/false)) return;
   const Prepared p = prepare(id, logits, mask);
   const at::Tensor& l = p.logits;
   const AttentionShape shape{l.size(0), l.size(1), l.size(2), l.size(3)};

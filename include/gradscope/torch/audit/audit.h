@@ -42,6 +42,7 @@ class MultiheadAttentionImpl;
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/torch/distributed/rank_merge.h"
+#include "gradscope/torch/audit/attention_logits.h"
 #include "gradscope/torch/audit/scope.h"
 
 namespace gradscope::torch {
@@ -196,6 +197,10 @@ class Audit {
   void record_attention(const std::string& id, const ::torch::nn::MultiheadAttentionImpl& attention,
                         const at::Tensor& query, const at::Tensor& key, const at::Tensor& attn_mask = {},
                         const at::Tensor& key_padding_mask = {});
+  /// The same for one call of any multi-head attention given its inputs and q and k
+  /// projections (torch/audit/attention_logits.h; the Python hook for nn.MultiheadAttention):
+  /// the logits are projected only when the node's attention is measured now.
+  void record_attention(const ProjectedAttention& call);
   /// Whether record_attention() measures at the step being recorded (callers that must first
   /// compute the logits, as the Python hook for nn.MultiheadAttention, skip the work otherwise).
   bool attention_step() const;
@@ -283,6 +288,10 @@ class Audit {
   struct State;
 
  private:
+  // Summarises `logits` (masked by `mask`) into this step's attention record of `id`, the
+  // node's attention being measured now (record_attention checked).
+  void add_attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask);
+
   std::shared_ptr<State> state_;
 };
 
