@@ -9,7 +9,7 @@ export CCACHE_NOHASHDIR ?= 1
 # and caches the translation units that use the precompiled LibTorch headers (cmake/torch_pch.cmake).
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 
-.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer validate validate-compression clean
+.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer bench-loss validate validate-compression clean
 
 all: build
 
@@ -75,7 +75,7 @@ fuzz: configure
 # Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
 BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
 
-bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer
+bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-loss
 
 # The Python audit against plain PyTorch steps (bench/python_bench.py; docs/benchmarks.md).
 bench-python: configure
@@ -86,6 +86,11 @@ bench-python: configure
 bench-transformer: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
 	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/transformer_bench.py
+
+# The loss series on the spike validation's LSTM (bench/loss_bench.py; docs/benchmarks.md).
+bench-loss: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
+	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/loss_bench.py
 
 # bench-compression trains on Fashion-MNIST and the digits: fetch them first.
 bench-compression: configure

@@ -19,28 +19,21 @@ import time
 import torch
 from torch import nn
 
-LICENSES = "/usr/share/common-licenses"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from licence_text import licence_text  # noqa: E402
+
 _TEXT = None
 
 
 def load_text():
     """Return (data, vocab_size): the licence texts as a LongTensor of character ids.
 
-    Files are read in sorted order; symlinks (GPL -> GPL-3, ...) are resolved and a
-    real path is read only once, so the text does not depend on how links are laid out.
+    The text is licence_text()'s (licence_text.py).
     The vocabulary is the sorted set of characters in the text.
     """
     global _TEXT
     if _TEXT is None:
-        seen, parts = set(), []
-        for name in sorted(os.listdir(LICENSES)):
-            path = os.path.realpath(os.path.join(LICENSES, name))
-            if path in seen or not os.path.isfile(path):
-                continue
-            seen.add(path)
-            with open(path, encoding="utf-8", errors="replace") as f:
-                parts.append(f.read())
-        text = "".join(parts)
+        text = licence_text()
         chars = sorted(set(text))
         index = {c: i for i, c in enumerate(chars)}
         _TEXT = (torch.tensor([index[c] for c in text], dtype=torch.long), len(chars))

@@ -3,7 +3,9 @@ C++ demo's runs with their reports and HTML pages (gradscope html): a dying-ReLU
 MLP trained with loss scaling as mixed precision does it, whose first steps overflow, an
 embedding table with planted oscillating rows whose EmbeddingTracker writes its own run, and a
 character-level GPT three ways (healthy; unstable: lr 3e-2 without warm-up; the same fixed with
-qk-LayerNorm; examples/transformer_audit.py).
+qk-LayerNorm; examples/transformer_audit.py), and PyTorch's word-language-model LSTM recipe
+without its gradient clipping (it blows up) beside the recipe as shipped (clip 0.25;
+examples/lstm_audit.py).
 
     PYTHONPATH=build/python /usr/bin/python3 scripts/python_demo.py DATA_DIR OUT_DIR GRADSCOPE_BIN
 """
@@ -19,6 +21,7 @@ from torch import nn
 import gradscope
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import lstm_audit  # noqa: E402
 import transformer_audit  # noqa: E402
 
 STEPS = 200
@@ -56,6 +59,25 @@ def main(data_dir, out_dir, cli):
     loss_scale(data_dir, out_dir, cli)
     embedding(data_dir, out_dir, cli)
     transformers(out_dir, cli)
+    blowups(out_dir, cli)
+
+
+def blowups(out_dir, cli):
+    """The LSTM of examples/lstm_lm.py at lr 20 without clipping, and its clipped twin."""
+    lines = []
+    for name, steps, what in (("blowup", 40, "lr 20, no clipping"), ("clipped", 200, "lr 20, clip 0.25")):
+        run = os.path.join(out_dir, f"demo-python-lstm-{name}")
+        truth, _ = lstm_audit.audited(name, 0, steps=steps, run=run, run_name=f"demo-python-lstm-{name}")
+        save_reports(run, cli)
+        report = gradscope.load_run(run).report
+        lines.append(f"  {'python-lstm-' + name:24s} loss {truth['loss'][-1]:.2f}  ({what})  {report.verdict().strip()}")
+        if name == "blowup":
+            print("\n== python-lstm-blowup: PyTorch's word-language-model LSTM at lr 20 without its gradient "
+                  "clipping; the loss blows up\n")
+            print(report)
+    print("summary (the loss handed to audit.step: spikes and blow-ups)")
+    print("\n".join(lines))
+    print(f"HTML report: {os.path.join(out_dir, 'demo-python-lstm-blowup', 'report.html')}")
 
 
 def transformers(out_dir, cli):

@@ -41,6 +41,18 @@ _SQUASHING = (nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Softsign)
 _LARGEST_SCALE = 3.4028234663852886e38
 
 
+def _scalar(what, value):
+    """`value` as a float: a real number, or a tensor of one element (read with item())."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise Error(f"audit: {what} must be a number or a one-element tensor, got a tensor of shape "
+                        f"{tuple(value.shape)}")
+        return float(value.detach().item())
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Error(f"audit: {what} must be a number or a one-element tensor, got {type(value).__name__}")
+    return float(value)
+
+
 def _has_params(module):
     return next(module.parameters(), None) is not None
 
@@ -405,11 +417,53 @@ class Audit:
                         f"submodule; pass nodes=[...] naming it, or its id")
         return node_id
 
-    def step(self, optimizer):
+    def record_loss(self, loss, batch=None):
+        """The step's training loss (a number or a one-element tensor; a tensor is read with
+        item(), which waits for the device), judged for LOSS_SPIKE and DIVERGENCE. Kept at every
+        step, sampled or not; NaN and Inf are kept (a non-finite loss is a divergence). The first
+        value of a step counts. `batch`, the index of the step's batch in your data, is what a
+        LOSS_SPIKE names for you to inspect. step(optimizer, loss=..., batch=...) does the same."""
+        self._engine.record_loss(_scalar("record_loss: loss", loss))
+        if batch is not None:
+            if isinstance(batch, bool) or not isinstance(batch, numbers.Integral):
+                raise Error(f"audit: record_loss: batch must be an integer index, got {batch!r}")
+            self._engine.record_scalar("batch", float(batch))
+
+    def record_grad_norm(self, before_clip, applied=None):
+        """The global L2 of the gradients as backward produced them (what
+        torch.nn.utils.clip_grad_norm_ returns) and, when known, the norm after clipping: the
+        median and 99th percentile in the report give a clipping value, and the clipping rate says
+        how often it acted. clip_grad_norm_ does this for you."""
+        after = math.nan if applied is None else _scalar("record_grad_norm: applied", applied)
+        self._engine.record_grad_norm(_scalar("record_grad_norm: before_clip", before_clip), after)
+
+    def clip_grad_norm_(self, max_norm):
+        """torch.nn.utils.clip_grad_norm_ over the audited model's parameters (L2), recording the
+        norm before and after clipping; returns the norm before, as torch's does. With a
+        GradScaler, call scaler.unscale_(optimizer) first."""
+        if isinstance(max_norm, bool) or not isinstance(max_norm, numbers.Real) or not math.isfinite(max_norm) \
+                or max_norm <= 0:
+            raise Error(f"audit: clip_grad_norm_: max_norm must be a finite number > 0, got {max_norm!r}")
+        total = torch.nn.utils.clip_grad_norm_([p for p in self._params if p.grad is not None], max_norm)
+        before = float(total)
+        # torch scales by max_norm / (norm + 1e-6) when that is below 1.
+        factor = max_norm / (before + 1e-6)
+        self._engine.record_grad_norm(before, before * factor if factor < 1 else before)
+        return total
+
+    def step(self, optimizer, loss=None, grad_norm=None, batch=None):
         """Ends the step: measures the parameter gradients and values, runs optimizer.step()
         (scaler.step(optimizer) with a scaler; or calls `optimizer` when it is a function) and
         measures the real update. An optimizer that holds none of the audited parameters is an
-        Error, before anything runs."""
+        Error, before anything runs. `loss` is record_loss(loss); `grad_norm`, the norm before
+        clipping (clip_grad_norm_'s result), is record_grad_norm(grad_norm); `batch` goes with the
+        loss (record_loss)."""
+        if loss is not None:
+            self.record_loss(loss, batch)
+        elif batch is not None:
+            raise Error("audit: step: batch is given without a loss")
+        if grad_norm is not None:
+            self.record_grad_norm(grad_norm)
         function = callable(optimizer) and not hasattr(optimizer, "step")
         if function:
             update = optimizer

@@ -40,6 +40,15 @@ class Report:
         ls = self._native.loss_scale
         return ls if ls.steps > 0 else None
 
+    @property
+    def series(self):
+        """The loss and the global gradient norm per step, as judged: loss_steps, first_loss,
+        last_loss, min_loss, spike_count and spikes (LOSS_SPIKE: step, value, band_mean, band_sd,
+        z, early_rule), divergence_step (-1: none), divergence_nonfinite, divergence_value,
+        divergence_level, grad_norm_median, grad_norm_p99, grad_norm_max, clipped_steps, and
+        leads (the nodes whose gradient burst first: node, step, lead in steps, z, ratio)."""
+        return self._native.series
+
     def node(self, name):
         """The NodeReport of `name`; KeyError naming the known nodes when there is none."""
         for n in self._native.nodes:

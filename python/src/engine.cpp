@@ -181,6 +181,11 @@ void AuditEngine::resume() { audit().resume(); }
 void AuditEngine::set_loss_scale(double scale, bool parameter_grads_unscaled) {
   audit().set_loss_scale(scale, parameter_grads_unscaled);
 }
+void AuditEngine::record_loss(double loss) { audit().record_loss(loss); }
+void AuditEngine::record_scalar(const std::string& name, double value) { audit().record_scalar(name, value); }
+void AuditEngine::record_grad_norm(double before_clip, double applied) {
+  audit().record_grad_norm(before_clip, applied);
+}
 bool AuditEngine::audited() const { return audit_ && audit_->current_step() % sample_every_ == 0; }
 int64_t AuditEngine::current_step() const { return audit_ ? audit_->current_step() : report_.steps; }
 

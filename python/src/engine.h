@@ -86,6 +86,10 @@ class AuditEngine {
   void pause();
   void resume();
   void set_loss_scale(double scale, bool parameter_grads_unscaled);
+  /// Audit::record_loss / record_grad_norm (applied NaN: not known).
+  void record_loss(double loss);
+  void record_scalar(const std::string& name, double value);
+  void record_grad_norm(double before_clip, double applied);
   /// Whether the current step is audited (sample_every).
   bool audited() const;
   int64_t current_step() const;

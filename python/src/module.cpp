@@ -1,5 +1,6 @@
 // gradscope._engine: the pybind11 bindings. The one translation unit that includes
 // torch/extension.h (slow to compile); the engine itself is in engine.cpp and saved_run.cpp.
+#include <cmath>
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -176,11 +177,62 @@ void bind_report(py::module_& m) {
       .def_property_readonly("verdict",
                              [](const LossScaleReport& r) { return loss_scale_verdict_name(r.verdict); })
       .def("found", &LossScaleReport::found);
+  py::class_<SeriesSpike>(m, "SeriesSpike", "A loss or gradient above its band (gradscope::SeriesSpike).")
+      .def_readonly("step", &SeriesSpike::step)
+      .def_readonly("value", &SeriesSpike::value)
+      .def_readonly("band_mean", &SeriesSpike::band_mean)
+      .def_readonly("band_sd", &SeriesSpike::band_sd)
+      .def_readonly("z", &SeriesSpike::z)
+      .def_readonly("early_max", &SeriesSpike::early_max)
+      .def_readonly("early_rule", &SeriesSpike::early_rule)
+      .def_readonly("window_max", &SeriesSpike::window_max)
+      .def_property_readonly("batch", [](const SeriesSpike& s) -> py::object {
+        if (std::isnan(s.batch)) return py::none();
+        return py::int_(static_cast<int64_t>(s.batch));
+      });
+  py::class_<SpikeLead>(m, "SpikeLead", "A node whose gradient burst before the loss (gradscope::SpikeLead).")
+      .def_readonly("node", &SpikeLead::node)
+      .def_readonly("step", &SpikeLead::step)
+      .def_readonly("lead", &SpikeLead::lead)
+      .def_readonly("z", &SpikeLead::z)
+      .def_readonly("ratio", &SpikeLead::ratio);
+  py::class_<SeriesReport>(m, "SeriesReport",
+                           "The loss and global gradient norms per step, and their findings (gradscope::SeriesReport).")
+      .def_readonly("loss_steps", &SeriesReport::loss_steps)
+      .def_readonly("first_loss_step", &SeriesReport::first_loss_step)
+      .def_readonly("last_loss_step", &SeriesReport::last_loss_step)
+      .def_readonly("first_loss", &SeriesReport::first_loss)
+      .def_readonly("last_loss", &SeriesReport::last_loss)
+      .def_readonly("min_loss", &SeriesReport::min_loss)
+      .def_readonly("min_loss_step", &SeriesReport::min_loss_step)
+      .def_readonly("spike_count", &SeriesReport::spike_count)
+      .def_readonly("spikes", &SeriesReport::spikes)
+      .def_readonly("divergence_step", &SeriesReport::divergence_step)
+      .def_readonly("divergence_nonfinite", &SeriesReport::divergence_nonfinite)
+      .def_readonly("divergence_value", &SeriesReport::divergence_value)
+      .def_readonly("divergence_level", &SeriesReport::divergence_level)
+      .def_readonly("divergence_last", &SeriesReport::divergence_last)
+      .def_readonly("divergence_back", &SeriesReport::divergence_back)
+      .def_readonly("first_nonfinite_loss", &SeriesReport::first_nonfinite_loss)
+      .def_readonly("grad_norm_steps", &SeriesReport::grad_norm_steps)
+      .def_readonly("grad_norm_median", &SeriesReport::grad_norm_median)
+      .def_readonly("grad_norm_p99", &SeriesReport::grad_norm_p99)
+      .def_readonly("grad_norm_max", &SeriesReport::grad_norm_max)
+      .def_readonly("grad_norm_max_step", &SeriesReport::grad_norm_max_step)
+      .def_readonly("grad_norm_steps_before", &SeriesReport::grad_norm_steps_before)
+      .def_readonly("grad_norm_median_before", &SeriesReport::grad_norm_median_before)
+      .def_readonly("grad_norm_max_before", &SeriesReport::grad_norm_max_before)
+      .def_readonly("clipped_steps", &SeriesReport::clipped_steps)
+      .def_readonly("clip_known_steps", &SeriesReport::clip_known_steps)
+      .def_readonly("leads", &SeriesReport::leads)
+      .def("diverged", &SeriesReport::diverged)
+      .def("onset", &SeriesReport::onset);
   py::class_<Report>(m, "Report")
       .def_readonly("steps", &Report::steps)
       .def_readonly("nodes", &Report::nodes)
       .def_readonly("nonfinite_origin", &Report::nonfinite_origin)
       .def_readonly("loss_scale", &Report::loss_scale)
+      .def_readonly("series", &Report::series)
       .def_readonly("thresholds", &Report::thresholds)
       .def("healthy", &Report::healthy)
       .def("flagged_worst_first",
@@ -381,6 +433,9 @@ void bind_audit(py::module_& m) {
       .def("pause", &AuditEngine::pause)
       .def("resume", &AuditEngine::resume)
       .def("set_loss_scale", &AuditEngine::set_loss_scale, py::arg("scale"), py::arg("parameter_grads_unscaled"))
+      .def("record_loss", &AuditEngine::record_loss, py::arg("loss"))
+      .def("record_scalar", &AuditEngine::record_scalar, py::arg("name"), py::arg("value"))
+      .def("record_grad_norm", &AuditEngine::record_grad_norm, py::arg("before_clip"), py::arg("applied"))
       .def("audited", &AuditEngine::audited)
       .def("current_step", &AuditEngine::current_step)
       .def("report", &AuditEngine::report, release_gil())

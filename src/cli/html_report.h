@@ -21,6 +21,7 @@ inline HtmlReportInput html_report_input(const LoadedRun& run, const EmbeddingRu
   in.flow = &run.flow;
   in.series = &run.series;
   in.attention = &run.attention;
+  in.scalars = &run.scalars;
   in.embedding = embedding;
   in.trees = trees;
   in.architecture = &run.summary.architecture;

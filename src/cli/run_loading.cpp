@@ -1,6 +1,7 @@
 #include "run_loading.h"
 
 #include "gradscope/core/attention/history.h"
+#include "gradscope/core/series/history.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -70,7 +71,7 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
   RunReader reader(path, ReadOptions{partial});
   if (reader.step_count() == 0) throw Error("run '" + path + "': no steps recorded");
   const Thresholds& thresholds = reader.metadata().thresholds;
-  LoadedRun run{path, reader.metadata(), {}, reader.summary(), Timeline(thresholds, frames ? 0 : 1), {}, {}, {}, 0};
+  LoadedRun run{path, reader.metadata(), {}, reader.summary(), Timeline(thresholds, frames ? 0 : 1), {}, {}, {}, {}, 0};
   SavedReportBuilder builder(run.summary);
   SeriesBuilder steps(kSeriesSteps);
   // The flow summary takes each frame as the timeline closes it (at most one per add), so it
@@ -85,6 +86,7 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
   };
   ProgressBar bar("reading " + path);
   AttentionHistory attention(kSeriesSteps);
+  ScalarHistory scalars(kSeriesSteps);
   RunVisitor visit = builder.visitor([&](const Record& r) {
     run.timeline.add(r);
     summarize_closed_frame();
@@ -94,6 +96,10 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
     visit.attention = [&, judge = visit.attention](const AttentionRecord& a) {
       judge(a);
       attention.add(a);
+    };
+    visit.scalar = [&, judge = visit.scalar](const StepScalar& x) {
+      judge(x);
+      scalars.add(x);
     };
   }
   run.steps = reader.for_each(visit, range, [&](int64_t done, int64_t total) { bar.update(done, total); });
@@ -107,6 +113,7 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
   if (series) {
     run.series = steps.finish();
     run.attention = attention.records();
+    run.scalars = scalars.values();
   }
   return run;
 }

@@ -25,6 +25,7 @@ struct LoadedRun {
   FlowSummary flow;
   std::vector<NodeSeries> series;  ///< per-node measures over at most kSeriesSteps steps (when asked)
   std::vector<AttentionRecord> attention;  ///< per node at most kSeriesSteps samples (with series)
+  std::vector<StepScalar> scalars;         ///< per series at most 2 x kSeriesSteps values (with series)
   int64_t steps = 0;  ///< steps read
 };
 

@@ -79,6 +79,10 @@ ExportResult export_run(RunReader& reader, EventWriter& writer, const ExportInpu
     pend(a.step);
     add_attention_scalars({a}, event);
   };
+  visit.scalar = [&](const StepScalar& x) {
+    pend(x.step);
+    add_series_scalars({x}, x.step, event);
+  };
   result.steps = reader.for_each(visit, {}, input.progress);
   end_step();
   if (pending_step >= 0) write(pending_step);

@@ -95,6 +95,11 @@ void add_element_histograms(const std::vector<ElementHistogram>& histograms, Ste
   }
 }
 
+void add_series_scalars(const std::vector<StepScalar>& scalars, int64_t step, StepSummary& out) {
+  for (const StepScalar& x : scalars)
+    if (x.step == step) out.scalar(x.name, x.value);
+}
+
 void add_attention_scalars(const std::vector<AttentionRecord>& records, StepSummary& out) {
   for (const AttentionRecord& a : records)
     for (std::size_t h = 0; h < a.heads.size(); ++h) {

@@ -35,8 +35,22 @@ void TensorBoardSink::add_step(const StepRecords& step) {
   for (const ChannelRecord& c : step.channels) report_->add(c);
   for (const SimilarityRecord& s : step.similarities) report_->add(s);
   for (const AttentionRecord& a : step.attention) report_->add(a);
+  for (const StepScalar& x : step.scalars) report_->add(x);
   if (writer_.failed()) return;  // training goes on; the findings text is still kept above
+  // The loss of the steps the audit did not sample: an event each, at their own steps, first.
+  for (std::size_t i = 0; i < step.scalars.size();) {
+    const int64_t at = step.scalars[i].step;
+    std::size_t j = i;
+    while (j < step.scalars.size() && step.scalars[j].step == at) ++j;
+    if (at != step.step) {
+      StepSummary earlier;
+      add_series_scalars(step.scalars, at, earlier);
+      writer_.write(at, wall_time_now(), earlier);
+    }
+    i = j;
+  }
   StepSummary event;
+  add_series_scalars(step.scalars, step.step, event);
   scalars_.add(step.records, event);
   for (const ChannelRecord& c : step.channels) add_channel_histograms(c, event);
   add_element_histograms(step.histograms, event);

@@ -419,7 +419,7 @@ TEST_F(AgentJson, DiffFailOnPicksTheKindsAndTypesThatFail) {
   EXPECT_EQ(run_cli("diff --min-confidence certain " + good + " " + bad).code, 2);
   // A typo of a type is refused, not a gate that never fires (it was accepted: any upper-case
   // word passed), and the error lists what is valid.
-  for (const char* typo : {"NANN", "VANISHNG", "ZOMBIE", "HEALTHY", "GRADIENT_SPIKE", "LOSS_SCALE", "Module"}) {
+  for (const char* typo : {"NANN", "VANISHNG", "ZOMBIE", "HEALTHY", "GRADIENT_SPKE", "LOSS_SCALE", "Module"}) {
     r = run_cli(std::string("diff --fail-on ") + typo + " " + good + " " + bad);
     EXPECT_EQ(r.code, 2) << typo;
     EXPECT_THAT(r.err, HasSubstr(std::string("'") + typo + "' is neither a finding kind nor a finding type")) << typo;

@@ -10,6 +10,7 @@
 
 #include "../common/compress_fixture.h"
 #include "gradscope/core/compress/rule.h"
+#include "gradscope/io/store/run_metadata.h"
 #include "gradscope/core/compress/rows.h"
 #include "gradscope/core/compress/packed.h"
 #include "gradscope/io/compress/json.h"
@@ -317,7 +318,8 @@ TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
 
   CliResult r = run("upgrade " + run_dir.string());
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, run_dir.string() + ": schema 4 -> 6; moved into run.db: units.json rows.json audit.jsonl\n"
+  const std::string now = std::to_string(kRunSchemaVersion);
+  EXPECT_EQ(r.out, run_dir.string() + ": schema 4 -> " + now + "; moved into run.db: units.json rows.json audit.jsonl\n"
                    "  the files beside run.db are no longer read and may be deleted\n");
   EXPECT_TRUE(fs::exists(run_dir / "units.json"));  // the user's files stay
   const fs::path alone = run_dir.parent_path() / "alone";
@@ -328,11 +330,11 @@ TEST(CompressCli, AnOldRunWithSideFilesReadsAndUpgrades) {
   EXPECT_EQ(read_run_log(alone.string()),
             std::vector<std::string>{"{\"step\": 3, \"layer\": \"item\", \"type\": \"ZOMBIE_GRADIENT_SCALE\"}"});
   r = run("upgrade " + alone.string());
-  EXPECT_EQ(r.out, alone.string() + ": schema 6 -> 6; no side files to move\n");
+  EXPECT_EQ(r.out, alone.string() + ": schema " + now + " -> " + now + "; no side files to move\n");
   r = run("upgrade --json " + alone.string());
   EXPECT_EQ(nlohmann::json::parse(r.out),
             nlohmann::json::parse("{\"gradscope_upgrade\": {\"run\": \"" + alone.string() +
-                                  "\", \"schema_from\": 6, \"schema_to\": 6, \"moved\": []}}"));
+                                  "\", \"schema_from\": " + now + ", \"schema_to\": " + now + ", \"moved\": []}}"));
   // A damaged side file is not moved: the upgrade stops naming it, the run untouched.
   const fs::path bad = run_dir.parent_path() / "bad";
   fs::create_directories(bad);

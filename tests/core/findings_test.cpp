@@ -372,7 +372,7 @@ TEST(FindingKinds, HoldEveryTypeTheRulesMakeOnce) {
     EXPECT_EQ(std::set<std::string>(types.begin(), types.end()).size(), types.size()) << name;
     for (const std::string& t : types) EXPECT_TRUE(is_finding_type(t)) << t;
   }
-  EXPECT_EQ(kinds, (std::set<std::string>{"module", "flow", "embedding", "trees", "loss_scale"}));
+  EXPECT_EQ(kinds, (std::set<std::string>{"module", "flow", "embedding", "trees", "loss_scale", "loss"}));
   const std::vector<std::string> module = finding_types(FindingKind::kModule);
   EXPECT_EQ(module.size(), static_cast<std::size_t>(kFlagCount - 1));
   for (int f = 1; f < kFlagCount; ++f) EXPECT_TRUE(is_finding_type(flag_name(static_cast<Flag>(f))));

@@ -245,6 +245,45 @@ TEST(HtmlCharts, AttentionChartsCarryEachHeadsMeasuresAndTheFindings) {
   EXPECT_THAT(render_html(f.input(), plain, kLibs), Not(HasSubstr("id=\"attention\"")));
 }
 
+TEST(HtmlCharts, TheLossChartMarksTheSpikeAndTheDivergenceFromTheReport) {
+  Fixture f({"rnn"}, 4);
+  std::vector<StepScalar> scalars;
+  ReportBuilder b;
+  for (int64_t step = 0; step < 60; ++step) {
+    const double loss = step >= 50 ? 80.0 : step == 30 ? 9.0 : 3.0 - 0.01 * step + 0.01 * (step % 2);
+    scalars.push_back({step, kLossSeries, loss});
+    scalars.push_back({step, kGradNormSeries, 1.0 + 0.1 * (step % 3)});
+    scalars.push_back({step, kClippedGradNormSeries, 1.0});
+    b.add(Record{step, "rnn", Site::kParamGrad, with_l2(1)});
+  }
+  scalars.push_back({60, kLossSeries, std::nan("")});  // not a point: the divergence marks it
+  for (const StepScalar& x : scalars) b.add(x);
+  f.report = b.build();
+  ASSERT_EQ(f.report.series.spike_count, 1);
+  ASSERT_EQ(f.report.series.divergence_step, 50);
+  HtmlReportInput in = f.input();
+  in.scalars = &scalars;
+  const std::vector<Chart> charts = build_charts(in);
+  const json loss = json::parse(chart(charts, "loss").spec);
+  const json points = loss["layer"][0]["data"]["values"];
+  ASSERT_EQ(points.size(), 60u);
+  EXPECT_DOUBLE_EQ(points[30]["value"].get<double>(), 9.0);
+  EXPECT_EQ(loss["layer"][0]["encoding"]["y"]["scale"]["type"], "log");
+  const json spike = loss["layer"][1]["data"]["values"];
+  ASSERT_EQ(spike.size(), 1u);
+  EXPECT_EQ(spike[0]["step"], 30);
+  EXPECT_EQ(loss["layer"][2]["data"]["values"][0]["label"], "DIVERGENCE from step 50");
+  EXPECT_THAT(loss["title"]["subtitle"].dump(), HasSubstr("DIVERGENCE at step 50"));
+  const json norms = json::parse(chart(charts, "grad-norm").spec);
+  EXPECT_EQ(norms["layer"][0]["data"]["values"].size(), 120u);  // before and after clipping
+  EXPECT_DOUBLE_EQ(norms["layer"][1]["data"]["values"][0]["median"].get<double>(), f.report.series.grad_norm_median);
+  const std::string page = render_html(in, charts, kLibs);
+  EXPECT_THAT(page, HasSubstr("<section id=\"loss\">"));
+  // Without scalars: no such charts, no section.
+  const std::vector<Chart> plain = build_charts(f.input());
+  EXPECT_THAT(render_html(f.input(), plain, kLibs), Not(HasSubstr("id=\"loss\"")));
+}
+
 TEST(HtmlCharts, EmbeddingTablesGetFourChartsEach) {
   const Fixture f({"fc1"});
   EmbeddingRunSummary e;

@@ -277,10 +277,11 @@ TEST(RunDocuments, UpgradeRunMovesOnlyTheVersion) {
   // A newer run is not touched.
   {
     test::Edit e(dir);
-    e.sql("PRAGMA user_version = 7");
+    e.sql("PRAGMA user_version = " + std::to_string(kRunSchemaVersion + 1));
   }
   EXPECT_THAT(error_of([&] { put_run_document(dir.string(), "rows.json", "{}"); }),
-              HasSubstr("schema version 7 is newer than this gradscope writes (6); upgrade gradscope"));
+              HasSubstr("schema version " + std::to_string(kRunSchemaVersion + 1) + " is newer than this gradscope writes (" +
+                        std::to_string(kRunSchemaVersion) + "); upgrade gradscope"));
   fs::remove_all(dir.parent_path());
 }
 

@@ -43,7 +43,15 @@ def test_the_python_demo_runs_say_what_they_show(tmp_path, digits_csv, gradscope
     assert {"ATTENTION_LOGIT_GROWTH", "ATTENTION_ENTROPY_COLLAPSE"} <= set(unstable["blocks.0.attn"]), unstable
     assert not any("SATURATED" in f for r in gpt.values() for f in r.flags().values())
     assert "python-gpt-unstable" in out.stdout and "ATTENTION_LOGIT_GROWTH" in out.stdout
-    for name in ("demo-python-dying-relu", "demo-python-loss-scale", "demo-python-embedding", "demo-python-gpt-unstable"):
+    # The LSTM blow-up and its clipped twin, read back from their saved runs.
+    blowup = gradscope.load_run(tmp_path / "demo-python-lstm-blowup").report
+    clipped = gradscope.load_run(tmp_path / "demo-python-lstm-clipped").report
+    assert blowup.series.diverged() and blowup.series.divergence_step <= 5, blowup.table()
+    assert blowup.series.leads, blowup.table()
+    assert clipped.healthy() and clipped.series.loss_steps == 200, clipped.table()
+    assert "python-lstm-blowup" in out.stdout and "DIVERGENCE at step" in out.stdout
+    for name in ("demo-python-dying-relu", "demo-python-loss-scale", "demo-python-embedding", "demo-python-gpt-unstable",
+                 "demo-python-lstm-blowup"):
         run = tmp_path / name
         for flags, file in (([], "report.txt"), (["--json"], "report.json")):
             printed = subprocess.run([gradscope_cli, "report", run, *flags], capture_output=True, text=True)

@@ -110,6 +110,40 @@ TEST(TensorBoardSink, WritesAttentionScalarsAndItsFindings) {
   EXPECT_NE(report.find("head 0 of 1"), std::string::npos) << report;
 }
 
+// The loss of every step, the unsampled ones' at their own steps before the sampled step's
+// event, and the findings text heads with the divergence.
+TEST(TensorBoardSink, WritesTheLossAtItsOwnStepsAndTheDivergence) {
+  const std::string dir = test::fresh_folder("sink-loss");
+  std::string path;
+  {
+    TensorBoardSink sink(dir);
+    path = sink.path();
+    StepRecords s;
+    for (int64_t step = 0; step < 40; ++step) {
+      const double loss = step >= 20 ? 90.0 : 3.0 - 0.01 * step;
+      s.scalars.push_back({step, kLossSeries, loss});
+      if (step % 2 == 0) continue;  // the audit samples every other step
+      StepRecords sampled = step_of(step, 1.0f);
+      sampled.scalars = s.scalars;
+      sink.add_step(sampled);
+      s.scalars.clear();
+    }
+    sink.set_summary({});
+    EXPECT_TRUE(sink.close());
+  }
+  const test::Decoded d = test::decode_file(path);
+  ASSERT_EQ(d.problem, "");
+  std::map<int64_t, float> loss;
+  for (const auto& e : d.events)
+    for (const auto& v : e.summary().value())
+      if (v.tag() == "loss") loss[e.step()] = v.simple_value();
+  ASSERT_EQ(loss.size(), 40u);
+  EXPECT_EQ(loss[2], 2.98f);
+  EXPECT_EQ(loss[21], 90.f);
+  const std::string report = d.events.back().summary().value(0).tensor().string_val(0);
+  EXPECT_NE(report.find("verdict: unhealthy: DIVERGENCE at step 20"), std::string::npos) << report;
+}
+
 // Live, the sink carries the other kinds too: a table's metrics and profile histograms at the
 // last step, a boosted model's measures at each round, with the values the export writes.
 TEST(TensorBoardSink, CarriesEmbeddingTablesAndTreeRounds) {

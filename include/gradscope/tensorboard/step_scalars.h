@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gradscope/core/attention/rules.h"
+#include "gradscope/core/series/rules.h"
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/stats/element_histogram.h"
 #include "gradscope/core/embedding/profile.h"
@@ -70,6 +71,11 @@ void add_element_histograms(const std::vector<ElementHistogram>& histograms, Ste
 /// attention_top_key_frac/<node>/head<h> (share of queries whose top key takes > 0.99 of the
 /// weight); a head with no counted query adds none.
 void add_attention_scalars(const std::vector<AttentionRecord>& records, StepSummary& out);
+
+/// Adds the per-step scalars (core/series) of step `step` under their series' names: loss,
+/// grad_norm (before clipping), grad_norm_clipped, batch and the user's own; NaN and Inf kept.
+/// Scalars of other steps are left for their own events.
+void add_series_scalars(const std::vector<StepScalar>& scalars, int64_t step, StepSummary& out);
 
 /// Adds each table's embedding metrics, judged over the whole run (embedding.json):
 /// embedding/coverage/<table> (exposed rows / rows), embedding/dead_fraction/<table> (never

@@ -2,6 +2,7 @@
 // report-wide findings (where NaN/Inf started, roll-up of submodule flags).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "gradscope/core/audit/rules.h"
@@ -118,6 +119,18 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     } else if (m > t.grad_hi) {
       raise({Flag::kExploding, grad_site, g.first_above_hi, m, t.grad_hi, measure, {}});
     }
+  }
+
+  // GRADIENT_SPIKE: the first step the node's gradient burst out of its band.
+  if (n.grad_spikes > 0) {
+    const SeriesSpike& sp = n.grad_spike_list.front();
+    const std::string count = std::to_string(n.grad_spikes) + (n.grad_spikes == 1 ? " step" : " steps");
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "gradient L2 %.4g after at most %.4g; z %.3g against its band", sp.value,
+                  sp.window_max, sp.z);
+    raise({Flag::kGradientSpike, grad_site, sp.step, sp.value / sp.window_max, t.grad_spike_ratio,
+           "gradient L2 / the largest of its last " + std::to_string(t.spike_window) + " steps",
+           std::string(buf) + "; " + count + " with such a burst"});
   }
 
   if (act.steps && act.max_frac_zero > t.dead_frac) {

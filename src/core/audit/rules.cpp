@@ -58,11 +58,27 @@ void ReportBuilder::NodeAccum::finish_step(const Thresholds& t) {
       stagnant_max_ratio = 0;
     }
   }
+  // GRADIENT_SPIKE: this step's gradient L2 (the first gradient site with records) against
+  // the node's own band, before it joins the band.
+  for (Site g : kGradientSites) {
+    const Stats& grad = sites[static_cast<std::size_t>(g)].current;
+    if (grad.count == 0) continue;
+    if (grad.has_finite() && grad.nan == 0 && grad.inf() == 0) {
+      const double l2 = grad.l2();
+      if (auto spike = test_gradient_spike(grad_max, grad_band, last_step, l2, t)) {
+        ++grad_spikes;
+        if (grad_spike_list.size() < kKeptSpikes) grad_spike_list.push_back(*spike);
+      }
+      grad_band.push(l2);
+      grad_max.push(l2);
+    }
+    break;
+  }
   for (SiteAccum& s : sites)
     if (s.seen) s.finish_step(last_step, t);
 }
 
-ReportBuilder::ReportBuilder(Thresholds thresholds) : thresholds_(thresholds) {
+ReportBuilder::ReportBuilder(Thresholds thresholds) : thresholds_(thresholds), series_(thresholds) {
   thresholds_.validate();
 }
 
@@ -70,8 +86,12 @@ void ReportBuilder::declare(const std::string& name) {
   if (index_.emplace(name, nodes_.size()).second) {
     nodes_.emplace_back();
     nodes_.back().node = name;
+    nodes_.back().grad_band = RecentBand(thresholds_.spike_window);
+    nodes_.back().grad_max = RecentMax(thresholds_.spike_window);
   }
 }
+
+void ReportBuilder::add(const StepScalar& scalar) { series_.add(scalar); }
 
 ReportBuilder::NodeAccum& ReportBuilder::node(const std::string& name) {
   declare(name);
@@ -168,8 +188,27 @@ Report ReportBuilder::build_nodes(std::vector<NodeAccum> nodes) const {
   report.nodes.reserve(nodes.size());
   for (const NodeAccum& n : nodes) report.nodes.push_back(judge(n));
   report.nonfinite_origin = find_origin(nodes);
+  report.series = series_.finish();
+  report.series.leads = spike_leads(nodes, report.series.onset());
   roll_up(report.nodes);
   return report;
+}
+
+std::vector<SpikeLead> ReportBuilder::spike_leads(const std::vector<NodeAccum>& nodes, int64_t onset) const {
+  std::vector<SpikeLead> leads;
+  if (onset < 0) return leads;
+  for (const NodeAccum& n : nodes)
+    for (const SeriesSpike& s : n.grad_spike_list) {
+      if (s.step > onset) break;
+      if (s.step < onset - thresholds_.spike_lookback) continue;
+      leads.push_back({n.node, s.step, onset - s.step, s.z, s.value / s.window_max});
+      break;  // its first spike in the window
+    }
+  // Earliest first; at one step, the larger burst first.
+  std::stable_sort(leads.begin(), leads.end(), [](const SpikeLead& a, const SpikeLead& b) {
+    return a.step != b.step ? a.step < b.step : a.ratio > b.ratio;
+  });
+  return leads;
 }
 
 Report build_report(const std::vector<Record>& records, const Thresholds& thresholds) {

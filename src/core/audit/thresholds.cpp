@@ -50,6 +50,15 @@ const std::vector<Field>& threshold_fields() {
       fraction("attention_entropy_floor", &Thresholds::attention_entropy_floor),
       fraction("attention_entropy_drop", &Thresholds::attention_entropy_drop),
       counted("attention_persist_steps", &Thresholds::attention_persist_steps, 65535, "must be in [1, 65535]"),
+      nonnegative("spike_sigma", &Thresholds::spike_sigma),
+      {"spike_window", nullptr, &Thresholds::spike_window, 2, 1 << 20, false, false, "must be in [2, 1048576]"},
+      counted("spike_min_history", &Thresholds::spike_min_history, 1 << 20, "must be in [1, 1048576]"),
+      {"spike_early_factor", &Thresholds::spike_early_factor, nullptr, 1, INFINITY, false, false,
+       "must be finite and >= 1"},
+      counted("spike_early_steps", &Thresholds::spike_early_steps, 1 << 20, "must be in [1, 1048576]"),
+      counted("divergence_steps", &Thresholds::divergence_steps, 65535, "must be in [1, 65535]"),
+      {"spike_lookback", nullptr, &Thresholds::spike_lookback, 0, 65535, false, false, "must be in [0, 65535]"},
+      {"grad_spike_ratio", &Thresholds::grad_spike_ratio, nullptr, 1, INFINITY, false, false, "must be finite and >= 1"},
   };
   return kFields;
 }

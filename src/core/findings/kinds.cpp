@@ -12,6 +12,7 @@ const char* finding_kind_name(FindingKind kind) {
     case FindingKind::kEmbedding: return "embedding";
     case FindingKind::kTrees: return "trees";
     case FindingKind::kLossScale: return "loss_scale";
+    case FindingKind::kLoss: return "loss";
   }
   return "?";
 }
@@ -39,6 +40,7 @@ std::vector<std::string> finding_types(FindingKind kind) {
       for (int f = 0; f < kTreeFlagCount; ++f) types.push_back(tree_flag_name(static_cast<TreeFlag>(f)));
       break;
     case FindingKind::kLossScale: types = {kLossScaleOverflow}; break;
+    case FindingKind::kLoss: types = {kLossSpike, kDivergence}; break;
   }
   return types;
 }

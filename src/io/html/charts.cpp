@@ -9,6 +9,8 @@
 #include "gradscope/core/error.h"
 #include "gradscope/io/html/report.h"
 #include "gradscope/io/render/table.h"
+#include "html/internal/loss.h"
+#include "html/internal/spec.h"
 #include "html/internal/theme.h"
 #include "html/internal/trees.h"
 
@@ -17,11 +19,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";
-constexpr int kWidth = 760;
+constexpr int kWidth = internal::kChartWidth;
 
-// Measured numbers: NaN and +-Inf have no JSON form; null leaves the point out of the chart.
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json number(double v) { return internal::chart_number(v); }
 
 // What a non-finite or zero gradient norm was, for the heatmap cells a log scale cannot show.
 const char* value_kind(double v) {
@@ -30,9 +30,7 @@ const char* value_kind(double v) {
   return v == 0 ? "zero" : "finite";
 }
 
-// ASCII-only JSON (so U+2028 and friends arrive escaped); bytes that are not UTF-8 become U+FFFD
-// instead of an exception, since node names are whatever the user's code called them.
-std::string text(const json& spec) { return spec.dump(-1, ' ', true, json::error_handler_t::replace); }
+std::string text(const json& spec) { return internal::spec_text(spec); }
 
 // The charts in page order. A chart whose data is empty is left out (the page says why):
 // an empty Vega-Lite view is a blank box with infinite-extent warnings.
@@ -45,10 +43,7 @@ struct Charts {
   }
 };
 
-json base(const std::string& title, const std::string& description) {
-  return {{"$schema", kSchema}, {"title", {{"text", title}, {"subtitle", description}, {"anchor", "start"}}},
-          {"width", kWidth}, {"config", {{"view", {{"stroke", nullptr}}}, {"font", "system-ui, sans-serif"}}}};
-}
+json base(const std::string& title, const std::string& description) { return internal::chart_base(title, description); }
 
 // Nodes in execution order, as a scale domain. Not as a "sort" array: Vega-Lite turns that into
 // a Vega expression without escaping U+2028, which Vega's parser reads as a line break, so a
@@ -434,6 +429,8 @@ std::vector<Chart> build_charts(const HtmlReportInput& in) {
   module_flow(in, charts);
   node_diagram(in, charts);
   node_series(in, charts);
+  if (in.scalars && !in.scalars->empty())
+    for (Chart& c : internal::loss_charts(*in.scalars, *in.report)) charts.list.push_back(std::move(c));
   if (in.attention && !in.attention->empty()) attention_charts(in, charts);
   if (in.embedding) embedding_charts(*in.embedding, in.meta->thresholds, charts);
   if (in.compression && !in.compression->points.empty()) compression_chart(*in.compression, charts);

@@ -400,6 +400,11 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
             chart_or_note(charts, "activations", "No activations recorded.") +
             chart_or_note(charts, "update-ratio", "No parameter updates recorded.") +
             "</section>\n";
+    if (in.scalars && !in.scalars->empty())
+      page += "<section id=\"loss\"><h2>Loss</h2>\n" +
+              chart_or_note(charts, "loss", "No loss was handed to the audit (audit.step(opt, loss=...)).") +
+              chart_or_note(charts, "grad-norm", "No gradient norm before clipping was recorded (audit.clip_grad_norm_).") +
+              "</section>\n";
     if (in.attention && !in.attention->empty())
       page += "<section id=\"attention\"><h2>Attention</h2>\n" +
               chart_or_note(charts, "attention-entropy", "No attention head had a query to measure.") +

@@ -50,7 +50,9 @@ Json findings_to_json(const std::vector<Finding>& findings) {
 std::vector<Finding> run_findings(const Report& report, const FlowSummary& flow,
                                   const EmbeddingRunSummary* embedding,
                                   const TreeRunSummary* trees) {
-  std::vector<Finding> out = module_findings(report);
+  // The loss first: a divergence is the headline, the module flags after it its effects.
+  std::vector<Finding> out = series_findings(report.series, report.thresholds);
+  for (Finding& f : module_findings(report)) out.push_back(std::move(f));
   // A tree run records rounds, not gradients: its flow summary judges nothing (as in the HTML).
   if (!trees)
     if (auto f = flow_finding(flow, report.thresholds)) out.push_back(std::move(*f));

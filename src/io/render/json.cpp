@@ -81,10 +81,45 @@ std::string render_json(const Report& report, int indent) {
     for (const auto& [step, scale] : ls.scale_changes)
       loss_scale["scale_changes"].push_back({{"step", step}, {"scale", number(scale)}});
   }
+  const SeriesReport& sr = report.series;
+  nlohmann::json series;  // null: no loss and no global gradient norm was recorded
+  if (sr.loss_steps > 0 || sr.grad_norm_steps > 0) {
+    const auto step_or_null = [](int64_t s) { return s >= 0 ? nlohmann::json(s) : nlohmann::json(); };
+    nlohmann::json spikes = nlohmann::json::array();
+    for (const SeriesSpike& p : sr.spikes)
+      spikes.push_back({{"step", p.step}, {"loss", number(p.value)}, {"band_mean", number(p.band_mean)},
+                        {"band_sd", number(p.band_sd)}, {"z", number(p.z)}, {"early_rule", p.early_rule}});
+    nlohmann::json leads = nlohmann::json::array();
+    for (const SpikeLead& l : sr.leads)
+      leads.push_back({{"node", l.node}, {"step", l.step}, {"lead", l.lead}, {"z", number(l.z)}, {"ratio", number(l.ratio)}});
+    series = {{"loss_steps", sr.loss_steps},
+              {"first_loss", number(sr.first_loss)},
+              {"last_loss", number(sr.last_loss)},
+              {"min_loss", number(sr.min_loss)},
+              {"min_loss_step", step_or_null(sr.min_loss_step)},
+              {"spike_count", sr.spike_count},
+              {"spikes", spikes},
+              {"divergence_step", step_or_null(sr.divergence_step)},
+              {"divergence_nonfinite", sr.divergence_nonfinite},
+              {"divergence_loss", number(sr.divergence_value)},
+              {"divergence_level", number(sr.divergence_level)},
+              {"grad_norm_steps", sr.grad_norm_steps},
+              {"grad_norm_median", number(sr.grad_norm_median)},
+              {"grad_norm_p99", number(sr.grad_norm_p99)},
+              {"grad_norm_max", number(sr.grad_norm_max)},
+              {"grad_norm_max_step", step_or_null(sr.grad_norm_max_step)},
+              {"grad_norm_steps_before", sr.grad_norm_steps_before},
+              {"grad_norm_median_before", number(sr.grad_norm_median_before)},
+              {"grad_norm_max_before", number(sr.grad_norm_max_before)},
+              {"clipped_steps", sr.clipped_steps},
+              {"clip_known_steps", sr.clip_known_steps},
+              {"leads", leads}};
+  }
   nlohmann::json doc = {{"gradscope_report",
                          {{"healthy", report.healthy()},
                           {"nonfinite_origin", origin},
                           {"loss_scale", loss_scale},
+                          {"series", series},
                           {"steps", report.steps},
                           {"flagged_worst_first", worst},
                           {"thresholds", thresholds_json(report.thresholds)},

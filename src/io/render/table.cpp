@@ -84,7 +84,11 @@ std::string render_table(const Report& report, bool with_verdict) {
     for (const Evidence& e : n.evidence) {
       if (!any) out += "\nevidence:\n";
       any = true;
-      out += "  " + terminal_text(n.node) + " " + describe_evidence(e) + "\n";
+      // After a blow-up, what began later (stagnation, saturation, NaN) is its effect.
+      const bool after = report.series.diverged() && e.first_step > report.series.divergence_step;
+      out += "  " + terminal_text(n.node) + " " + describe_evidence(e) +
+             (after ? fmt::format(" (after the divergence at step {}: its effect)", report.series.divergence_step) : "") +
+             "\n";
     }
   }
   const NonFiniteOrigin& o = report.nonfinite_origin;
@@ -94,6 +98,8 @@ std::string render_table(const Report& report, bool with_verdict) {
                        o.rank >= 0 ? fmt::format(", rank {}", o.rank) : std::string());
   if (const auto scale = loss_scale_finding(report.loss_scale))
     out += "\nLOSS_SCALE_OVERFLOW " + scale->premise + "\n";
+  for (const Finding& f : series_findings(report.series, report.thresholds))
+    out += "\n" + f.type + " " + terminal_text(f.premise) + "\n  action: " + terminal_text(f.action) + "\n";
   if (with_verdict) out += "\n" + render_verdict(report) + "\n";
   return out;
 }
@@ -111,6 +117,15 @@ std::string render_verdict(const Report& report) {
   const std::string skips = ls.found() ? fmt::format("; {} skipped on loss-scale overflow",
                                                      plural(static_cast<std::size_t>(ls.skipped), "step"))
                                        : std::string();
+  // The loss's verdict heads the line: a divergence is the cause, node flags after it effects.
+  const std::string loss = series_headline(report.series);
+  if (!loss.empty()) {
+    std::string line = "verdict: unhealthy: " + terminal_text(loss);
+    if (!flagged.empty())
+      line += fmt::format("; {} of {} flagged, worst {} [{}]", flagged.size(), plural(counted.size(), "node"),
+                          terminal_text(flagged.front()->node), flagged.front()->flags_label());
+    return line + skips;
+  }
   if (flagged.empty() && report.healthy())
     return fmt::format("verdict: healthy ({}, {}{})", plural(counted.size(), "node"),
                        plural(static_cast<std::size_t>(report.steps), "step"), skips);

@@ -419,7 +419,8 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
   // Channel and similarity rows are delivered after the steps, for the steps delivered.
   const bool histograms = version_ >= 4 && visit.histogram;
   const bool attention = version_ >= 6 && visit.attention;
-  const bool extras = (version_ >= 3 && (visit.channel || visit.similarity)) || histograms || attention;
+  const bool scalars = version_ >= 7 && visit.scalar;
+  const bool extras = (version_ >= 3 && (visit.channel || visit.similarity)) || histograms || attention || scalars;
   StepsRead read;
   internal::StoredRecord stored;
   std::vector<internal::StoredRecord> records;
@@ -520,7 +521,8 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
                                              std::make_tuple("similarities", internal::kSimilarityRowsKey,
                                                              bool(visit.similarity)),
                                              std::make_tuple("histograms", internal::kHistogramRowsKey, histograms),
-                                             std::make_tuple("attention", internal::kAttentionRowsKey, attention)}) {
+                                             std::make_tuple("attention", internal::kAttentionRowsKey, attention),
+                                             std::make_tuple("scalars", internal::kScalarRowsKey, scalars)}) {
       if (!wanted) continue;
       const int64_t n = read_step_table(table, range, read, visit);
       if (whole_run && !stopped && n >= 0) check_row_count(key, table, n);

@@ -1,5 +1,5 @@
 // RunReader: the per-step tables beside steps: channels and similarities (schema 3), histograms
-// (schema 4), attention (schema 6). Checked
+// (schema 4), attention (schema 6), scalars (schema 7). Checked
 // like steps (row types, order, checksum, blob, node ids); a row is delivered only when its
 // step's records were, so a partial read still keeps whole steps.
 #include <algorithm>
@@ -15,14 +15,15 @@ namespace gradscope {
 
 namespace {
 
-enum class Table { kChannels, kSimilarities, kHistograms, kAttention };
+enum class Table { kChannels, kSimilarities, kHistograms, kAttention, kScalars };
 
 // Decodes one row's blob into `out`, the node ids still unresolved.
-bool decode(Table table, std::string_view blob, int64_t count,
+bool decode(Table table, std::string_view blob, int64_t count, int64_t step,
             std::vector<internal::StoredWithNode<ChannelRecord>>& channel_rows,
             std::vector<internal::StoredWithNode<SimilarityRecord>>& similarity_rows,
             std::vector<internal::StoredHistogram>& histogram_rows,
-            std::vector<internal::StoredWithNode<AttentionRecord>>& attention_rows) {
+            std::vector<internal::StoredWithNode<AttentionRecord>>& attention_rows,
+            std::vector<StepScalar>& scalar_rows) {
   if (count < 0) return false;
   const auto n = static_cast<uint64_t>(count);
   switch (table) {
@@ -30,6 +31,7 @@ bool decode(Table table, std::string_view blob, int64_t count,
     case Table::kSimilarities: return internal::decode_similarities(blob, n, similarity_rows);
     case Table::kHistograms: return internal::decode_histograms(blob, n, histogram_rows);
     case Table::kAttention: return internal::decode_attention(blob, n, attention_rows);
+    case Table::kScalars: return internal::decode_scalars(blob, n, step, scalar_rows);
   }
   return false;
 }
@@ -42,7 +44,8 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
   const Table kind = table == "channels" ? Table::kChannels
                      : table == "similarities" ? Table::kSimilarities
                      : table == "histograms"   ? Table::kHistograms
-                                               : Table::kAttention;
+                     : table == "attention"    ? Table::kAttention
+                                               : Table::kScalars;
   // SQLite's errors (no such table, a damaged page) name the file; the table is added here.
   const auto failed = [&](const Error& e) { tolerate(std::string(e.what()) + " in table " + table, "its records are not read"); };
   internal::Statement s;
@@ -61,6 +64,9 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
   std::vector<internal::StoredWithNode<SimilarityRecord>> similarity_rows;
   std::vector<internal::StoredHistogram> histogram_rows;
   std::vector<internal::StoredWithNode<AttentionRecord>> attention_rows;
+  std::vector<StepScalar> scalar_rows;
+  // Scalars of one series must not go back across rows either (a damaged or forged table).
+  int64_t last_scalar_step = -1;
   const auto known = [&](uint32_t id) { return id < nodes_.size() && node_known_[id]; };
   int64_t rows = 0, previous = -1;
   for (;;) {
@@ -88,7 +94,9 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       tolerate(row + "damaged (checksum mismatch)", "skipped");
       continue;
     }
-    if (!decode(kind, blob, s.column_int(1), channel_rows, similarity_rows, histogram_rows, attention_rows)) {
+    if (!decode(kind, blob, s.column_int(1), step, channel_rows, similarity_rows, histogram_rows, attention_rows,
+                scalar_rows) ||
+        (kind == Table::kScalars && !scalar_rows.empty() && scalar_rows.front().step <= last_scalar_step)) {
       tolerate(row + "malformed", "skipped");
       continue;
     }
@@ -106,7 +114,7 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       for (const auto& r : similarity_rows) all_known = all_known && known(r.node);
     else if (kind == Table::kAttention)
       for (const auto& r : attention_rows) all_known = all_known && known(r.node);
-    else
+    else if (kind == Table::kHistograms)
       for (const auto& r : histogram_rows) all_known = all_known && known(r.node);
     if (!all_known) {
       tolerate(row + "a record names a node id which table nodes does not have", "skipped");
@@ -125,6 +133,9 @@ int64_t RunReader::read_step_table(const std::string& table, StepRange range, co
       deliver(similarity_rows, visit.similarity);
     } else if (kind == Table::kAttention) {
       deliver(attention_rows, visit.attention);
+    } else if (kind == Table::kScalars) {
+      for (const StepScalar& x : scalar_rows) visit.scalar(x);
+      if (!scalar_rows.empty()) last_scalar_step = scalar_rows.back().step;
     } else {
       // A site this build does not know (a newer writer's) is left out, as for records.
       bool bad_site = false;

@@ -9,6 +9,7 @@
 #include "gradscope/core/error.h"
 #include "gradscope/io/store/run_documents.h"
 #include "gradscope/version.h"
+#include "store/internal/channel_codec.h"
 #include "store/internal/record_codec.h"
 #include "store/internal/run_schema.h"
 #include "store/internal/sqlite_db.h"
@@ -183,12 +184,29 @@ void RunWriter::add(const AttentionRecord& record) {
   grew(1 + record.heads.size() / 2);  // a head takes about 30 bytes, a record 60
 }
 
+void RunWriter::add(const StepScalar& scalar) {
+  if (scalar.name.empty() || scalar.name.size() > internal::kMaxScalarName)
+    throw Error("run database '" + path_ + "': a scalar's name must have 1 to " +
+                std::to_string(internal::kMaxScalarName) + " bytes, got " + std::to_string(scalar.name.size()));
+  if (scalar.step < 0) throw Error("run database '" + path_ + "': negative step " + std::to_string(scalar.step));
+  // A scalar of a step the audit did not sample joins the open step's row; a later one opens
+  // its own step, as a record would.
+  if (open_step_ < 0 || scalar.step > open_step_) {
+    check_step(scalar.step);
+  } else if (closed_ || scalar.step <= ended_step_) {
+    check_step(scalar.step);  // throws: closed, or a step already committed
+  }
+  current_.scalars.push_back(scalar);
+  grew(1);
+}
+
 void RunWriter::add_step(const StepRecords& step) {
   for (const Record& r : step.records) add(r);
   for (const ChannelRecord& c : step.channels) add(c);
   for (const SimilarityRecord& r : step.similarities) add(r);
   for (const ElementHistogram& h : step.histograms) add(h);
   for (const AttentionRecord& a : step.attention) add(a);
+  for (const StepScalar& x : step.scalars) add(x);
   end_step();
 }
 
@@ -305,6 +323,7 @@ void RunWriter::run_thread() {
         for (const SimilarityRecord& r : chunk.similarities) rows.add(r);
         for (const ElementHistogram& h : chunk.histograms) rows.add(h);
         for (const AttentionRecord& a : chunk.attention) rows.add(a);
+        for (const StepScalar& x : chunk.scalars) rows.add(chunk.step, x);
         if (chunk.ends_step) rows.end_step(chunk.step);
         if (chunk.summary) internal::write_summary(db, *chunk.summary);
       }

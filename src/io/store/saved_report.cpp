@@ -21,6 +21,7 @@ RunVisitor SavedReportBuilder::visitor(std::function<void(const Record&)> also) 
   v.channel = [this](const ChannelRecord& c) { builder_.add(c); };
   v.similarity = [this](const SimilarityRecord& s) { builder_.add(s); };
   v.attention = [this](const AttentionRecord& a) { builder_.add(a); };
+  v.scalar = [this](const StepScalar& x) { builder_.add(x); };
   return v;
 }
 

@@ -36,6 +36,7 @@ std::size_t Audit::State::judge_into(ReportBuilder& builder, const StepRecords& 
       ++dropped;
     }
   }
+  for (const StepScalar& x : step.scalars) builder.add(x);  // record_loss keeps steps in order
   return dropped;
 }
 

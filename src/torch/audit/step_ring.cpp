@@ -11,6 +11,7 @@ void clear_step(StepRecords& step) {
   step.similarities.clear();
   step.histograms.clear();
   step.attention.clear();
+  step.scalars.clear();
 }
 
 void StepRing::push(StepRecords& step) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gradscope/core/attention/rules.h"
+#include "gradscope/core/series/thinned.h"
 
 namespace gradscope {
 
@@ -26,13 +27,9 @@ class AttentionHistory {
   std::vector<AttentionRecord> records() const;
 
  private:
-  struct Node {
-    std::vector<AttentionRecord> kept;
-    int64_t seen = 0, stride = 1;
-  };
   std::size_t max_steps_;
   std::vector<std::string> order_;
-  std::unordered_map<std::string, Node> nodes_;
+  std::unordered_map<std::string, ThinnedList<AttentionRecord>> nodes_;
 };
 
 }  // namespace gradscope

@@ -33,6 +33,7 @@ enum class Flag : uint8_t {
   kLeakage,          ///< two branches or channel groups carry the same information
   kAttentionLogitGrowth,      ///< a head's largest pre-softmax logit grew past attention_logit_hi
   kAttentionEntropyCollapse,  ///< a head's attention fell onto one key (core/attention/rules.h)
+  kGradientSpike,             ///< a burst of the node's gradient against its own recent band
 };
 
 /// What a flag means for the model, what to try first, and how to tell it worked.
@@ -72,7 +73,7 @@ constexpr const char* flag_comparison(FlagMargin m) {
   }
 }
 
-// Severity: NAN > INF > ATTENTION_LOGIT_GROWTH > ATTENTION_ENTROPY_COLLAPSE > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS > SATURATED >
+// Severity: GRADIENT_SPIKE > NAN > INF > ATTENTION_LOGIT_GROWTH > ATTENTION_ENTROPY_COLLAPSE > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS > SATURATED >
 // IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY. DEAD ranks above VANISHING because
 // zero outputs cut the backward path: the nodes before a dead one vanish as a consequence.
 inline constexpr FlagInfo kFlags[] = {
@@ -162,6 +163,14 @@ inline constexpr FlagInfo kFlags[] = {
       "warm-up, or soft-cap the logits; sigma-reparametrising the attention weights also helps.",
       "The head's mean entropy (as a fraction of log(keys seen)) stays above "
       "attention_entropy_floor."}},
+    // A burst of the gradient is where a blow-up starts: the NaN, the saturation and the
+    // stagnation that follow are its effects, so it ranks above them all.
+    {Flag::kGradientSpike, "GRADIENT_SPIKE", 15, "grad_spike_ratio", FlagMargin::kOrdersAbove,
+     {"The node's gradient burst far above its own recent level: the update it drives jumps the "
+      "weights, and the loss spikes or diverges a step later (the case a mean over the run misses).",
+      "Clip the gradient norm (a value from the measured norms before clipping), lower the learning "
+      "rate or lengthen the warm-up; if one batch caused it, skip or inspect that batch.",
+      "The node's gradient stays below grad_spike_ratio x its recent largest."}},
 };
 
 inline constexpr int kFlagCount = static_cast<int>(std::size(kFlags));
@@ -189,6 +198,8 @@ static_assert(rows_in_enum_order(), "kFlags: row i must describe Flag(i)");
 static_assert(severities_distinct(), "kFlags: two flags share a severity");
 static_assert(compared_flags_name_a_threshold(), "kFlags: a compared flag names no threshold");
 static_assert(kFlagCount <= 32, "FlagSet holds at most 32 flags");
+// A flag added to the enum without its row would print as INVALID: name the last flag here.
+static_assert(static_cast<int>(Flag::kGradientSpike) == kFlagCount - 1, "kFlags: a flag has no row");
 }  // namespace flag_table_checks
 
 /// The row of `flag` (the HEALTHY row for a value outside the enum).

@@ -15,6 +15,7 @@
 #include "gradscope/core/audit/flags.h"
 #include "gradscope/core/audit/loss_scale.h"
 #include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/series/rules.h"
 
 namespace gradscope {
 
@@ -71,8 +72,12 @@ struct Report {
   /// Mixed precision: steps skipped on overflow and how the loss scale moved (set by the
   /// adapter that knew the scale, and read back from a saved run's summary).
   LossScaleReport loss_scale;
+  /// The per-step series (loss, global gradient norms): LOSS_SPIKE, DIVERGENCE and the nodes
+  /// whose gradient moved first (core/series/rules.h).
+  SeriesReport series;
 
-  /// True when every node is HEALTHY and the loss scale's verdict is not a warning.
+  /// True when every node is HEALTHY, the loss neither spiked nor diverged and the loss
+  /// scale's verdict is not a warning.
   bool healthy() const;
   /// Flagged nodes, worst first (severity, then earliest first step, then the node where
   /// NaN/Inf started, then report order).

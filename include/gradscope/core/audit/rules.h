@@ -15,6 +15,8 @@
 //               saturation_frac. A large output elsewhere is not saturation.
 //   ATTENTION_LOGIT_GROWTH, ATTENTION_ENTROPY_COLLAPSE   per head, from AttentionRecords
 //               (core/attention/rules.h).
+//   GRADIENT_SPIKE  the node's gradient L2 at a step > grad_spike_ratio x the largest of its
+//               last spike_window steps (core/series/rules.h).
 //   FROZEN      parameters recorded but never a parameter gradient (frozen parameters, or
 //               trainable ones no gradient reached although the node ran forward).
 //   STAGNANT    update L2 / parameter L2 < update_ratio_lo at stagnant_steps consecutive
@@ -34,6 +36,8 @@
 #pragma once
 
 #include <array>
+#include <limits>
+#include <utility>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -43,6 +47,7 @@
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/step_judgement.h"
+#include "gradscope/core/series/rules.h"
 
 namespace gradscope {
 
@@ -66,6 +71,9 @@ class ReportBuilder {
   /// A node's attention at a sampled step; records of a node arrive in increasing steps, with
   /// the same number of heads.
   void add(const AttentionRecord& record);
+  /// A per-step scalar (the loss, the global gradient norm): core/series/rules.h. Steps of one
+  /// series must not decrease.
+  void add(const StepScalar& scalar);
   Report build() const;
   /// Same, with the nodes named in `order` first, in that order (declared when not seen), then
   /// the rest in declaration order: the order that sets NonFiniteOrigin and the report's rows.
@@ -103,6 +111,12 @@ class ReportBuilder {
     std::map<std::string, int64_t> first_leak;
     // Attention: one track per head.
     std::vector<HeadTrack> heads;
+    // GRADIENT_SPIKE: the node's gradient L2 per step against its own recent band.
+    static constexpr std::size_t kKeptSpikes = 1000;  // for the leads; the count is exact
+    RecentBand grad_band{128};
+    RecentMax grad_max{128};
+    int64_t grad_spikes = 0;
+    std::vector<SeriesSpike> grad_spike_list;  // the first kKeptSpikes
     void finish_step(const Thresholds& t);
   };
 
@@ -112,10 +126,12 @@ class ReportBuilder {
   void judge_leakage(const NodeAccum& n, NodeReport& r) const;
   static NonFiniteOrigin find_origin(const std::vector<NodeAccum>& nodes);
   static void roll_up(std::vector<NodeReport>& nodes);
+  std::vector<SpikeLead> spike_leads(const std::vector<NodeAccum>& nodes, int64_t onset) const;
 
   Report build_nodes(std::vector<NodeAccum> nodes) const;
 
   Thresholds thresholds_;
+  SeriesTracker series_;
   std::vector<NodeAccum> nodes_;
   std::unordered_map<std::string, std::size_t> index_;
   int64_t steps_ = 0;           // distinct steps, counted as the latest step rises

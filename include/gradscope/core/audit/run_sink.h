@@ -23,6 +23,7 @@
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/series/rules.h"
 
 namespace gradscope {
 
@@ -36,6 +37,9 @@ struct StepRecords {
   std::vector<ElementHistogram> histograms;
   /// Attention records of the nodes whose attention was measured at this step.
   std::vector<AttentionRecord> attention;
+  /// Per-step scalars (the loss, the global gradient norms; core/series), each with its own
+  /// step: those of steps the audit did not sample come with the next sampled step.
+  std::vector<StepScalar> scalars;
 };
 
 /// A per-node value the records do not hold, computed by the adapter from its own state.

@@ -79,6 +79,24 @@ struct Thresholds {
   double attention_entropy_floor = 0.1;
   double attention_entropy_drop = 0.25;
   int attention_persist_steps = 3;
+  // Per-step series (core/series/rules.h): LOSS_SPIKE when a loss > mean + spike_sigma x sd of
+  // the last spike_window losses (at least spike_min_history of them): OLMo-core's stability
+  // monitor uses 6 sigma over 128; or >= spike_early_factor x the largest of the first
+  // spike_early_steps losses (Megatron-LM's spiky-loss check: 10x). GRADIENT_SPIKE when a
+  // node's gradient L2 > grad_spike_ratio x the largest of its last spike_window values (the
+  // same 10x: a 6-sigma band fires on gradients that drift over training and on the noise of
+  // a small last batch of an epoch, as measured on the demo's runs). DIVERGENCE when the loss turns non-finite, or rises above the
+  // highest of its last spike_window values and stays above it for divergence_steps losses.
+  // The nodes whose gradient spiked up to spike_lookback steps before a loss spike or a
+  // divergence are named as its lead.
+  double spike_sigma = 6;
+  int spike_window = 128;
+  int spike_min_history = 16;
+  double spike_early_factor = 10;
+  int spike_early_steps = 100;
+  int divergence_steps = 10;
+  int spike_lookback = 10;
+  double grad_spike_ratio = 10;
 
   /// Throws Error naming the first threshold that is NaN, negative or out of order.
   void validate() const;

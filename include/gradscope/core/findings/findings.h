@@ -74,6 +74,16 @@ const FlagGuidance& loss_scale_guidance(bool warning);
 /// premise says whether it is informational or a warning, with the counts and the scales.
 std::optional<Finding> loss_scale_finding(const LossScaleReport& loss_scale);
 
+/// LOSS_SPIKE and DIVERGENCE (kind "loss", node ""): the divergence first, then the first of
+/// the spikes with their count; each names the nodes whose gradient burst first and says how to
+/// clip with the measured norms before clipping. Empty when the loss neither spiked nor
+/// diverged (or was never recorded).
+std::vector<Finding> series_findings(const SeriesReport& series, const Thresholds& thresholds);
+
+/// One line for the verdict: "DIVERGENCE at step 3 (loss ...); gradients burst first in rnn at
+/// step 2", "LOSS_SPIKE at step 100 (...)", or "" when neither.
+std::string series_headline(const SeriesReport& series);
+
 /// Confidence of a module flag from its evidence: how far the value is past the threshold
 /// (orders of magnitude for gradient and update ratios, share of the remaining range for
 /// fractions) and how many steps the node has.

@@ -15,14 +15,14 @@
 namespace gradscope {
 
 /// Where a finding comes from: the module audit, gradient flow, embedding tables, boosted
-/// trees, the loss scaler.
-enum class FindingKind : uint8_t { kModule, kFlow, kEmbedding, kTrees, kLossScale };
+/// trees, the loss scaler, the loss and global gradient norm series (core/series).
+enum class FindingKind : uint8_t { kModule, kFlow, kEmbedding, kTrees, kLossScale, kLoss };
 
 /// Every kind, in the order findings are listed.
 inline constexpr FindingKind kFindingKinds[] = {FindingKind::kModule, FindingKind::kFlow, FindingKind::kEmbedding,
-                                                FindingKind::kTrees, FindingKind::kLossScale};
+                                                FindingKind::kTrees, FindingKind::kLossScale, FindingKind::kLoss};
 
-/// "module", "flow", "embedding", "trees", "loss_scale" (Finding::kind).
+/// "module", "flow", "embedding", "trees", "loss_scale", "loss" (Finding::kind).
 const char* finding_kind_name(FindingKind kind);
 
 /// What a finding's since_step counts: "round" for trees, "step" for every other kind.
@@ -32,7 +32,8 @@ const char* finding_since_unit(FindingKind kind);
 std::optional<FindingKind> parse_finding_kind(const std::string& name);
 
 /// The types a finding of `kind` may have (Finding::type): the module flags but HEALTHY,
-/// GRADIENT_FLOW, the embedding rules' types, the tree flags, LOSS_SCALE_OVERFLOW.
+/// GRADIENT_FLOW, the embedding rules' types, the tree flags, LOSS_SCALE_OVERFLOW, LOSS_SPIKE
+/// and DIVERGENCE.
 std::vector<std::string> finding_types(FindingKind kind);
 
 /// Whether some kind has a finding type `type` (EXPLODING and STAGNANT belong to two kinds).
@@ -47,5 +48,8 @@ inline constexpr const char* kRepresentationCollapse = "REPRESENTATION_COLLAPSE"
 /// The flow and loss-scale findings' types.
 inline constexpr const char* kGradientFlow = "GRADIENT_FLOW";
 inline constexpr const char* kLossScaleOverflow = "LOSS_SCALE_OVERFLOW";
+/// The loss series' finding types (core/series/rules.h).
+inline constexpr const char* kLossSpike = "LOSS_SPIKE";
+inline constexpr const char* kDivergence = "DIVERGENCE";
 
 }  // namespace gradscope

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gradscope/core/attention/rules.h"
+#include "gradscope/core/series/rules.h"
 #include "gradscope/core/audit/architecture.h"
 #include "gradscope/core/compress/recipe.h"
 #include "gradscope/core/audit/report.h"
@@ -53,6 +54,9 @@ struct HtmlReportInput {
   /// Optional: the run's attention records (AttentionHistory), drawn as entropy per head over
   /// steps and the largest logit per node.
   const std::vector<AttentionRecord>* attention = nullptr;
+  /// Optional: the run's per-step scalars (ScalarHistory: the loss, the gradient norms), drawn
+  /// with the report's spikes and divergence marked.
+  const std::vector<StepScalar>* scalars = nullptr;
   const EmbeddingRunSummary* embedding = nullptr;
   /// Optional: a tree run's analysis (load_tree_summary). The page then shows its rounds in
   /// place of the gradient-flow, node and over-steps sections, which a tree run has no data for.

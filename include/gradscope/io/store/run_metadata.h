@@ -19,9 +19,10 @@ namespace gradscope {
 /// similarity records and the run's summary (architecture, warnings, per-node values); version 4
 /// the element histograms; version 5 the run's documents (its embedding, tree and compression
 /// analyses, io/store/run_documents.h), which older runs kept as files beside run.db; version 6
-/// the attention records (core/attention). Runs of every older version still read (without
-/// what they lack).
-inline constexpr int64_t kRunSchemaVersion = 6;
+/// the attention records (core/attention); version 7 the per-step scalars (the loss and the
+/// global gradient norms, core/series). Runs of every older version still read (without what
+/// they lack).
+inline constexpr int64_t kRunSchemaVersion = 7;
 
 /// Metadata of a run, written when it is created and completed when it is closed.
 struct RunMetadata {

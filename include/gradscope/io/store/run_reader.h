@@ -55,6 +55,9 @@ struct RunVisitor {
   std::function<void(const SimilarityRecord&)> similarity;  ///< schema 3 and later
   std::function<void(const ElementHistogram&)> histogram;   ///< schema 4 and later
   std::function<void(const AttentionRecord&)> attention;    ///< schema 6 and later
+  /// The loss and global gradient norms (core/series), in step order, each with its own step;
+  /// schema 7 and later. A StepRange selects the rows of its sampled steps.
+  std::function<void(const StepScalar&)> scalar;
 };
 
 /// An open run. Each call reads a consistent snapshot of what is committed at that moment.
@@ -122,7 +125,7 @@ class RunReader {
     std::vector<int64_t> rows, delivered;
     bool stopped = false;
   };
-  // Reads table channels, similarities, histograms or attention (`table`) in `range` after the steps;
+  // Reads table channels, similarities, histograms, attention or scalars (`table`) in `range` after the steps;
   // returns the rows.
   int64_t read_step_table(const std::string& table, StepRange range, const StepsRead& steps,
                           const RunVisitor& visit);

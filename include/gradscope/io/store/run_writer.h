@@ -81,6 +81,10 @@ class RunWriter final : public RunSink {
   void add(const ElementHistogram& histogram);
   /// A node's attention at a sampled step (core/attention), committed with its step like them.
   void add(const AttentionRecord& record);
+  /// A per-step scalar (core/series: the loss, the global gradient norms), committed with the
+  /// step being written; its own step may be earlier (a step the audit did not sample), never
+  /// later, and one series' steps must not go back.
+  void add(const StepScalar& scalar);
   /// RunSink: adds everything of `step` and ends it.
   void add_step(const StepRecords& step) override;
   /// RunSink: replaces the run's summary and the thresholds in its metadata, committed with the
@@ -109,6 +113,7 @@ class RunWriter final : public RunSink {
     std::vector<SimilarityRecord> similarities;
     std::vector<ElementHistogram> histograms;
     std::vector<AttentionRecord> attention;
+    std::vector<StepScalar> scalars;
     std::shared_ptr<const RunSummary> summary;  // set: replaces the run's summary
   };
   void check_step(int64_t step);

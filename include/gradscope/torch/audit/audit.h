@@ -29,6 +29,7 @@ class MultiheadAttentionImpl;
 #include <torch/optim/optimizer.h>
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -258,6 +259,26 @@ class Audit {
   /// node) and it is counted in report().loss_scale (LOSS_SCALE_OVERFLOW). Throws Error for a
   /// scale that is not finite and positive.
   void set_loss_scale(double scale, bool parameter_grads_unscaled = false);
+
+  /// The training loss of the step being recorded (core/series/rules.h: LOSS_SPIKE and
+  /// DIVERGENCE), at every step whether the audit samples it or not; NaN and Inf are kept (a
+  /// non-finite loss is a divergence). A second call in one step keeps the first value. Call
+  /// it before step().
+  void record_loss(double loss);
+  /// Any per-step scalar, kept and stored like the loss: kBatchSeries ("batch", the index of
+  /// the step's batch, named by a LOSS_SPIKE), or a series of the user's own (an auxiliary
+  /// loss), shown and never judged. Throws Error for an empty name or one over 256 bytes.
+  void record_scalar(const std::string& name, double value);
+  /// The global L2 of the gradients as backward produced them (`before_clip`, what
+  /// torch::nn::utils::clip_grad_norm_ returns) and, when known, the norm the optimizer
+  /// applied after clipping (`applied`; NaN: not known). Call it before step(); clip_grad_norm
+  /// does it for you.
+  void record_grad_norm(double before_clip, double applied = std::numeric_limits<double>::quiet_NaN());
+  /// Clips the audited parameters' gradients to a global L2 of `max_norm`, as
+  /// torch::nn::utils::clip_grad_norm_ does, and records both norms; returns the norm before
+  /// clipping. With a loss scaler, unscale the gradients first. Throws Error for a max_norm that
+  /// is not finite and positive.
+  double clip_grad_norm(double max_norm);
 
   /// The step being recorded (number of step() calls so far).
   int64_t current_step() const;

@@ -116,4 +116,31 @@ bool decode_attention(std::string_view blob, uint64_t n, std::vector<StoredWithN
   });
 }
 
+void append_scalar(std::string& blob, int64_t row_step, const StepScalar& x) {
+  append_varint(blob, static_cast<uint64_t>(row_step - x.step));
+  append_varint(blob, x.name.size());
+  blob += x.name;
+  append_double(blob, x.value);
+}
+
+bool decode_scalars(std::string_view blob, uint64_t n, int64_t row_step, std::vector<StepScalar>& out) {
+  out.clear();
+  constexpr uint64_t kMinScalarBytes = 1 + 1 + 8;
+  if (n > blob.size() / kMinScalarBytes) return false;
+  BlobReader in(blob);
+  out.resize(static_cast<std::size_t>(n));
+  int64_t previous = -1;
+  for (StepScalar& x : out) {
+    uint64_t back, length;
+    std::string_view name;
+    if (!in.varint(back) || back > static_cast<uint64_t>(row_step)) return false;
+    x.step = row_step - static_cast<int64_t>(back);
+    if (x.step < previous) return false;
+    previous = x.step;
+    if (!in.varint(length) || length > kMaxScalarName || !in.bytes(length, name) || !in.f64(x.value)) return false;
+    x.name.assign(name);
+  }
+  return in.left() == 0;
+}
+
 }  // namespace gradscope::internal

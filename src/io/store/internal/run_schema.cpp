@@ -17,6 +17,8 @@ namespace gradscope::internal {
 // one JSON document per analysis, under the name of the file older runs kept beside run.db, and
 // the auto-fix log (one JSON line per act, what audit.jsonl held). Schema 6 adds the attention
 // records of the sampled steps (core/attention), one row per step that has any, like channels.
+// Schema 7 adds the per-step scalars (the loss, the global gradient norms; core/series), one
+// row per sampled step that has any, holding those of the unsampled steps before it too.
 const char* const kRunSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
 CREATE TABLE sites(id INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum INTEGER NOT NULL);
@@ -39,6 +41,8 @@ CREATE TABLE documents(name TEXT PRIMARY KEY, body TEXT NOT NULL, checksum INTEG
 CREATE TABLE interventions(position INTEGER PRIMARY KEY, line TEXT NOT NULL, checksum INTEGER NOT NULL);
 CREATE TABLE attention(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
                        checksum INTEGER NOT NULL, records BLOB NOT NULL);
+CREATE TABLE scalars(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL,
+                     checksum INTEGER NOT NULL, records BLOB NOT NULL);
 )sql";
 
 const char* const kUpgradeTables =
@@ -46,6 +50,8 @@ const char* const kUpgradeTables =
     "CREATE TABLE IF NOT EXISTS interventions(position INTEGER PRIMARY KEY, line TEXT NOT NULL, "
     "checksum INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS attention(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL, "
+    "checksum INTEGER NOT NULL, records BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS scalars(step INTEGER PRIMARY KEY, n_records INTEGER NOT NULL, "
     "checksum INTEGER NOT NULL, records BLOB NOT NULL);";
 
 void put_meta(Statement& s, const std::string& key, const std::string& value) {

@@ -22,6 +22,7 @@ inline constexpr const char* kChannelRowsKey = "channel_steps";
 inline constexpr const char* kSimilarityRowsKey = "similarity_steps";
 inline constexpr const char* kHistogramRowsKey = "histogram_steps";  // schema 4
 inline constexpr const char* kAttentionRowsKey = "attention_steps";  // schema 6
+inline constexpr const char* kScalarRowsKey = "scalar_steps";  // schema 7
 inline constexpr const char* kArchitectureRowsKey = "architecture_rows";
 inline constexpr const char* kWarningRowsKey = "warning_rows";
 inline constexpr const char* kValueRowsKey = "value_rows";

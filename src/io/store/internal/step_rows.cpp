@@ -28,6 +28,7 @@ StepRows::StepRows(Database& db)
           db.prepare("INSERT INTO similarities(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
       insert_histograms_(db.prepare("INSERT INTO histograms(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
       insert_attention_(db.prepare("INSERT INTO attention(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
+      insert_scalars_(db.prepare("INSERT INTO scalars(step, n_records, checksum, records) VALUES(?, ?, ?, ?)")),
       put_meta_(db.prepare(kPutMeta)) {}
 
 uint32_t StepRows::node_id(const std::string& node) {
@@ -69,6 +70,11 @@ void StepRows::add(const AttentionRecord& a) {
   ++n_attention_;
 }
 
+void StepRows::add(int64_t row_step, const StepScalar& x) {
+  append_scalar(scalars_, row_step, x);
+  ++n_scalars_;
+}
+
 void StepRows::end_step(int64_t step) {
   insert_blob_row(insert_step_, "steps", step, n_records_, records_);
   ++step_rows_;
@@ -88,6 +94,12 @@ void StepRows::end_step(int64_t step) {
     insert_blob_row(insert_attention_, "attention", step, n_attention_, attention_);
     ++attention_rows_;
   }
+  if (n_scalars_ > 0) {
+    insert_blob_row(insert_scalars_, "scalars", step, n_scalars_, scalars_);
+    ++scalar_rows_;
+  }
+  scalars_.clear();
+  n_scalars_ = 0;
   records_.clear();
   attention_.clear();
   n_attention_ = 0;
@@ -103,6 +115,7 @@ void StepRows::put_counts() {
   put_meta(put_meta_, kSimilarityRowsKey, std::to_string(similarity_rows_));
   put_meta(put_meta_, kHistogramRowsKey, std::to_string(histogram_rows_));
   put_meta(put_meta_, kAttentionRowsKey, std::to_string(attention_rows_));
+  put_meta(put_meta_, kScalarRowsKey, std::to_string(scalar_rows_));
 }
 
 }  // namespace gradscope::internal

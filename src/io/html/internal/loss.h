@@ -1,0 +1,17 @@
+// The HTML report's loss section: the loss per step with its spikes and divergence marked, and
+// the global gradient norm before and after clipping (core/series; docs/spikes.md).
+#pragma once
+
+#include <vector>
+
+#include "gradscope/io/html/report.h"
+
+namespace gradscope::internal {
+
+/// loss (the loss per step; LOSS_SPIKE points and the DIVERGENCE onset from the report, which
+/// stay marked where the drawn series was thinned; log y when every loss is > 0) and grad-norm
+/// (before clipping and, where recorded, after; log y; dashed: the median before clipping). A
+/// chart without data is left out.
+std::vector<Chart> loss_charts(const std::vector<StepScalar>& values, const Report& report);
+
+}  // namespace gradscope::internal

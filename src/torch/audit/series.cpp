@@ -1,0 +1,60 @@
+// Audit: the per-step scalars (core/series): the loss and the global gradient norms before
+// and after clipping, kept at every step and handed over with the next sampled step.
+#include <ATen/core/Tensor.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "audit/state.h"
+#include "gradscope/core/error.h"
+
+namespace gradscope::torch {
+
+namespace {
+
+// Adds `value` of series `name` at `step` unless the step has one already (the first stays).
+void add_scalar(std::vector<StepScalar>& scalars, int64_t step, const char* name, double value) {
+  for (auto it = scalars.rbegin(); it != scalars.rend() && it->step == step; ++it)
+    if (it->name == name) return;
+  scalars.push_back({step, name, value});
+}
+
+}  // namespace
+
+void Audit::record_loss(double loss) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  add_scalar(s.current.scalars, s.step, kLossSeries, loss);
+}
+
+void Audit::record_scalar(const std::string& name, double value) {
+  if (name.empty() || name.size() > 256)
+    throw Error("audit: record_scalar: a series name must have 1 to 256 bytes, got " + std::to_string(name.size()));
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  add_scalar(s.current.scalars, s.step, name.c_str(), value);
+}
+
+void Audit::record_grad_norm(double before_clip, double applied) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  add_scalar(s.current.scalars, s.step, kGradNormSeries, before_clip);
+  if (!std::isnan(applied)) add_scalar(s.current.scalars, s.step, kClippedGradNormSeries, applied);
+}
+
+double Audit::clip_grad_norm(double max_norm) {
+  if (!(std::isfinite(max_norm) && max_norm > 0))
+    throw Error("audit: clip_grad_norm: max_norm must be finite and > 0, got " + std::to_string(max_norm));
+  std::vector<at::Tensor> params;
+  for (const State::Param& p : state_->params)
+    if (p.tensor.grad().defined()) params.push_back(p.tensor);
+  const double before = ::torch::nn::utils::clip_grad_norm_(params, max_norm);
+  // The factor clip_grad_norm_ applies: max_norm / (norm + 1e-6) when below 1.
+  const double factor = max_norm / (before + 1e-6);
+  record_grad_norm(before, factor < 1 ? before * factor : before);
+  return before;
+}
+
+}  // namespace gradscope::torch

@@ -1,0 +1,331 @@
+// The per-step series rules (core/series): the band against a mean and deviation computed here
+// from the raw window, LOSS_SPIKE, DIVERGENCE and GRADIENT_SPIKE on planted series, and healthy
+// noisy series that must stay quiet.
+#include "gradscope/core/series/band.h"
+#include "gradscope/core/series/rules.h"
+#include "gradscope/core/audit/rules.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <random>
+
+#include "gradscope/core/error.h"
+
+namespace gradscope {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(RecentBand, MeanAndDeviationMatchTheWindowComputedHere) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 1);
+  RecentBand band(16);
+  std::deque<double> window;
+  for (int i = 0; i < 200; ++i) {
+    // Far from zero and drifting: the shifted sums must keep the variance exact.
+    const double x = 1e6 + 0.01 * i + noise(rng);
+    const BandTest t = band.test(x, 6, 1);
+    if (!window.empty()) {
+      double mean = 0;
+      for (double v : window) mean += v;
+      mean /= static_cast<double>(window.size());
+      double var = 0;
+      for (double v : window) var += (v - mean) * (v - mean);
+      var /= static_cast<double>(window.size());
+      ASSERT_EQ(t.history, static_cast<int64_t>(window.size()));
+      ASSERT_NEAR(t.mean, mean, 1e-6) << i;
+      ASSERT_NEAR(t.sd, std::sqrt(var), 1e-5) << i;
+    }
+    band.push(x);
+    window.push_back(x);
+    if (window.size() > 16) window.pop_front();
+  }
+}
+
+TEST(RecentBand, NeedsItsHistoryAndIgnoresNonFiniteValues) {
+  RecentBand band(8);
+  for (int i = 0; i < 3; ++i) band.push(1.0 + 0.01 * i);
+  EXPECT_FALSE(band.test(100, 6, 4).above);  // 3 values: not enough history
+  band.push(std::nan(""));
+  band.push(INFINITY);
+  EXPECT_EQ(band.size(), 3);
+  band.push(1.02);
+  EXPECT_TRUE(band.test(100, 6, 4).above);
+  EXPECT_FALSE(band.test(1.03, 6, 4).above);
+  EXPECT_FALSE(band.test(INFINITY, 6, 4).above);  // its own finding, not a spike
+}
+
+TEST(RecentBand, AFlatSeriesIsWidenedSoRoundingIsNoSpike) {
+  RecentBand band(32);
+  for (int i = 0; i < 32; ++i) band.push(2.5);
+  EXPECT_FALSE(band.test(2.5 * (1 + 1e-6), 6, 16).above);
+  EXPECT_TRUE(band.test(2.6, 6, 16).above);
+  RecentBand zeros(8);
+  for (int i = 0; i < 8; ++i) zeros.push(0);
+  EXPECT_TRUE(zeros.test(1e-9, 6, 4).above);
+  EXPECT_FALSE(zeros.test(0, 6, 4).above);
+  EXPECT_THROW(RecentBand(1), Error);
+}
+
+// A noisy decreasing loss, like a mini-batch training curve.
+std::vector<double> healthy_loss(int steps, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0, 1);
+  std::vector<double> loss;
+  for (int i = 0; i < steps; ++i) loss.push_back(0.3 + 2.0 * std::exp(-i / 80.0) + 0.05 * noise(rng));
+  return loss;
+}
+
+SeriesReport judge_losses(const std::vector<double>& loss, Thresholds t = {}) {
+  SeriesTracker s(t);
+  for (std::size_t i = 0; i < loss.size(); ++i) s.add({static_cast<int64_t>(i), kLossSeries, loss[i]});
+  return s.finish();
+}
+
+TEST(SeriesRules, AHealthyNoisyLossHasNoSpikeAndNoDivergence) {
+  for (unsigned seed = 0; seed < 5; ++seed) {
+    const SeriesReport r = judge_losses(healthy_loss(1000, seed));
+    EXPECT_EQ(r.spike_count, 0) << seed;
+    EXPECT_FALSE(r.diverged()) << seed;
+    EXPECT_EQ(r.loss_steps, 1000);
+    EXPECT_EQ(r.first_loss_step, 0);
+  }
+}
+
+TEST(SeriesRules, APlantedSpikeIsFoundAtItsStepWithItsSize) {
+  std::vector<double> loss = healthy_loss(600, 3);
+  loss[400] += 1.5;  // one bad batch
+  const SeriesReport r = judge_losses(loss);
+  ASSERT_EQ(r.spike_count, 1);
+  EXPECT_EQ(r.spikes[0].step, 400);
+  EXPECT_FALSE(r.diverged());
+  // The band is the 128 losses before it, computed here.
+  double mean = 0, sq = 0;
+  for (int i = 272; i < 400; ++i) mean += loss[static_cast<std::size_t>(i)];
+  mean /= 128;
+  for (int i = 272; i < 400; ++i) sq += (loss[static_cast<std::size_t>(i)] - mean) * (loss[static_cast<std::size_t>(i)] - mean);
+  const double sd = std::sqrt(sq / 128);
+  EXPECT_NEAR(r.spikes[0].band_mean, mean, 1e-9);
+  EXPECT_NEAR(r.spikes[0].band_sd, sd, 1e-9);
+  EXPECT_NEAR(r.spikes[0].z, (loss[400] - mean) / sd, 1e-6);
+  EXPECT_EQ(r.onset(), 400);
+}
+
+TEST(SeriesRules, TheEarlyMaximumRuleCatchesASpikeBeforeTheBandHasHistory) {
+  std::vector<double> loss = {2.3, 2.2, 2.25, 2.1, 40.0, 2.0, 1.9};
+  const SeriesReport r = judge_losses(loss);
+  ASSERT_EQ(r.spike_count, 1);
+  EXPECT_EQ(r.spikes[0].step, 4);
+  EXPECT_TRUE(r.spikes[0].early_rule);
+  EXPECT_DOUBLE_EQ(r.spikes[0].early_max, 2.3);
+  EXPECT_FALSE(r.diverged());  // it came back
+}
+
+TEST(SeriesRules, ALossThatLeavesAndStaysOutIsADivergenceFromItsOnset) {
+  // Blow-up at step 3, as an LSTM at a too-high learning rate without clipping does.
+  std::vector<double> loss = {8.1, 8.0, 7.9, 12.0, 25.0, 40.0};
+  for (int i = 0; i < 30; ++i) loss.push_back(60.0 + (i % 3));
+  const SeriesReport r = judge_losses(loss);
+  ASSERT_TRUE(r.diverged());
+  EXPECT_EQ(r.divergence_step, 3);
+  EXPECT_FALSE(r.divergence_nonfinite);
+  EXPECT_DOUBLE_EQ(r.divergence_value, 12.0);
+  EXPECT_DOUBLE_EQ(r.divergence_level, 8.1);
+  EXPECT_EQ(r.spike_count, 0);  // the spike at the onset is the divergence
+}
+
+TEST(SeriesRules, ABriefExcursionThatComesBackIsNoDivergence) {
+  std::vector<double> loss = healthy_loss(300, 1);
+  for (int i = 200; i < 205; ++i) loss[static_cast<std::size_t>(i)] = 5.0;  // 5 < divergence_steps
+  const SeriesReport r = judge_losses(loss);
+  EXPECT_FALSE(r.diverged());
+  EXPECT_GE(r.spike_count, 1);
+  EXPECT_EQ(r.spikes[0].step, 200);
+}
+
+TEST(SeriesRules, ANonFiniteLossIsADivergenceAtItsStep) {
+  std::vector<double> loss = healthy_loss(50, 2);
+  loss.push_back(std::nan(""));
+  loss.push_back(std::nan(""));
+  const SeriesReport r = judge_losses(loss);
+  ASSERT_TRUE(r.diverged());
+  EXPECT_EQ(r.divergence_step, 50);
+  EXPECT_TRUE(r.divergence_nonfinite);
+  EXPECT_EQ(r.first_nonfinite_loss, 50);
+  // A departure that ends in NaN began where it left the window.
+  std::vector<double> rising = healthy_loss(50, 2);
+  rising.push_back(30);
+  rising.push_back(INFINITY);
+  const SeriesReport q = judge_losses(rising);
+  EXPECT_EQ(q.divergence_step, 50);
+  EXPECT_TRUE(q.divergence_nonfinite);
+}
+
+TEST(SeriesRules, GradientNormsGiveTheirQuantilesAndTheClippingRate) {
+  SeriesTracker s;
+  for (int i = 1; i <= 100; ++i) {
+    s.add({i, kGradNormSeries, static_cast<double>(i)});
+    s.add({i, kClippedGradNormSeries, std::min(50.0, static_cast<double>(i))});
+  }
+  const SeriesReport r = s.finish();
+  EXPECT_EQ(r.grad_norm_steps, 100);
+  EXPECT_DOUBLE_EQ(r.grad_norm_median, 50);
+  EXPECT_DOUBLE_EQ(r.grad_norm_p99, 99);
+  EXPECT_DOUBLE_EQ(r.grad_norm_max, 100);
+  EXPECT_EQ(r.grad_norm_max_step, 100);
+  EXPECT_EQ(r.clip_known_steps, 100);
+  EXPECT_EQ(r.clipped_steps, 50);
+  EXPECT_FALSE(r.has_loss());
+}
+
+TEST(SeriesRules, TheNormsBeforeTheOnsetAreKeptApartForTheClippingAdvice) {
+  SeriesTracker s;
+  std::vector<double> before;
+  for (int64_t i = 0; i < 80; ++i) {
+    const double norm = i < 50 ? 0.2 + 0.001 * static_cast<double>(i % 7) : 300.0;
+    if (i < 50) before.push_back(norm);
+    s.add({i, kLossSeries, i < 50 ? 4.0 - 0.01 * static_cast<double>(i) : 60.0});
+    s.add({i, kGradNormSeries, norm});
+  }
+  const SeriesReport r = s.finish();
+  ASSERT_EQ(r.divergence_step, 50);
+  EXPECT_EQ(r.grad_norm_steps_before, 50);
+  std::sort(before.begin(), before.end());
+  EXPECT_DOUBLE_EQ(r.grad_norm_median_before, before[24]);  // nearest rank: the 25th of 50
+  EXPECT_DOUBLE_EQ(r.grad_norm_max_before, before.back());
+  std::vector<double> all = before;
+  all.insert(all.end(), 30, 300.0);
+  std::sort(all.begin(), all.end());
+  EXPECT_DOUBLE_EQ(r.grad_norm_median, all[39]);  // 40th of 80: still a healthy step's
+  EXPECT_DOUBLE_EQ(r.grad_norm_max, 300);
+}
+
+TEST(SeriesRules, StepsOfASeriesMustNotGoBack) {
+  SeriesTracker s;
+  s.add({5, kLossSeries, 1});
+  s.add({5, kLossSeries, 9});  // a repeat keeps the first
+  EXPECT_THROW(s.add({4, kLossSeries, 1}), Error);
+  s.add({3, "aux_loss", 1});  // another series has its own steps, and is not judged
+  EXPECT_EQ(s.finish().loss_steps, 1);
+  EXPECT_DOUBLE_EQ(s.finish().last_loss, 1);
+}
+
+Record grad_record(int64_t step, const std::string& node, double l2) {
+  Record r{step, node, Site::kParamGrad, {}};
+  r.stats.count = r.stats.finite = 1;
+  r.stats.sum_sq = l2 * l2;
+  r.stats.sum = l2;
+  r.stats.sum_abs = l2;
+  r.stats.max_abs = l2;
+  r.stats.min = r.stats.max = l2;
+  return r;
+}
+
+TEST(GradientSpike, ABurstIsFlaggedOnTheNodeAndLeadsTheDivergence) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0, 1);
+  ReportBuilder b;
+  std::vector<double> rnn_l2;
+  for (int64_t step = 0; step < 200; ++step) {
+    const bool burst = step == 150;
+    rnn_l2.push_back((burst ? 500.0 : 2.0) + 0.1 * noise(rng));
+    b.add(grad_record(step, "rnn", rnn_l2.back()));
+    b.add(grad_record(step, "decoder", 1.0 + 0.05 * noise(rng)));
+    const double loss = step <= 150 ? 3.0 + 0.05 * noise(rng) : 50.0;
+    b.add(StepScalar{step, kLossSeries, loss});
+  }
+  const Report r = b.build();
+  const NodeReport* rnn = nullptr;
+  const NodeReport* decoder = nullptr;
+  for (const NodeReport& n : r.nodes) (n.node == "rnn" ? rnn : decoder) = &n;
+  ASSERT_TRUE(rnn && decoder);
+  ASSERT_TRUE(rnn->flags.contains(Flag::kGradientSpike));
+  EXPECT_FALSE(decoder->flags.contains(Flag::kGradientSpike)) << decoder->flags.join();
+  EXPECT_EQ(rnn->evidence.front().first_step, 150);
+  EXPECT_GT(rnn->evidence.front().value, 200);  // ~250x the largest of its window
+  EXPECT_DOUBLE_EQ(rnn->evidence.front().threshold, 10);
+  ASSERT_TRUE(r.series.diverged());
+  EXPECT_EQ(r.series.divergence_step, 151);
+  ASSERT_EQ(r.series.leads.size(), 1u);
+  EXPECT_EQ(r.series.leads[0].node, "rnn");
+  EXPECT_EQ(r.series.leads[0].step, 150);
+  EXPECT_EQ(r.series.leads[0].lead, 1);
+  // Against the largest of the 128 steps before it, found here.
+  const double highest = *std::max_element(rnn_l2.begin() + 22, rnn_l2.begin() + 150);
+  EXPECT_NEAR(r.series.leads[0].ratio, rnn_l2[150] / highest, 1e-9);
+  EXPECT_FALSE(r.healthy());
+}
+
+TEST(GradientSpike, NoisyHealthyGradientsAreQuiet) {
+  for (unsigned seed = 0; seed < 5; ++seed) {
+    std::mt19937 rng(seed);
+    std::lognormal_distribution<double> noise(0, 0.2);
+    ReportBuilder b;
+    for (int64_t step = 0; step < 1000; ++step)
+      for (const char* node : {"a", "b", "c"}) b.add(grad_record(step, node, 2.0 * std::exp(-step / 500.0) * noise(rng)));
+    const Report r = b.build();
+    EXPECT_TRUE(r.healthy()) << seed;
+    EXPECT_TRUE(r.series.leads.empty());
+  }
+}
+
+TEST(GradientSpike, DriftAndASmallLastBatchAreNoSpike) {
+  // What a 6-sigma band flags and this rule must not: a gradient that grows 30% a step early in
+  // training (a vanishing stack recovering), and every 50th step 2.5x larger (the last, small
+  // batch of an epoch: its mean over fewer samples is noisier).
+  ReportBuilder b;
+  double g = 1e-6;
+  for (int64_t step = 0; step < 300; ++step) {
+    if (step < 40) g *= 1.3;
+    b.add(grad_record(step, "trunk", step % 50 == 49 ? 2.5 * g : g));
+  }
+  const Report r = b.build();
+  EXPECT_TRUE(r.healthy()) << r.nodes[0].flags.join();
+  // The band itself would have called them spikes: the rule is what keeps them out.
+  RecentBand band(128);
+  int band_spikes = 0;
+  g = 1e-6;
+  for (int64_t step = 0; step < 300; ++step) {
+    if (step < 40) g *= 1.3;
+    const double x = step % 50 == 49 ? 2.5 * g : g;
+    band_spikes += band.test(x, 6, 16).above;
+    band.push(x);
+  }
+  EXPECT_GT(band_spikes, 0);
+}
+
+TEST(GradientSpike, NeedsThreeEarlierValuesAndAPositiveMaximum) {
+  ReportBuilder b;
+  // A zero-initialised layer after it: zero gradients first, then the first real ones.
+  for (int64_t step = 0; step < 2; ++step) b.add(grad_record(step, "enc", 0.0));
+  b.add(grad_record(2, "enc", 1.0));
+  b.add(grad_record(3, "enc", 1.1));
+  b.add(grad_record(4, "enc", 1.0));
+  b.add(grad_record(5, "enc", 50.0));  // 45x the largest of 5 values, 3 of them positive
+  const Report r = b.build();
+  ASSERT_TRUE(r.nodes[0].flags.contains(Flag::kGradientSpike));
+  EXPECT_EQ(r.nodes[0].evidence.front().first_step, 5);
+  EXPECT_NEAR(r.nodes[0].evidence.front().value, 50.0 / 1.1, 1e-9);
+}
+
+TEST(GradientSpike, ThresholdsOutOfRangeAreRefused) {
+  Thresholds t;
+  t.spike_window = 1;
+  EXPECT_THROW(t.validate(), Error);
+  t = {};
+  t.spike_early_factor = 0.5;
+  EXPECT_THROW(t.validate(), Error);
+  t = {};
+  t.grad_spike_ratio = 0.5;
+  EXPECT_THROW(t.validate(), Error);
+  t = {};
+  t.spike_lookback = 0;
+  EXPECT_NO_THROW(t.validate());
+}
+
+}  // namespace
+}  // namespace gradscope
