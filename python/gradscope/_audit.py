@@ -423,10 +423,11 @@ class Audit:
         step, sampled or not; NaN and Inf are kept (a non-finite loss is a divergence). The first
         value of a step counts. `batch`, the index of the step's batch in your data, is what a
         LOSS_SPIKE names for you to inspect. step(optimizer, loss=..., batch=...) does the same."""
-        self._engine.record_loss(_scalar("record_loss: loss", loss))
+        value = _scalar("record_loss: loss", loss)
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, numbers.Integral)):
+            raise Error(f"audit: record_loss: batch must be an integer index, got {batch!r}")
+        self._engine.record_loss(value)
         if batch is not None:
-            if isinstance(batch, bool) or not isinstance(batch, numbers.Integral):
-                raise Error(f"audit: record_loss: batch must be an integer index, got {batch!r}")
             self._engine.record_scalar("batch", float(batch))
 
     def record_grad_norm(self, before_clip, applied=None):
@@ -458,17 +459,22 @@ class Audit:
         Error, before anything runs. `loss` is record_loss(loss); `grad_norm`, the norm before
         clipping (clip_grad_norm_'s result), is record_grad_norm(grad_norm); `batch` goes with the
         loss (record_loss)."""
+        if loss is None and batch is not None:
+            raise Error("audit: step: batch is given without a loss")
+        function = callable(optimizer) and not hasattr(optimizer, "step")
+        if not function:
+            self._check_optimizer(optimizer)
+        # Every value is checked before any is kept: a refused step records nothing.
+        norm = None if grad_norm is None else _scalar("step: grad_norm", grad_norm)
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, numbers.Integral)):
+            raise Error(f"audit: step: batch must be an integer index, got {batch!r}")
         if loss is not None:
             self.record_loss(loss, batch)
-        elif batch is not None:
-            raise Error("audit: step: batch is given without a loss")
-        if grad_norm is not None:
-            self.record_grad_norm(grad_norm)
-        function = callable(optimizer) and not hasattr(optimizer, "step")
+        if norm is not None:
+            self.record_grad_norm(norm)
         if function:
             update = optimizer
         else:
-            self._check_optimizer(optimizer)
             update = optimizer.step if self._scaler is None else (lambda: self._scaler.step(optimizer))
         if self._scaler is not None and self._audited:
             unscaled = self._scaler_unscales

@@ -187,7 +187,8 @@ void bind_report(py::module_& m) {
       .def_readonly("early_rule", &SeriesSpike::early_rule)
       .def_readonly("window_max", &SeriesSpike::window_max)
       .def_property_readonly("batch", [](const SeriesSpike& s) -> py::object {
-        if (std::isnan(s.batch)) return py::none();
+        // A batch index is a whole number an int64 holds; anything else (a forged run) is none.
+        if (!(std::fabs(s.batch) < 9.2e18) || s.batch != std::floor(s.batch)) return py::none();
         return py::int_(static_cast<int64_t>(s.batch));
       });
   py::class_<SpikeLead>(m, "SpikeLead", "A node whose gradient burst before the loss (gradscope::SpikeLead).")

@@ -4,6 +4,7 @@
 #include "gradscope/core/series/band.h"
 #include "gradscope/core/series/rules.h"
 #include "gradscope/core/audit/rules.h"
+#include "gradscope/core/findings/findings.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -165,6 +166,32 @@ TEST(SeriesRules, ANonFiniteLossIsADivergenceAtItsStep) {
   EXPECT_TRUE(q.divergence_nonfinite);
 }
 
+TEST(SeriesRules, ASpikeThatEndsInNaNIsTheDivergenceNotASpikeApart) {
+  std::vector<double> loss = healthy_loss(50, 2);
+  loss.push_back(30);        // a spike, and the loss leaves
+  loss.push_back(INFINITY);  // and turns infinite before divergence_steps pass
+  const SeriesReport r = judge_losses(loss);
+  ASSERT_TRUE(r.diverged());
+  EXPECT_EQ(r.divergence_step, 50);
+  EXPECT_EQ(r.spike_count, 0);
+  EXPECT_TRUE(r.spikes.empty());
+}
+
+TEST(SeriesRules, TheCountAndTheListOfSpikesAgreeWhenManyBecomeTheDivergence) {
+  // A long confirmation (divergence_steps 150) during which every loss is a spike (10x the
+  // early maximum): more spikes than are listed, all of them the divergence's.
+  Thresholds t;
+  t.divergence_steps = 150;
+  std::vector<double> loss = healthy_loss(40, 3);
+  for (int i = 0; i < 200; ++i) loss.push_back(100.0 + i);
+  const SeriesReport r = judge_losses(loss, t);
+  ASSERT_TRUE(r.diverged());
+  EXPECT_EQ(r.divergence_step, 40);
+  EXPECT_EQ(r.spike_count, 0);
+  EXPECT_TRUE(r.spikes.empty());
+  EXPECT_EQ(series_findings(r, t).size(), 1u);  // the divergence alone
+}
+
 TEST(SeriesRules, GradientNormsGiveTheirQuantilesAndTheClippingRate) {
   SeriesTracker s;
   for (int i = 1; i <= 100; ++i) {
@@ -298,7 +325,7 @@ TEST(GradientSpike, DriftAndASmallLastBatchAreNoSpike) {
   EXPECT_GT(band_spikes, 0);
 }
 
-TEST(GradientSpike, NeedsThreeEarlierValuesAndAPositiveMaximum) {
+TEST(GradientSpike, NeedsTwoEarlierValuesAndAPositiveMaximum) {
   ReportBuilder b;
   // A zero-initialised layer after it: zero gradients first, then the first real ones.
   for (int64_t step = 0; step < 2; ++step) b.add(grad_record(step, "enc", 0.0));
@@ -306,6 +333,7 @@ TEST(GradientSpike, NeedsThreeEarlierValuesAndAPositiveMaximum) {
   b.add(grad_record(3, "enc", 1.1));
   b.add(grad_record(4, "enc", 1.0));
   b.add(grad_record(5, "enc", 50.0));  // 45x the largest of 5 values, 3 of them positive
+  // (step 2's 1.0 against a window of zeros is no spike: its largest is not positive)
   const Report r = b.build();
   ASSERT_TRUE(r.nodes[0].flags.contains(Flag::kGradientSpike));
   EXPECT_EQ(r.nodes[0].evidence.front().first_step, 5);

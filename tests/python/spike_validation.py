@@ -67,7 +67,7 @@ def test_the_blowup_is_a_divergence_named_within_5_steps_with_the_nodes_that_bur
     assert blowup is not None, "the unclipped recipe did not blow up: the example changed"
     s = report.series
     assert s.diverged(), report.table()
-    assert abs(s.divergence_step - blowup) <= 5, (s.divergence_step, blowup)
+    assert 0 <= blowup - s.divergence_step <= 5, (s.divergence_step, blowup)  # never after the truth
     # The leads are nodes whose gradient really burst 10x past its earlier largest, at the step
     # gradscope names, and no later than the divergence.
     assert len(s.leads) >= 1
@@ -83,6 +83,8 @@ def test_the_blowup_is_a_divergence_named_within_5_steps_with_the_nodes_that_bur
     g = sorted(truth["grad_norm"])
     assert s.grad_norm_max == pytest.approx(g[-1], rel=1e-5)
     assert s.grad_norm_median == pytest.approx(g[(len(g) + 1) // 2 - 1], rel=1e-5)
+    # The comparison of docs/spikes.md: OLMo-core's and Megatron-LM's rules miss the blow-up.
+    assert olmo_spikes(truth["loss"]) == [] and megatron_spikes(truth["loss"]) == []
     ROWS.append(("blowup", seed, f"blow-up at step {blowup}",
                  f"DIVERGENCE since {s.divergence_step}; first " + ", ".join(f"{l.node}@{l.step}" for l in s.leads),
                  olmo_spikes(truth["loss"])[:1], megatron_spikes(truth["loss"])[:1]))
@@ -98,6 +100,7 @@ def test_the_clipped_recipe_is_healthy(seed):
     assert s.loss_steps == 300 and s.grad_norm_steps == 300
     # Clipping acted where the norm before it was above 0.25, counted from the truth.
     assert s.clipped_steps == sum(1 for g in truth["grad_norm"] if g > 0.25 * (1 + 1e-6))
+    assert olmo_spikes(truth["loss"]) == [] and megatron_spikes(truth["loss"]) == []  # no false alarm either
     ROWS.append(("clipped", seed, "no blow-up, no fault", "healthy", olmo_spikes(truth["loss"]),
                  megatron_spikes(truth["loss"])))
 
@@ -118,6 +121,7 @@ def test_a_corrupted_batch_is_a_loss_spike_at_its_step_naming_its_batch_and_noth
     assert s.spikes[0].band_mean == pytest.approx(mean, rel=1e-5)
     assert s.spikes[0].z == pytest.approx((truth["loss"][PLANT] - mean) / sd, rel=1e-4)
     assert report.verdict().startswith(f"verdict: unhealthy: LOSS_SPIKE at step {PLANT}")
+    assert olmo_spikes(truth["loss"]) == [PLANT] and megatron_spikes(truth["loss"]) == []
     ROWS.append(("corrupted batch", seed, f"fault at step {PLANT}", f"LOSS_SPIKE at {s.spikes[0].step} "
                  f"(batch {s.spikes[0].batch}, z {s.spikes[0].z:.1f})", olmo_spikes(truth["loss"]),
                  megatron_spikes(truth["loss"])))

@@ -58,7 +58,19 @@ TEST(AuditSeries, EveryStepsLossReachesTheSinkAndTheReport) {
   EXPECT_NEAR(got[7][kGradNormSeries], norms[7], 1e-6 * norms[7]);
   EXPECT_NEAR(got[7][kClippedGradNormSeries], 0.5, 1e-5);
   EXPECT_GT(got[5][kLossSeries], 0);  // the first value of the step, not -1
-  // The report holds every step's, the not yet handed ones too.
+  // The report holds every step's, the not yet handed ones too; finish() hands those to the sink
+  // as a step of scalars alone, and the report counts them once.
+  EXPECT_EQ(audit.report().series.loss_steps, 12);
+  audit.finish();
+  ASSERT_EQ(sink.steps.size(), 5u);
+  EXPECT_EQ(sink.steps.back().step, 11);
+  EXPECT_TRUE(sink.steps.back().records.empty());
+  ASSERT_EQ(sink.steps.back().scalars.size(), 8u);  // loss, batch, norm before and after, steps 10-11
+  EXPECT_EQ(sink.steps.back().scalars.front().step, 10);
+  EXPECT_EQ(sink.steps.back().scalars[2].name, kGradNormSeries);  // before clipping, then after
+  EXPECT_EQ(sink.steps.back().scalars[3].name, kClippedGradNormSeries);
+  audit.finish();  // nothing more to hand
+  EXPECT_EQ(sink.steps.size(), 5u);
   const Report r = audit.report();
   EXPECT_EQ(r.series.loss_steps, 12);
   EXPECT_TRUE(r.series.diverged());  // NaN at step 11

@@ -97,7 +97,7 @@ std::string series_headline(const SeriesReport& s) {
                 : "loss " + shown_number(s.divergence_value) + " after at most " + shown_number(s.divergence_level) +
                       ", last " + shown_number(s.last_loss)) +
            ")";
-  } else if (s.spike_count > 0) {
+  } else if (s.spike_count > 0 && !s.spikes.empty()) {
     const SeriesSpike& p = s.spikes.front();
     line = std::string(kLossSpike) + " at step " + std::to_string(p.step) + " (loss " + shown_number(p.value) +
            (std::isfinite(p.z) ? ", " + shown_number(std::round(p.z * 10) / 10) + " sd above its band" : std::string()) +
@@ -118,9 +118,12 @@ std::vector<Finding> series_findings(const SeriesReport& s, const Thresholds& t)
     f.type = kDivergence;
     f.since_step = s.divergence_step;
     f.premise = divergence_premise(s) + (leads.empty() ? "" : "; " + leads);
-    f.implies =
-        "Training blew up: the weights jumped so far that the loss left the range it had and never returned (or "
-        "became NaN). What other flags report after this step (saturation, stagnation, NaN) are its effects.";
+    f.implies = std::string("Training blew up: the weights jumped so far that the loss left the range it had ") +
+                (s.divergence_back >= 0 ? "for " + steps_text(s.divergence_back - s.divergence_step) +
+                                              " before it came back, the steps in between wasted"
+                 : s.divergence_nonfinite ? "and became NaN or Inf"
+                                          : "and never returned") +
+                ". What other flags report after this step (saturation, stagnation, NaN) are its effects.";
     f.action = "Restart from a checkpoint before step " + std::to_string(s.divergence_step) + " and " + clip_text(s) +
                "; or lower the learning rate or lengthen the warm-up" +
                (s.leads.empty() ? std::string() : "; look first at " + s.leads.front().node + ", which moved first") + ".";
@@ -139,7 +142,7 @@ std::vector<Finding> series_findings(const SeriesReport& s, const Thresholds& t)
       f.evidence.push_back({"lead_steps:" + l.node, static_cast<double>(l.lead), FindingMeasure::kNone, ""});
     out.push_back(std::move(f));
   }
-  if (s.spike_count > 0) {
+  if (s.spike_count > 0 && !s.spikes.empty()) {
     const SeriesSpike& p = s.spikes.front();
     Finding f;
     f.kind = FindingKind::kLoss;

@@ -44,10 +44,16 @@ std::optional<SeriesSpike> test_gradient_spike(const RecentMax& window, const Re
   return s;
 }
 
-SeriesTracker::SeriesTracker(Thresholds thresholds)
-    : t_(thresholds), band_(thresholds.spike_window), window_max_(thresholds.spike_window) {
-  t_.validate();
+namespace {
+// Thresholds checked before the windows they size are allocated.
+const Thresholds& validated(const Thresholds& t) {
+  t.validate();
+  return t;
 }
+}  // namespace
+
+SeriesTracker::SeriesTracker(Thresholds thresholds)
+    : t_(validated(thresholds)), band_(t_.spike_window), window_max_(t_.spike_window) {}
 
 void SeriesTracker::add(const StepScalar& x) {
   auto check = [&](int64_t& last) {
@@ -81,12 +87,11 @@ void SeriesTracker::add_loss(int64_t step, double value) {
     if (r.first_nonfinite_loss < 0) r.first_nonfinite_loss = step;
     if (!r.diverged()) {
       // A pending departure that had not yet lasted ends here, in NaN: it began at its onset.
-      r.divergence_step = pending_.onset >= 0 ? pending_.onset : step;
       r.divergence_nonfinite = true;
-      r.divergence_value = pending_.onset >= 0 ? pending_.value : value;
-      r.divergence_level = pending_.onset >= 0 ? pending_.level
-                           : window_max_.size() > 0 ? window_max_.max()
-                                                    : SeriesReport::kNone;
+      if (pending_.onset >= 0)
+        confirm_divergence(pending_.onset, pending_.value, pending_.level);
+      else
+        confirm_divergence(step, value, window_max_.size() > 0 ? window_max_.max() : SeriesReport::kNone);
     }
     r.divergence_last = value;
     return;  // the band and the window keep finite losses only
@@ -105,39 +110,29 @@ void SeriesTracker::add_loss(int64_t step, double value) {
     if (pending_.onset >= 0) {
       if (value > pending_.level) {
         if (++pending_.run >= t_.divergence_steps) {
-          r.divergence_step = pending_.onset;
-          r.divergence_value = pending_.value;
-          r.divergence_level = pending_.level;
+          confirm_divergence(pending_.onset, pending_.value, pending_.level);
           r.divergence_last = value;
-          // Spikes from the onset on are the divergence, not spikes apart.
-          while (!r.spikes.empty() && r.spikes.back().step >= pending_.onset) {
-            r.spikes.pop_back();
-            --r.spike_count;
-          }
         }
       } else {
         pending_ = {};
       }
     } else if (window_max_.size() > 0 && value > window_max_.max()) {
-      pending_ = {step, window_max_.max(), value, 1};
+      pending_ = {step, window_max_.max(), value, 1, 0};
       if (t_.divergence_steps <= 1) {
-        r.divergence_step = step;
-        r.divergence_value = value;
-        r.divergence_level = pending_.level;
+        confirm_divergence(step, value, pending_.level);
         r.divergence_last = value;
       }
     }
   }
 
   // LOSS_SPIKE, not counted once the run has diverged (every later loss is out of the band).
-  if (!r.diverged() || step == r.divergence_step) {
+  if (!r.diverged()) {
     if (const auto spike = test_spike(band_, early_max_, step, value, t_)) {
-      if (!(r.diverged() && step == r.divergence_step)) {
-        ++r.spike_count;
-        if (r.spikes.size() < SeriesReport::kListed) {
-          r.spikes.push_back(*spike);
-          if (last_batch_step_ == step) r.spikes.back().batch = last_batch_;
-        }
+      ++r.spike_count;
+      if (pending_.onset >= 0) ++pending_.spikes;
+      if (r.spikes.size() < SeriesReport::kListed) {
+        r.spikes.push_back(*spike);
+        if (last_batch_step_ == step) r.spikes.back().batch = last_batch_;
       }
     }
   }
@@ -146,6 +141,19 @@ void SeriesTracker::add_loss(int64_t step, double value) {
   if (loss_index_ < t_.spike_early_steps) early_max_ = std::max(early_max_, value);
   window_max_.push(value);
   ++loss_index_;
+}
+
+void SeriesTracker::confirm_divergence(int64_t onset, double value, double level) {
+  SeriesReport& r = r_;
+  r.divergence_step = onset;
+  r.divergence_value = value;
+  r.divergence_level = level;
+  r.divergence_last = value;
+  // Spikes from the onset on are the divergence, not spikes apart: every one counted since the
+  // onset leaves the count, the listed ones the list.
+  if (pending_.onset == onset) r.spike_count -= pending_.spikes;
+  while (!r.spikes.empty() && r.spikes.back().step >= onset) r.spikes.pop_back();
+  pending_ = {};
 }
 
 void SeriesTracker::add_norm(int64_t step, double value) {

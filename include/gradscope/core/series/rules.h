@@ -136,7 +136,9 @@ class SeriesTracker {
     int64_t onset = -1;  // a loss above the window's highest, not yet confirmed
     double level = 0, value = 0;
     int64_t run = 0;
+    int64_t spikes = 0;  // spikes counted from the onset on: the divergence's, once confirmed
   };
+  void confirm_divergence(int64_t onset, double value, double level);
   void add_loss(int64_t step, double value);
   void add_norm(int64_t step, double value);
   void add_clipped(int64_t step, double value);
