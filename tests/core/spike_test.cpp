@@ -137,6 +137,11 @@ TEST(SeriesRules, ALossThatLeavesAndStaysOutIsADivergenceFromItsOnset) {
   EXPECT_DOUBLE_EQ(r.divergence_value, 12.0);
   EXPECT_DOUBLE_EQ(r.divergence_level, 8.1);
   EXPECT_EQ(r.spike_count, 0);  // the spike at the onset is the divergence
+  // What began after the onset is its effect; the onset itself and what came before are not.
+  EXPECT_FALSE(r.follows_divergence(2));
+  EXPECT_FALSE(r.follows_divergence(3));
+  EXPECT_TRUE(r.follows_divergence(4));
+  EXPECT_FALSE(judge_losses({3.0, 2.9, 2.8}).follows_divergence(100));  // no divergence, no effect
 }
 
 TEST(SeriesRules, ABriefExcursionThatComesBackIsNoDivergence) {
@@ -285,6 +290,44 @@ TEST(GradientSpike, ABurstIsFlaggedOnTheNodeAndLeadsTheDivergence) {
   const double highest = *std::max_element(rnn_l2.begin() + 22, rnn_l2.begin() + 150);
   EXPECT_NEAR(r.series.leads[0].ratio, rnn_l2[150] / highest, 1e-9);
   EXPECT_FALSE(r.healthy());
+}
+
+// One corrupted batch at step 150: the loss and both nodes' gradients jump at that step, and
+// the fc2 burst is the larger. With the bursts one step earlier, the gradients led.
+Report corrupted_batch(int64_t burst_step) {
+  ReportBuilder b;
+  for (int64_t step = 0; step < 200; ++step) {
+    const double wobble = 0.01 * static_cast<double>(step % 3);
+    b.add(grad_record(step, "fc1", step == burst_step ? 40.0 : 1.0));
+    b.add(grad_record(step, "fc2", step == burst_step ? 70.0 : 1.0));
+    b.add(StepScalar{step, kLossSeries, step == 150 ? 9.0 : 0.5 + wobble});
+    b.add(StepScalar{step, kBatchSeries, static_cast<double>(step % 28)});
+  }
+  return b.build();
+}
+
+TEST(GradientSpike, BurstsAtTheSpikesOwnStepAreNotSaidToComeFirst) {
+  const Report same = corrupted_batch(150);
+  ASSERT_EQ(same.series.spike_count, 1);
+  ASSERT_EQ(same.series.leads.size(), 2u);
+  EXPECT_EQ(same.series.leads[0].node, "fc2");  // at one step, the larger burst first
+  EXPECT_EQ(same.series.leads[0].lead, 0);
+  const std::string headline = series_headline(same.series);
+  EXPECT_THAT(headline, HasSubstr("gradients burst at the same step in fc2 (70x its recent largest), then fc1 (40x"));
+  EXPECT_THAT(headline, ::testing::Not(HasSubstr("first")));
+  const std::vector<Finding> spike = series_findings(same.series, same.thresholds);
+  ASSERT_EQ(spike.size(), 1u);
+  EXPECT_THAT(spike[0].action, HasSubstr("Inspect the batch of step 150 (batch 10)"));
+  EXPECT_THAT(spike[0].action, HasSubstr("The gradients burst at the same step: the batch moved both"));
+  EXPECT_THAT(spike[0].action, ::testing::Not(HasSubstr("clip")));
+  // A step earlier, the gradients led the loss: then clipping is the advice.
+  const Report led = corrupted_batch(149);
+  ASSERT_EQ(led.series.leads.size(), 2u);
+  EXPECT_EQ(led.series.leads[0].lead, 1);
+  EXPECT_THAT(series_headline(led.series), HasSubstr("gradients burst first in fc2 at step 149 (70x its recent largest, 1 step before)"));
+  const std::vector<Finding> led_spike = series_findings(led.series, led.thresholds);
+  ASSERT_EQ(led_spike.size(), 1u);
+  EXPECT_THAT(led_spike[0].action, HasSubstr("The gradients burst before the loss did: clip the global gradient norm"));
 }
 
 TEST(GradientSpike, NoisyHealthyGradientsAreQuiet) {

@@ -210,7 +210,7 @@ std::vector<Finding> module_findings(const Report& report) {
       f.since_step = e.first_step;
       f.premise = module_premise(e, *n, report.thresholds);
       // After a blow-up, saturation, stagnation and NaN are its effects, not the cause.
-      if (report.series.diverged() && e.first_step > report.series.divergence_step)
+      if (report.series.follows_divergence(e.first_step))
         f.premise += "; began after the loss diverged at step " + std::to_string(report.series.divergence_step) +
                      ": an effect of the divergence";
       f.implies = g.implies;

@@ -12,14 +12,23 @@ namespace {
 
 std::string steps_text(int64_t n) { return std::to_string(n) + (n == 1 ? " step" : " steps"); }
 
-// "gradients burst first in rnn at step 2 (312x its band, 1 step before), then decoder ...".
+// Whether some node's gradient burst before the loss moved (not only at its step): then the
+// gradients led, and clipping is the remedy; a burst at the loss's own step has one cause with
+// it (the weights of the step before, or the batch), and says nothing of which came first.
+bool gradients_led(const SeriesReport& s) { return !s.leads.empty() && s.leads.front().lead > 0; }
+
+// "gradients burst first in rnn at step 2 (312x its band, 1 step before), then decoder ...";
+// when every burst is at the loss's step: "gradients burst at the same step in rnn (312x ...)".
 std::string leads_text(const SeriesReport& s) {
   if (s.leads.empty()) return "";
-  std::string out = "gradients burst first in ";
+  const bool led = gradients_led(s);
+  std::string out = led ? "gradients burst first in " : "gradients burst at the same step in ";
   for (std::size_t i = 0; i < s.leads.size() && i < 3; ++i) {
     const SpikeLead& l = s.leads[i];
-    out += (i ? ", then " : "") + l.node + " at step " + std::to_string(l.step) + " (" + shown_number(l.ratio) +
-           "x its recent largest, " + (l.lead == 0 ? std::string("the same step") : steps_text(l.lead) + " before") + ")";
+    out += (i ? ", then " : "") + l.node +
+           (led ? " at step " + std::to_string(l.step) + " (" + shown_number(l.ratio) + "x its recent largest, " +
+                      (l.lead == 0 ? std::string("the same step") : steps_text(l.lead) + " before") + ")"
+                : " (" + shown_number(l.ratio) + "x its recent largest)");
   }
   if (s.leads.size() > 3) out += ", and " + std::to_string(s.leads.size() - 3) + " more nodes";
   return out;
@@ -126,7 +135,10 @@ std::vector<Finding> series_findings(const SeriesReport& s, const Thresholds& t)
                 ". What other flags report after this step (saturation, stagnation, NaN) are its effects.";
     f.action = "Restart from a checkpoint before step " + std::to_string(s.divergence_step) + " and " + clip_text(s) +
                "; or lower the learning rate or lengthen the warm-up" +
-               (s.leads.empty() ? std::string() : "; look first at " + s.leads.front().node + ", which moved first") + ".";
+               (s.leads.empty() ? std::string()
+                : "; look first at " + s.leads.front().node +
+                      (gradients_led(s) ? ", which moved first" : ", whose gradient burst most")) +
+               ".";
     f.expected_effect = "The loss stays within its band: no DIVERGENCE and no LOSS_SPIKE on the next run.";
     // Counted, not estimated: the loss stayed out for divergence_steps losses in a row (or was
     // NaN/Inf), which no noise around a falling loss does.
@@ -154,8 +166,12 @@ std::vector<Finding> series_findings(const SeriesReport& s, const Thresholds& t)
         "data fault, a mislabelled or corrupted batch), or an update that overshot.";
     f.action = "Inspect the batch of step " + std::to_string(p.step) +
                (std::isnan(p.batch) ? std::string() : " (batch " + shown_number(p.batch) + ")") +
-               " (inputs, labels, sequence lengths); skip it if it is faulty. If the gradients burst first, " +
-               clip_text(s) + ", or lower the learning rate.";
+               " (inputs, labels, sequence lengths); skip it if it is faulty. " +
+               (gradients_led(s) ? "The gradients burst before the loss did: " + clip_text(s) + ", or lower the learning rate."
+                : s.leads.empty()
+                    ? "If it is not, the update overshot: " + clip_text(s) + ", or lower the learning rate."
+                    : std::string("The gradients burst at the same step: the batch moved both, so look at it before the "
+                                  "learning rate."));
     f.expected_effect = "No loss above mean + " + shown_number(t.spike_sigma) + " sd of its last " +
                         std::to_string(t.spike_window) + " values.";
     const bool strong = (std::isfinite(p.z) && p.z >= 2 * t.spike_sigma) || p.early_rule;

@@ -85,7 +85,7 @@ std::string render_table(const Report& report, bool with_verdict) {
       if (!any) out += "\nevidence:\n";
       any = true;
       // After a blow-up, what began later (stagnation, saturation, NaN) is its effect.
-      const bool after = report.series.diverged() && e.first_step > report.series.divergence_step;
+      const bool after = report.series.follows_divergence(e.first_step);
       out += "  " + terminal_text(n.node) + " " + describe_evidence(e) +
              (after ? fmt::format(" (after the divergence at step {}: its effect)", report.series.divergence_step) : "") +
              "\n";

@@ -116,6 +116,9 @@ struct SeriesReport {
 
   bool has_loss() const { return loss_steps > 0; }
   bool diverged() const { return divergence_step >= 0; }
+  /// Whether something that began at `step` began after the loss diverged: an effect of the
+  /// blow-up (stagnation, saturation, NaN once the weights exploded), not its cause.
+  bool follows_divergence(int64_t step) const { return diverged() && step > divergence_step; }
   /// The step the leads are measured from: the divergence's onset, else the first spike.
   int64_t onset() const { return diverged() ? divergence_step : (spikes.empty() ? -1 : spikes.front().step); }
 };
