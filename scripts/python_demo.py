@@ -75,9 +75,14 @@ def blowups(out_dir, cli):
             print("\n== python-lstm-blowup: PyTorch's word-language-model LSTM at lr 20 without its gradient "
                   "clipping; the loss blows up\n")
             print(report)
+    # The blow-up's page draws its clipped twin's loss beside it.
+    page = os.path.join(out_dir, "demo-python-lstm-blowup", "report.html")
+    subprocess.run([cli, "html", os.path.join(out_dir, "demo-python-lstm-blowup"), "--beside",
+                    os.path.join(out_dir, "demo-python-lstm-clipped"), "-o", page], check=True,
+                   stdout=subprocess.DEVNULL)
     print("summary (the loss handed to audit.step: spikes and blow-ups)")
     print("\n".join(lines))
-    print(f"HTML report: {os.path.join(out_dir, 'demo-python-lstm-blowup', 'report.html')}")
+    print(f"HTML report (the blow-up beside its clipped twin): {page}")
 
 
 def transformers(out_dir, cli):

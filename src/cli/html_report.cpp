@@ -7,15 +7,37 @@
 #include "gradscope/io/compress/json.h"
 #include "gradscope/io/embedding/store.h"
 #include "gradscope/io/html/report.h"
+#include "gradscope/io/render/run_report.h"
 #include "gradscope/io/trees/store.h"
 
 namespace gradscope::cli {
 
-int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir) {
+namespace {
+
+// The verdict `gradscope report` prints for `run`, without its "verdict: " lead.
+std::string verdict_of(const LoadedRun& run) {
+  const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
+  const std::optional<TreeRunSummary> trees = load_tree_summary(run.path);
+  std::string v = render_run_verdict(run.report, run.flow, embedding ? &*embedding : nullptr, trees ? &*trees : nullptr);
+  const std::string lead = "verdict: ";
+  return v.compare(0, lead.size(), lead) == 0 ? v.substr(lead.size()) : v;
+}
+
+}  // namespace
+
+int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir,
+                      const LoadedRun* beside) {
   const std::optional<EmbeddingRunSummary> embedding = load_embedding_summary(run.path);
   const std::optional<TreeRunSummary> trees = load_tree_summary(run.path);
   HtmlReportInput in =
       html_report_input(run, embedding ? &*embedding : nullptr, trees ? &*trees : nullptr);
+  BesideRun other;
+  if (beside) {
+    other.name = beside->meta.name.empty() ? beside->path : beside->meta.name;
+    other.scalars = &beside->scalars;
+    other.verdict = verdict_of(*beside);
+    in.beside = &other;
+  }
   const std::optional<compress::MeasuredComparison> compression = load_measured_comparison(run.path);
   in.compression = compression ? &*compression : nullptr;
   const ChartLibraries libraries{web::vega_js(), web::vega_lite_js(), web::vega_embed_js(), web::versions()};

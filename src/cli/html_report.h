@@ -32,7 +32,9 @@ inline HtmlReportInput html_report_input(const LoadedRun& run, const EmbeddingRu
 /// Renders `run` (and <run>/embedding.json, <run>/trees.json when present) into `output`, a
 /// self-contained page with the chart libraries built into this binary. With `spec_dir`, also
 /// writes each chart's Vega-Lite spec there as <chart>.json. Returns the number of charts. Throws
-/// Error naming a file that cannot be written.
-int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir = {});
+/// Error naming a file that cannot be written. With `beside` (loaded with series), that run's
+/// loss and gradient norms are drawn beside this one's, with its verdict.
+int write_html_report(const LoadedRun& run, const std::string& output, const std::string& spec_dir = {},
+                      const LoadedRun* beside = nullptr);
 
 }  // namespace gradscope::cli

@@ -620,6 +620,39 @@ TEST(CliRuns, HtmlWritesTheReportAndEachChartsSpec) {
   fs::remove_all(dir);
 }
 
+// A run of `steps` steps whose loss is `loss(step)`, as audit.step(opt, loss=...) saves it.
+fs::path make_loss_run(const fs::path& dir, const std::string& name, int steps, double (*loss)(int)) {
+  gradscope::RunWriterOptions opt;
+  opt.name = name;
+  gradscope::RunWriter w(dir.string(), opt);
+  for (int step = 0; step < steps; ++step) {
+    w.add(Record{step, "rnn", Site::kParamGrad, grad(0.5)});
+    w.add(gradscope::StepScalar{step, gradscope::kLossSeries, loss(step)});
+  }
+  w.close();
+  return dir;
+}
+
+TEST(CliRuns, HtmlDrawsAnotherRunsLossBesideThisOnesWithItsVerdict) {
+  const fs::path dir = temp_dir("html-beside");
+  const std::string blowup =
+      make_loss_run(dir / "b", "lstm-blowup", 40, [](int s) { return s < 20 ? 4.0 : 90.0; }).string();
+  const std::string clipped = make_loss_run(dir / "c", "lstm-clipped", 40, [](int s) { return 4.0 - 0.01 * s; }).string();
+  const Result r = run("html " + blowup + " --beside " + clipped + " -o " + (dir / "page.html").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string page = slurp(dir / "page.html");
+  EXPECT_THAT(page, HasSubstr("verdict: unhealthy: DIVERGENCE at step 20"));
+  EXPECT_THAT(page, HasSubstr("Drawn beside it: <b class=\"mono\">lstm-clipped</b>, healthy"));
+  // The chart holds both losses, each under its run's name (JSON escaped for the page).
+  EXPECT_THAT(page, HasSubstr("\"series\":\"lstm-blowup\""));
+  EXPECT_THAT(page, HasSubstr("\"series\":\"lstm-clipped\""));
+  // The one beside must be a run: named, it is read like the run itself.
+  const Result missing = run("html " + blowup + " --beside " + (dir / "missing").string());
+  EXPECT_EQ(missing.code, 3);
+  EXPECT_THAT(missing.err, HasSubstr((dir / "missing").string()));
+  fs::remove_all(dir);
+}
+
 TEST(CliRuns, HtmlShowsSavedEmbeddingTables) {
   const fs::path dir = temp_dir("html-emb");
   const std::string r_dir = make_run(dir / "r", 3, false).string();

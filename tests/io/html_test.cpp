@@ -284,6 +284,48 @@ TEST(HtmlCharts, TheLossChartMarksTheSpikeAndTheDivergenceFromTheReport) {
   EXPECT_THAT(render_html(f.input(), plain, kLibs), Not(HasSubstr("id=\"loss\"")));
 }
 
+TEST(HtmlCharts, ARunBesideIsDrawnAsLinesOfItsOwnWithItsVerdict) {
+  Fixture f({"rnn"}, 4);
+  f.meta.name = "blowup";
+  std::vector<StepScalar> mine, theirs;
+  for (int64_t step = 0; step < 10; ++step) {
+    mine.push_back({step, kLossSeries, 4.0 + step});
+    mine.push_back({step, kGradNormSeries, 10.0});
+    theirs.push_back({step, kLossSeries, 4.0 - 0.1 * step});
+    theirs.push_back({step, kGradNormSeries, 3.0});
+    theirs.push_back({step, kClippedGradNormSeries, 0.25});
+  }
+  const BesideRun beside{"clipped <b>", &theirs, "healthy (3 nodes)"};
+  HtmlReportInput in = f.input();
+  in.scalars = &mine;
+  in.beside = &beside;
+  const std::vector<Chart> charts = build_charts(in);
+  const json loss = json::parse(chart(charts, "loss").spec);
+  const json points = loss["layer"][0]["data"]["values"];
+  ASSERT_EQ(points.size(), 20u);  // both runs' losses, each labelled with its run
+  EXPECT_EQ(points[0]["series"], "blowup");
+  EXPECT_DOUBLE_EQ(points[9]["value"].get<double>(), 13.0);
+  EXPECT_EQ(points[10]["series"], "clipped <b>");
+  EXPECT_DOUBLE_EQ(points[19]["value"].get<double>(), 3.1);
+  EXPECT_THAT(loss["title"]["subtitle"].dump(), HasSubstr("beside it, clipped <b>: healthy (3 nodes)"));
+  const json norms = json::parse(chart(charts, "grad-norm").spec)["layer"][0]["data"]["values"];
+  ASSERT_EQ(norms.size(), 30u);
+  EXPECT_EQ(norms[0]["series"], "blowup: before clipping");
+  EXPECT_EQ(norms[11]["series"], "clipped <b>: after clipping");
+  const std::string page = render_html(in, charts, kLibs);
+  EXPECT_THAT(page, HasSubstr("Drawn beside it: <b class=\"mono\">clipped &lt;b&gt;</b>, healthy (3 nodes)"));
+  // One name for both: the one beside is told apart.
+  const BesideRun same{"blowup", &theirs, "healthy"};
+  in.beside = &same;
+  const json twins = json::parse(chart(build_charts(in), "loss").spec)["layer"][0]["data"]["values"];
+  EXPECT_EQ(twins[10]["series"], "blowup (beside)");
+  // A run without a loss of its own still gets the section for the one beside it.
+  in.scalars = nullptr;
+  const std::vector<Chart> only = build_charts(in);
+  EXPECT_EQ(json::parse(chart(only, "loss").spec)["layer"][0]["data"]["values"].size(), 10u);
+  EXPECT_THAT(render_html(in, only, kLibs), HasSubstr("<section id=\"loss\">"));
+}
+
 TEST(HtmlCharts, EmbeddingTablesGetFourChartsEach) {
   const Fixture f({"fc1"});
   EmbeddingRunSummary e;

@@ -50,6 +50,10 @@ def test_the_python_demo_runs_say_what_they_show(tmp_path, digits_csv, gradscope
     assert blowup.series.leads, blowup.table()
     assert clipped.healthy() and clipped.series.loss_steps == 200, clipped.table()
     assert "python-lstm-blowup" in out.stdout and "DIVERGENCE at step" in out.stdout
+    # The blow-up's page draws its clipped twin's loss beside it, with the twin's verdict.
+    page = open(tmp_path / "demo-python-lstm-blowup" / "report.html").read()
+    assert 'Drawn beside it: <b class="mono">demo-python-lstm-clipped</b>, healthy' in page
+    assert '"series":"demo-python-lstm-clipped"' in page and '"series":"demo-python-lstm-blowup"' in page
     for name in ("demo-python-dying-relu", "demo-python-loss-scale", "demo-python-embedding", "demo-python-gpt-unstable",
                  "demo-python-lstm-blowup"):
         run = tmp_path / name

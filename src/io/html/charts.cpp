@@ -429,8 +429,10 @@ std::vector<Chart> build_charts(const HtmlReportInput& in) {
   module_flow(in, charts);
   node_diagram(in, charts);
   node_series(in, charts);
-  if (in.scalars && !in.scalars->empty())
-    for (Chart& c : internal::loss_charts(*in.scalars, *in.report)) charts.list.push_back(std::move(c));
+  if (internal::has_loss_section(in))
+    for (Chart& c : internal::loss_charts(in.scalars ? *in.scalars : std::vector<StepScalar>{}, *in.report, in.beside,
+                                          in.meta->name.empty() ? in.run_path : in.meta->name))
+      charts.list.push_back(std::move(c));
   if (in.attention && !in.attention->empty()) attention_charts(in, charts);
   if (in.embedding) embedding_charts(*in.embedding, in.meta->thresholds, charts);
   if (in.compression && !in.compression->points.empty()) compression_chart(*in.compression, charts);

@@ -25,27 +25,41 @@ json lines_with_marks(json spec, json values, const json& y, json marks) {
   return spec;
 }
 
-}  // namespace
-
-std::vector<Chart> loss_charts(const std::vector<StepScalar>& values, const Report& report) {
-  const SeriesReport& s = report.series;
-  json loss = json::array(), norms = json::array();
+// Appends the points of one run's loss and gradient norms; `run` prefixes the series' labels
+// when two runs share the chart. Returns whether every loss was > 0 (a log axis fits).
+bool add_points(const std::vector<StepScalar>& values, const std::string& run, json& loss, json& norms) {
+  const std::string prefix = run.empty() ? "" : run + ": ";
   bool positive = true;
   for (const StepScalar& x : values) {
     if (!std::isfinite(x.value)) continue;  // a NaN loss is the divergence's mark, not a point
     if (x.name == kLossSeries) {
-      loss.push_back({{"step", x.step}, {"value", x.value}, {"series", "loss"}});
+      loss.push_back({{"step", x.step}, {"value", x.value}, {"series", run.empty() ? "loss" : run}});
       positive = positive && x.value > 0;
     } else if ((x.name == kGradNormSeries || x.name == kClippedGradNormSeries) && x.value > 0) {
       norms.push_back({{"step", x.step}, {"value", x.value},
-                       {"series", x.name == kGradNormSeries ? "before clipping" : "after clipping"}});
+                       {"series", prefix + (x.name == kGradNormSeries ? "before clipping" : "after clipping")}});
     }
   }
+  return positive;
+}
+
+}  // namespace
+
+std::vector<Chart> loss_charts(const std::vector<StepScalar>& values, const Report& report, const BesideRun* beside,
+                               const std::string& name) {
+  const SeriesReport& s = report.series;
+  json loss = json::array(), norms = json::array();
+  // Two runs: each line says whose it is (the second named apart when both have one name).
+  const std::string mine = beside ? (name.empty() ? "this run" : name) : "";
+  const std::string theirs = !beside ? "" : beside->name == mine ? beside->name + " (beside)" : beside->name;
+  bool positive = add_points(values, mine, loss, norms);
+  if (beside && beside->scalars) positive = add_points(*beside->scalars, theirs, loss, norms) && positive;
   std::vector<Chart> out;
   if (!loss.empty()) {
     json subtitle = json::array({"the loss handed to the audit at each step" + std::string(positive ? " (log)" : "")});
     const std::string headline = series_headline(s);
     if (!headline.empty()) subtitle.push_back(headline);
+    if (beside) subtitle.push_back("beside it, " + theirs + ": " + beside->verdict);
     json marks = json::array();
     json spikes = json::array();
     for (const SeriesSpike& p : s.spikes)

@@ -14,6 +14,7 @@
 #include "gradscope/io/render/run_report.h"
 #include "gradscope/io/render/table.h"
 #include "gradscope/version.h"
+#include "html/internal/loss.h"
 #include "html/internal/theme.h"
 #include "html/internal/model.h"
 #include "html/internal/trees.h"
@@ -400,8 +401,11 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
             chart_or_note(charts, "activations", "No activations recorded.") +
             chart_or_note(charts, "update-ratio", "No parameter updates recorded.") +
             "</section>\n";
-    if (in.scalars && !in.scalars->empty())
+    if (internal::has_loss_section(in))
       page += "<section id=\"loss\"><h2>Loss</h2>\n" +
+              (in.beside ? "<p>Drawn beside it: <b class=\"mono\">" + esc(in.beside->name) + "</b>, " +
+                               esc(in.beside->verdict) + "</p>\n"
+                         : std::string()) +
               chart_or_note(charts, "loss", "No loss was handed to the audit (audit.step(opt, loss=...)).") +
               chart_or_note(charts, "grad-norm", "No gradient norm before clipping was recorded (audit.clip_grad_norm_).") +
               "</section>\n";

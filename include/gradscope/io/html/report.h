@@ -42,6 +42,14 @@ struct ChartLibraries {
   std::string_view versions;  ///< shown in the page footer, e.g. "vega 5.30.0, ..."
 };
 
+/// Another run drawn beside the report's in its Loss section (`gradscope html RUN --beside
+/// OTHER`): a blow-up next to its clipped twin, a run next to the one it should match.
+struct BesideRun {
+  std::string name;                                 ///< as the page labels it
+  const std::vector<StepScalar>* scalars = nullptr;  ///< its loss and gradient norms, drawn
+  std::string verdict;                              ///< its verdict line, as its own report says it
+};
+
 /// What the report shows. meta, report, timeline, flow and series are required; embedding
 /// and trees are optional (null: the run has no embedding tables, is not a tree run).
 struct HtmlReportInput {
@@ -57,6 +65,9 @@ struct HtmlReportInput {
   /// Optional: the run's per-step scalars (ScalarHistory: the loss, the gradient norms), drawn
   /// with the report's spikes and divergence marked.
   const std::vector<StepScalar>* scalars = nullptr;
+  /// Optional: a second run's loss and gradient norms, drawn as lines of their own in the Loss
+  /// section (this run's spikes and divergence stay the ones marked).
+  const BesideRun* beside = nullptr;
   const EmbeddingRunSummary* embedding = nullptr;
   /// Optional: a tree run's analysis (load_tree_summary). The page then shows its rounds in
   /// place of the gradient-flow, node and over-steps sections, which a tree run has no data for.
