@@ -16,7 +16,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import torch
 from torch import nn
@@ -25,45 +24,38 @@ import gradscope
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import lstm_lm as lm  # noqa: E402  (the validation's model, not a copy of it)
+from interleaved import Arm, paired_median, run_interleaved  # noqa: E402
 
 CYCLES = int(os.environ.get("BENCH_CYCLES", "12"))
 STEPS = int(os.environ.get("BENCH_STEPS", "10"))  # per arm per cycle
 
 
-class Arm:
-    def __init__(self, name, audited, series=False):
-        self.name, self.audited, self.series = name, audited, series
-        self.times = []
+class LstmArm(Arm):
+    def __init__(self, name, audited, model, opt, batches, series=False):
+        super().__init__(name)
+        self.audited, self.series = audited, series
+        self.model, self.opt, self.batches = model, opt, batches
 
-    def steps(self, model, opt, batches, n):
-        audit = gradscope.Audit(model, nodes=list(lm.NODES)) if self.audited else None
-        try:
-            for timed in (False, True):  # the first step untimed: hooks and snapshots set up there
-                start = time.perf_counter()
-                for i in range(n if timed else 1):
-                    x, y = batches[i % len(batches)]
-                    opt.zero_grad(set_to_none=True)
-                    logits, _ = model(x, model.init_hidden(x.size(1)))
-                    loss = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
-                    loss.backward()
-                    value = loss.item()  # the loop's own logging
-                    if audit is None:
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-                        opt.step()
-                    elif not self.series:
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-                        audit.step(opt)
-                    else:
-                        audit.clip_grad_norm_(0.25)
-                        audit.step(opt, loss=value, batch=i)
-            self.times.append((time.perf_counter() - start) / n)
-        finally:
-            if audit is not None:
-                audit.close()
+    def open(self):
+        return gradscope.Audit(self.model, nodes=list(lm.NODES)) if self.audited else None
 
-
-def paired_median(num, den):
-    return statistics.median(a / b for a, b in zip(num.times, den.times))
+    def step(self, audit, i):
+        model, opt = self.model, self.opt
+        x, y = self.batches[i % len(self.batches)]
+        opt.zero_grad(set_to_none=True)
+        logits, _ = model(x, model.init_hidden(x.size(1)))
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+        loss.backward()
+        value = loss.item()  # the loop's own logging
+        if audit is None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+            opt.step()
+        elif not self.series:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+            audit.step(opt)
+        else:
+            audit.clip_grad_norm_(0.25)
+            audit.step(opt, loss=value, batch=i)
 
 
 def main():
@@ -77,14 +69,9 @@ def main():
     model = lm.LSTMLM(vocab, cfg["emb"], cfg["hidden"], cfg["layers"], cfg["dropout"], cfg["init_range"])
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"])
-    arms = [Arm("none", False), Arm("audit", True), Arm("series", True, series=True), Arm("control", False)]
-    for arm in arms:  # warm-up
-        arm.steps(model, opt, batches, 3)
-        arm.times.clear()
-    for cycle in range(CYCLES):
-        for arm in (arms if cycle % 2 == 0 else arms[::-1]):
-            arm.steps(model, opt, batches, STEPS)
-    by = {a.name: a for a in arms}
+    arms = [LstmArm("none", False, model, opt, batches), LstmArm("audit", True, model, opt, batches),
+            LstmArm("series", True, model, opt, batches, series=True), LstmArm("control", False, model, opt, batches)]
+    by = run_interleaved(arms, CYCLES, STEPS)
     series_vs_audit = paired_median(by["series"], by["audit"])
     audit_vs_none = paired_median(by["audit"], by["none"])
     control = paired_median(by["control"], by["none"])

@@ -17,7 +17,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import torch
 from torch import nn
@@ -26,43 +25,36 @@ import gradscope
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import transformer_lm as lm  # noqa: E402  (the validation's model, not a copy of it)
+from interleaved import Arm, paired_median, run_interleaved  # noqa: E402
 
 CYCLES = int(os.environ.get("BENCH_CYCLES", "12"))
 STEPS = int(os.environ.get("BENCH_STEPS", "20"))  # per arm per cycle (a multiple of 10)
 
 
-class Arm:
-    def __init__(self, name, attention_every):
-        self.name, self.attention_every = name, attention_every  # None: no audit
-        self.times = []
+class GptArm(Arm):
+    def __init__(self, name, attention_every, model, opt, batches):
+        super().__init__(name)
+        self.attention_every = attention_every  # None: no audit
+        self.model, self.opt, self.batches = model, opt, batches
 
-    def steps(self, model, opt, batches, n):
-        audit = None
+    def open(self):
+        model, audit = self.model, None
         if self.attention_every is not None:
             k = len(model.blocks)
             nodes = [f"blocks.{i}.attn" for i in range(k)] + [f"blocks.{i}.mlp" for i in range(k)] + ["head"]
             audit = gradscope.Audit(model, nodes=nodes, attention_every=self.attention_every)
         for block in model.blocks:
             block.attn.on_logits = None if audit is None else (lambda m, l, mask: audit.attention(m, l, mask))
-        try:
-            for timed in (False, True):  # the first step untimed: hooks and snapshots set up there
-                start = time.perf_counter()
-                for i in range(n if timed else 1):
-                    x, y = batches[i % len(batches)]
-                    opt.zero_grad(set_to_none=True)
-                    model(x, y)[1].backward()
-                    if audit is None:
-                        opt.step()
-                    else:
-                        audit.step(opt)
-            self.times.append((time.perf_counter() - start) / n)
-        finally:
-            if audit is not None:
-                audit.close()
+        return audit
 
-
-def paired_median(num, den):
-    return statistics.median(a / b for a, b in zip(num.times, den.times))
+    def step(self, audit, i):
+        x, y = self.batches[i % len(self.batches)]
+        self.opt.zero_grad(set_to_none=True)
+        self.model(x, y)[1].backward()
+        if audit is None:
+            self.opt.step()
+        else:
+            audit.step(self.opt)
 
 
 def main():
@@ -77,14 +69,9 @@ def main():
     for _ in range(10):
         s = torch.randint(0, len(data) - T - 1, (B,), generator=gen)
         batches.append((torch.stack([data[i:i + T] for i in s]), torch.stack([data[i + 1:i + T + 1] for i in s])))
-    arms = [Arm("none", None), Arm("audit", 0), Arm("every", 1), Arm("sample10", 10), Arm("control", None)]
-    for arm in arms:  # warm-up
-        arm.steps(model, opt, batches, 3)
-        arm.times.clear()
-    for cycle in range(CYCLES):
-        for arm in (arms if cycle % 2 == 0 else arms[::-1]):
-            arm.steps(model, opt, batches, STEPS)
-    by = {a.name: a for a in arms}
+    arms = [GptArm(name, every, model, opt, batches)
+            for name, every in (("none", None), ("audit", 0), ("every", 1), ("sample10", 10), ("control", None))]
+    by = run_interleaved(arms, CYCLES, STEPS)
     med = {a.name: statistics.median(a.times) for a in arms}
     every_vs_audit = paired_median(by["every"], by["audit"])
     sample10_vs_audit = paired_median(by["sample10"], by["audit"])
