@@ -410,6 +410,20 @@ class Audit:
             self._engine.attention(node, logits, mask)
         return logits
 
+    def record_output_logits(self, logits):
+        """The output layer's logits ([..., vocabulary]) of a training forward: every
+        `attention_every`-th audited step, records the mean log-partition ("log_z": the mean over
+        rows of logsumexp over the last dimension, in float32; z-loss, 1e-4 x log_z^2, pulls it
+        toward 0) and the mean logit ("logit_mean"). Their drift is what output logit divergence
+        looks like (Wortsman et al. 2023), and the loss cannot show it (softmax ignores a shift).
+        Stored, drawn in TensorBoard and kept in the run; not judged yet. Evaluation passes (the
+        model in eval mode, or no_grad) are not recorded. Returns `logits`."""
+        if not isinstance(logits, torch.Tensor):
+            raise Error(f"audit: record_output_logits: logits must be a tensor, got {type(logits).__name__}")
+        if self._audited and self._model.training and torch.is_grad_enabled():
+            self._engine.output_logits(logits)
+        return logits
+
     def _node_id_of(self, module):
         node_id = self._id_of_module.get(id(module))
         if node_id is None:

@@ -168,6 +168,7 @@ void AuditEngine::attention(const std::string& id, const at::Tensor& logits, con
   audit().record_attention(id, logits, mask);
 }
 bool AuditEngine::attention_step() { return audit().attention_step(); }
+void AuditEngine::output_logits(const at::Tensor& logits) { audit().record_output_logits(logits); }
 void AuditEngine::projected_attention(const torch::ProjectedAttention& call) {
   audit().record_attention(call);
 }

@@ -78,6 +78,8 @@ class AuditEngine {
   /// Audit::record_attention of one multi-head attention call (torch/audit/attention_logits.h).
   void projected_attention(const torch::ProjectedAttention& call);
   bool attention_step();
+  /// Audit::record_output_logits.
+  void output_logits(const at::Tensor& logits);
   /// Audit::step; each audited step also goes to the run.
   void step(const std::function<void()>& apply_update);
   /// Audit::step with the passes of an instrumented Python optimizer that apply_update steps.

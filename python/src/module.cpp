@@ -410,6 +410,7 @@ void bind_audit(py::module_& m) {
                            std::optional<at::Tensor> mask) { e.attention(id, logits, mask ? *mask : at::Tensor()); },
            py::arg("id"), py::arg("logits"), py::arg("mask") = py::none())
       .def("attention_step", &AuditEngine::attention_step)
+      .def("output_logits", &AuditEngine::output_logits, py::arg("logits"))
       .def("projected_attention",
            [](AuditEngine& e, const std::string& id, const at::Tensor& query, const at::Tensor& key,
               const at::Tensor& wq, std::optional<at::Tensor> bq, const at::Tensor& wk, std::optional<at::Tensor> bk,

@@ -215,3 +215,35 @@ def test_histogram_every_must_be_a_count(tmp_path):
     for bad in (-1, 1.5, True, "2"):
         with pytest.raises(gradscope.Error, match="histogram_every must be an integer >= 0"):
             gradscope.Audit(mlp(), histogram_every=bad)
+
+
+def test_output_logits_give_log_z_and_the_mean_logit_at_attention_steps(pb, tmp_path):
+    """record_output_logits: the mean over rows of logsumexp (computed here in float64 from the
+    logits themselves) and the mean logit, as TensorBoard tags log_z and logit_mean, at every
+    attention_every-th step of training forwards only."""
+    torch.manual_seed(0)
+    model = nn.Linear(8, 5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    want = {}
+    with gradscope.Audit(model, tensorboard=str(tmp_path / "tb"), attention_every=2) as audit:
+        for step in range(5):
+            x = torch.randn(4, 3, 8)
+            logits = model(x) + 7.0 * step  # a drift softmax cannot see
+            assert audit.record_output_logits(logits) is logits
+            with torch.no_grad():
+                audit.record_output_logits(model(x) * 100)  # an evaluation pass: not recorded
+            d = logits.detach().double()
+            want[step] = (float(torch.logsumexp(d, -1).mean()), float(d.mean()))
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(logits.flatten(0, 1), torch.zeros(12, dtype=torch.long)).backward()
+            audit.step(opt)
+        with pytest.raises(gradscope.Error, match="must be a tensor"):
+            audit.record_output_logits([1.0, 2.0])
+        with pytest.raises(gradscope.Error, match="non-empty floating-point tensor"):
+            audit.record_output_logits(torch.ones(2, 3, dtype=torch.long, requires_grad=False))
+    got = scalars(tb_reader.read_events(tb_reader.event_file(str(tmp_path / "tb")), pb))
+    steps = sorted(s for s, tag in got if tag == "log_z")
+    assert steps == [0, 2, 4]
+    for s in steps:
+        assert got[(s, "log_z")] == pytest.approx(want[s][0], abs=1e-4)
+        assert got[(s, "logit_mean")] == pytest.approx(want[s][1], abs=1e-4)

@@ -82,6 +82,46 @@ TEST(AuditSeries, EveryStepsLossReachesTheSinkAndTheReport) {
   EXPECT_EQ(r.series.clipped_steps, clipped);
 }
 
+TEST(AuditSeries, OutputLogitsGiveTheMeanLogPartitionAtAttentionSteps) {
+  ::torch::nn::Linear fc(2, 3);
+  Capture sink;
+  AuditOptions o;
+  o.attention_every = 2;
+  o.sink = &sink;
+  Audit audit({{"fc", fc.ptr()}}, o);
+  ::torch::optim::SGD opt(fc->parameters(), 0.01);
+  // Rows with known log-partitions: log(e^0 + e^0 + e^0) = log 3, and log(e^10 + 2 e^-10),
+  // computed here in long double; a shift of every logit by c moves log Z by c.
+  const long double row1 = std::log(std::exp(10.0L) + 2 * std::exp(-10.0L));
+  for (int64_t step = 0; step < 4; ++step) {
+    opt.zero_grad();
+    fc(::torch::ones({1, 2})).sum().backward();
+    const double c = static_cast<double>(step);
+    const at::Tensor logits = ::torch::tensor({{0.0, 0.0, 0.0}, {10.0, -10.0, -10.0}}, ::torch::kBFloat16) + c;
+    audit.record_output_logits(logits);
+    {
+      ::torch::NoGradGuard evaluation;  // an evaluation pass: not recorded
+      audit.record_output_logits(logits * 100);
+    }
+    audit.step(opt);
+  }
+  std::map<int64_t, std::map<std::string, double>> got;
+  for (const StepRecords& s : sink.steps)
+    for (const StepScalar& x : s.scalars) got[x.step][x.name] = x.value;
+  ASSERT_EQ(got.size(), 2u);  // steps 0 and 2: every attention_every-th
+  for (int64_t step : {0, 2}) {
+    const long double want = (std::log(3.0L) + row1) / 2 + step;
+    EXPECT_NEAR(got[step][kLogZSeries], static_cast<double>(want), 1e-5) << step;
+    EXPECT_NEAR(got[step][kLogitMeanSeries], -10.0 / 6.0 + static_cast<double>(step), 1e-5) << step;
+  }
+  EXPECT_THAT([&] { audit.record_output_logits(::torch::ones({2, 3}, ::torch::kLong)); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("non-empty floating-point tensor")));
+  EXPECT_THAT([&] { audit.record_output_logits(::torch::empty({0, 3})); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("record_output_logits")));
+  EXPECT_THAT([&] { audit.record_output_logits(at::Tensor()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("an undefined tensor")));
+}
+
 TEST(AuditSeries, BadValuesAreRefused) {
   ::torch::nn::Linear fc(2, 1);
   Audit audit({{"fc", fc.ptr()}}, {});

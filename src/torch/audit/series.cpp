@@ -1,6 +1,9 @@
 // Audit: the per-step scalars (core/series): the loss and the global gradient norms before
 // and after clipping, kept at every step and handed over with the next sampled step.
+#include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/core/ScalarType.h>
 #include <torch/nn/utils/clip_grad.h>
 
 #include <cmath>
@@ -9,6 +12,7 @@
 
 #include "audit/state.h"
 #include "gradscope/core/error.h"
+#include "gradscope/torch/tensor.h"
 
 namespace gradscope::torch {
 
@@ -55,6 +59,23 @@ double Audit::clip_grad_norm(double max_norm) {
   const double factor = max_norm / (before + 1e-6);
   record_grad_norm(before, factor < 1 ? before * factor : before);
   return before;
+}
+
+void Audit::record_output_logits(const at::Tensor& logits) {
+  if (!logits.defined() || !at::isFloatingType(logits.scalar_type()) || logits.dim() < 1 || logits.numel() == 0)
+    throw Error("audit: record_output_logits: the output logits must be a non-empty floating-point tensor [..., "
+                "vocabulary], got " + (logits.defined() ? std::string(c10::toString(logits.scalar_type())) + shape_of(logits)
+                                                          : std::string("an undefined tensor")));
+  // Sampled as attention is (the reduction reads every logit); an evaluation pass under
+  // torch::NoGradGuard is not training.
+  if (!attention_step() || !at::GradMode::is_enabled()) return;
+  const at::Tensor x = logits.detach().to(at::kFloat);
+  const double log_z = at::logsumexp(x, {-1}).mean().item<double>();
+  const double mean = x.mean().item<double>();
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  add_scalar(s.current.scalars, s.step, kLogZSeries, log_z);
+  add_scalar(s.current.scalars, s.step, kLogitMeanSeries, mean);
 }
 
 }  // namespace gradscope::torch

@@ -44,6 +44,10 @@ inline constexpr const char* kGradNormSeries = "grad_norm";
 inline constexpr const char* kClippedGradNormSeries = "grad_norm_clipped";
 /// The index of the step's batch in the user's data, so that a spike names the batch to inspect.
 inline constexpr const char* kBatchSeries = "batch";
+/// The output layer's mean log-partition, mean over rows of log sum exp of its logits (the
+/// quantity z-loss, 1e-4 x log^2 Z, pulls toward 0), and its mean logit: measured, not judged.
+inline constexpr const char* kLogZSeries = "log_z";
+inline constexpr const char* kLogitMeanSeries = "logit_mean";
 
 /// One value of one series at one step.
 struct StepScalar {

@@ -279,6 +279,14 @@ class Audit {
   /// clipping. With a loss scaler, unscale the gradients first. Throws Error for a max_norm that
   /// is not finite and positive.
   double clip_grad_norm(double max_norm);
+  /// The output layer's logits ([..., vocabulary]; any floating dtype): at the steps
+  /// attention_step() says, records kLogZSeries (the mean over rows of log sum exp over the last
+  /// dimension, in float32: the log-partition z-loss pulls toward 0) and kLogitMeanSeries (the
+  /// mean logit), kept and stored like the loss; a drift of either is what output logit
+  /// divergence looks like (Wortsman et al. 2023), invisible in the loss (softmax ignores a
+  /// shift). Not judged yet: exported and stored. Not recorded under torch::NoGradGuard (an
+  /// evaluation pass). Throws Error for an undefined, integer or empty tensor.
+  void record_output_logits(const at::Tensor& logits);
 
   /// The step being recorded (number of step() calls so far).
   int64_t current_step() const;
