@@ -73,7 +73,7 @@ class TreesCli : public ::testing::Test {
       b.set_params({{"objective", "binary:logistic"},
                     {"eta", eta},
                     {"max_depth", "3"},
-                    {"nthread", "2"},
+                    {"nthread", "1"},
                     {"base_score", "0.5"}});
       for (int i = 0; i < rounds; ++i) b.update(i, mt);
       std::ofstream(work() / (std::string(name) + ".json")) << b.save_json();

@@ -22,7 +22,7 @@ const std::pair<std::string, std::string>& saved() {
     const TreeData d = read_sklearn_csv(data_file("breast_cancer.csv"));
     XGBoostMatrix train(d);
     XGBoostBooster b({&train});
-    b.set_params({{"objective", "binary:logistic"}, {"max_depth", "3"}, {"nthread", "2"}});
+    b.set_params({{"objective", "binary:logistic"}, {"max_depth", "3"}, {"nthread", "1"}});
     for (int i = 0; i < 3; ++i) b.update(i, train);
     return std::pair{b.save_json(), b.save_ubjson()};
   }();

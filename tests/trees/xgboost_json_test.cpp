@@ -51,7 +51,7 @@ TEST_P(XGBoostLive, SavedModelPredictsWhatXGBoostPredicts) {
     dall.set_feature_types(types);
   }
   XGBoostBooster booster({&dtrain});
-  booster.set_params({{"nthread", "2"}, {"seed", "3"}});
+  booster.set_params({{"nthread", "1"}, {"seed", "3"}});
   booster.set_params(c.params);
   for (int i = 0; i < c.rounds; ++i) booster.update(i, dtrain);
 

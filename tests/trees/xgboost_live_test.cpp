@@ -42,7 +42,7 @@ TEST(XGBoostLive, EveryRoundReadAsItEndsMakesTheSavedModelAndItsLosses) {
   const Trained d = cancer();
   XGBoostMatrix train(d.train), valid(d.valid);
   XGBoostBooster booster({&train, &valid});
-  booster.set_params({{"objective", "binary:logistic"}, {"max_depth", "4"}, {"nthread", "2"}});
+  booster.set_params({{"objective", "binary:logistic"}, {"max_depth", "4"}, {"nthread", "1"}});
   XGBoostLive live(booster, {{"train", &train}, {"valid", &valid}}, {1});
   std::vector<int32_t> firsts;
   live.on_rounds([&](const TreeEnsemble& m, int32_t first) {
@@ -79,7 +79,7 @@ TEST(XGBoostLive, RoundsReadSeveralAtATimeMakeTheSameModel) {
   XGBoostMatrix train(digits);
   XGBoostBooster booster({&train});
   booster.set_params(
-      {{"objective", "multi:softprob"}, {"num_class", "10"}, {"max_depth", "3"}, {"nthread", "2"}});
+      {{"objective", "multi:softprob"}, {"num_class", "10"}, {"max_depth", "3"}, {"nthread", "1"}});
   XGBoostLive live(booster, {}, {4, 0.01, 32});
   std::vector<std::pair<int32_t, int32_t>> reads;  // (first new round, rounds)
   live.on_rounds(
@@ -127,7 +127,7 @@ TEST(XGBoostLive, DartWeightsAreTheFinalOnesAfterSync) {
                       {"rate_drop", "0.3"},
                       {"skip_drop", "0"},
                       {"max_depth", "3"},
-                      {"nthread", "2"}});
+                      {"nthread", "1"}});
   XGBoostLive live(booster, {{"train", &train}}, {1});  // every round: all read before sync
   for (int i = 0; i < 15; ++i) live.update(i, train);
   const TreeEnsemble saved = parse_xgboost_json(booster.save_json(), "saved");
@@ -147,7 +147,7 @@ TEST(XGBoostLive, ContinuesABoosterThatAlreadyHasRounds) {
   const TreeData diabetes = read_sklearn_csv(data_file("diabetes.csv"));
   XGBoostMatrix train(diabetes);
   XGBoostBooster booster({&train});
-  booster.set_params({{"objective", "reg:squarederror"}, {"nthread", "2"}});
+  booster.set_params({{"objective", "reg:squarederror"}, {"nthread", "1"}});
   for (int i = 0; i < 3; ++i) booster.update(i, train);
   XGBoostLive live(booster);
   for (int i = 3; i < 6; ++i) live.update(i, train);

@@ -27,7 +27,7 @@ Rows cancer() {
 
 void set_params(XGBoostBooster& b, const char* eta) {
   b.set_params({{"objective", "binary:logistic"}, {"max_depth", "3"}, {"eta", eta},
-                {"nthread", "2"}, {"seed", "1"}});
+                {"nthread", "1"}, {"seed", "1"}});
 }
 
 TEST(XGBoostRecorder, TheRunIsWhatGradscopeTreesMakesOfTheSavedModel) {
