@@ -4,8 +4,9 @@ Trained on the licence texts Debian ships in /usr/share/common-licenses, so the
 data is real English, always present and needs no download.  CONFIGS holds
 settings that do (``unstable``) and do not (``healthy``, ``qknorm``, ``bf16``)
 grow the pre-softmax attention logits until attention collapses onto one key
-(Dehghani et al. 2023; Wortsman et al. 2023), and a deep post-LN model whose
-gradients grow toward the output at initialisation (Xiong et al. 2020).
+(Dehghani et al. 2023; Wortsman et al. 2023), a deep post-LN model whose
+gradients grow toward the output at initialisation (Xiong et al. 2020), and two
+whose loss spikes at a high learning rate (``spiky``, ``spiky_warmup``).
 
 ``truth_stats`` is the plain ground truth that the C++ attention statistics are
 compared against.  Run ``python3 transformer_lm.py unstable qknorm 0 1 2`` for a
@@ -160,16 +161,30 @@ CONFIGS = {
     "bf16": dict(_BASE, bf16=True),
 }
 CONFIGS["qknorm"] = dict(CONFIGS["unstable"], qk_norm=True)
+# spiky: the healthy run to step 200, then restarted at unstable's lr 3e-2 (30x; clipping and
+# decay kept): the loss jumps 1-1.6 nats at step 201, above mean + 6 sd of its last 128 values
+# on seeds 0-4, and stays above the highest of those 128 for 12 to 29 steps (seed 2: to the
+# end).  Its control is healthy trained for the same 240 steps.  (Raised at step 150 or 170 the
+# jump is smaller than 6 sd of a band that still holds the early descent.)
+CONFIGS["spiky"] = dict(_BASE, steps=240, lr_raise=(200, 3e-2))
+# spiky_warmup: 3 blocks at init_std 0.003 warmed up to lr 1e-2 over 45 steps, no clipping or
+# decay: as the loss leaves its unigram plateau (steps 16-19, lr near 4e-3) one update turns
+# block 0's attention and the loss doubles for a step, then comes back.  On seeds 1-4, not 0.
+CONFIGS["spiky_warmup"] = dict(_BASE, lr=1e-2, warmup=45, weight_decay=0.0, clip=None, n_layer=3, init_std=0.003,
+                               steps=60)
 
 
-def train(name_or_config, seed, steps=None, on_step=None, model_hook=None):
+def train(name_or_config, seed, steps=None, on_step=None, model_hook=None, on_grad_norm=None):
     """Train TinyGPT with AdamW on the licence text; deterministic given ``seed``.
 
     ``model_hook(model)`` runs after construction so callers can attach monitors (an
     ``on_logits`` they set is kept and still called).  ``on_step(step, model, loss)``
-    runs after each optimizer step.  Returns a dict: ``loss`` [step], ``max_logit`` and
-    ``entropy`` [step][block][head] from truth_stats on each training forward pass,
-    ``grad_norm`` [step][block] (before clipping), ``finite`` (final loss finite),
+    runs after each optimizer step; ``on_grad_norm(step, before, after)`` after clipping,
+    before the optimizer step, with the global gradient L2 before and after clipping.  A
+    config's ``lr_raise`` = (step, lr) sets the learning rate from that step on.  Returns a
+    dict: ``loss`` [step], ``max_logit`` and ``entropy`` [step][block][head] from
+    truth_stats on each training forward pass, ``grad_norm`` [step][block] and
+    ``global_grad_norm`` [step] (before clipping), ``finite`` (final loss finite),
     ``config`` and ``seconds``.
     """
     cfg = dict(CONFIGS[name_or_config] if isinstance(name_or_config, str) else name_or_config)
@@ -195,13 +210,16 @@ def train(name_or_config, seed, steps=None, on_step=None, model_hook=None):
     for i, block in enumerate(model.blocks):
         block.attn.on_logits = collector(i, block.attn.on_logits)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
-    out = dict(loss=[], max_logit=[], entropy=[], grad_norm=[], config=cfg)
+    out = dict(loss=[], max_logit=[], entropy=[], grad_norm=[], global_grad_norm=[], config=cfg)
     T, B = cfg["T"], cfg["batch"]
     start = time.time()
     for step in range(steps):
         # Linear warm-up, then constant: the instability is about the early steps.
+        lr = cfg["lr"] * min(1.0, (step + 1) / cfg["warmup"]) if cfg["warmup"] else cfg["lr"]
+        if cfg.get("lr_raise") is not None and step >= cfg["lr_raise"][0]:
+            lr = cfg["lr_raise"][1]  # from that step on: a restart at a learning rate too high
         for group in opt.param_groups:
-            group["lr"] = cfg["lr"] * min(1.0, (step + 1) / cfg["warmup"]) if cfg["warmup"] else cfg["lr"]
+            group["lr"] = lr
         starts = torch.randint(0, len(data) - T - 1, (B,), generator=gen)
         x = torch.stack([data[s:s + T] for s in starts])
         y = torch.stack([data[s + 1:s + T + 1] for s in starts])
@@ -212,8 +230,15 @@ def train(name_or_config, seed, steps=None, on_step=None, model_hook=None):
         out["grad_norm"].append([
             math.sqrt(sum(float(p.grad.pow(2).sum()) for p in b.parameters() if p.grad is not None))
             for b in model.blocks])
+        # The global L2 of the gradients as backward produced them (before clipping).
+        total = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in model.parameters() if p.grad is not None))
+        out["global_grad_norm"].append(total)
         if cfg["clip"] is not None:
             nn.utils.clip_grad_norm_(model.parameters(), cfg["clip"])
+        if on_grad_norm is not None:
+            # torch scales by clip / (norm + 1e-6) where that is below 1
+            factor = cfg["clip"] / (total + 1e-6) if cfg["clip"] is not None else 1.0
+            on_grad_norm(step, total, total * factor if factor < 1 else total)
         opt.step()
         out["loss"].append(loss.item())
         out["max_logit"].append([stats[i][0] for i in range(len(model.blocks))])

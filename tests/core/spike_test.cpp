@@ -330,6 +330,33 @@ TEST(GradientSpike, BurstsAtTheSpikesOwnStepAreNotSaidToComeFirst) {
   EXPECT_THAT(led_spike[0].action, HasSubstr("The gradients burst before the loss did: clip the global gradient norm"));
 }
 
+TEST(SeriesRules, ARunThatClipsAlreadyIsToldToLowerTheLearningRateNotToClip) {
+  // A loss that leaves its band for good at step 150 while clipping acts at every other step.
+  ReportBuilder b;
+  for (int64_t step = 0; step < 200; ++step) {
+    b.add(StepScalar{step, kLossSeries, step < 150 ? 2.5 + 0.01 * static_cast<double>(step % 3) : 3.6});
+    b.add(StepScalar{step, kGradNormSeries, step % 2 ? 1.5 : 0.8});
+    b.add(StepScalar{step, kClippedGradNormSeries, step % 2 ? 1.0 : 0.8});
+  }
+  const Report clipping = b.build();
+  ASSERT_TRUE(clipping.series.diverged());
+  ASSERT_EQ(clipping.series.clipped_steps, 100);
+  const std::vector<Finding> f = series_findings(clipping.series, clipping.thresholds);
+  ASSERT_FALSE(f.empty());
+  EXPECT_THAT(f[0].action, HasSubstr("lower the learning rate: clipping already acted at 100 of 200 steps"));
+  EXPECT_THAT(f[0].action, ::testing::Not(HasSubstr("clip the global gradient norm")));
+  // The same losses without clipping: a clipping value from the measured norms.
+  ReportBuilder plain;
+  for (int64_t step = 0; step < 200; ++step) {
+    plain.add(StepScalar{step, kLossSeries, step < 150 ? 2.5 + 0.01 * static_cast<double>(step % 3) : 3.6});
+    plain.add(StepScalar{step, kGradNormSeries, step % 2 ? 1.5 : 0.8});
+  }
+  const Report unclipped = plain.build();
+  const std::vector<Finding> g = series_findings(unclipped.series, unclipped.thresholds);
+  ASSERT_FALSE(g.empty());
+  EXPECT_THAT(g[0].action, HasSubstr("clip the global gradient norm near the typical norm"));
+}
+
 TEST(GradientSpike, NoisyHealthyGradientsAreQuiet) {
   for (unsigned seed = 0; seed < 5; ++seed) {
     std::mt19937 rng(seed);

@@ -54,6 +54,19 @@ std::string clip_text(const SeriesReport& s) {
   return out;
 }
 
+// Whether the run clips already: clipping acted at some step whose norms were recorded. Then
+// the updates overshot with their norm held, and a clipping value is not the remedy.
+bool already_clips(const SeriesReport& s) { return s.clip_known_steps > 0 && s.clipped_steps > 0; }
+
+// The advice against an overshooting update: clipping with a measured value, or, where the run
+// clips already, the learning rate first.
+std::string overshoot_text(const SeriesReport& s) {
+  if (!already_clips(s)) return clip_text(s) + ", or lower the learning rate";
+  return "lower the learning rate: clipping already acted at " + std::to_string(s.clipped_steps) + " of " +
+         steps_text(s.clip_known_steps) + ", so the updates overshot with their norm held (a learning rate raised by a "
+         "schedule or a resumed run does this)";
+}
+
 std::string divergence_premise(const SeriesReport& s) {
   std::string out;
   if (s.divergence_nonfinite && s.divergence_value != s.divergence_value)  // NaN at the onset itself
@@ -133,8 +146,9 @@ std::vector<Finding> series_findings(const SeriesReport& s, const Thresholds& t)
                  : s.divergence_nonfinite ? "and became NaN or Inf"
                                           : "and never returned") +
                 ". What other flags report after this step (saturation, stagnation, NaN) are its effects.";
-    f.action = "Restart from a checkpoint before step " + std::to_string(s.divergence_step) + " and " + clip_text(s) +
-               "; or lower the learning rate or lengthen the warm-up" +
+    f.action = "Restart from a checkpoint before step " + std::to_string(s.divergence_step) + " and " +
+               (already_clips(s) ? overshoot_text(s) + "; or lengthen the warm-up"
+                                 : clip_text(s) + "; or lower the learning rate or lengthen the warm-up") +
                (s.leads.empty() ? std::string()
                 : "; look first at " + s.leads.front().node +
                       (gradients_led(s) ? ", which moved first" : ", whose gradient burst most")) +
@@ -167,9 +181,9 @@ std::vector<Finding> series_findings(const SeriesReport& s, const Thresholds& t)
     f.action = "Inspect the batch of step " + std::to_string(p.step) +
                (std::isnan(p.batch) ? std::string() : " (batch " + shown_number(p.batch) + ")") +
                " (inputs, labels, sequence lengths); skip it if it is faulty. " +
-               (gradients_led(s) ? "The gradients burst before the loss did: " + clip_text(s) + ", or lower the learning rate."
+               (gradients_led(s) ? "The gradients burst before the loss did: " + overshoot_text(s) + "."
                 : s.leads.empty()
-                    ? "If it is not, the update overshot: " + clip_text(s) + ", or lower the learning rate."
+                    ? "If it is not, the update overshot: " + overshoot_text(s) + "."
                     : std::string("The gradients burst at the same step: the batch moved both, so look at it before the "
                                   "learning rate."));
     f.expected_effect = "No loss above mean + " + shown_number(t.spike_sigma) + " sd of its last " +
