@@ -5,51 +5,49 @@
 #include <limits>
 
 #include "gradscope/core/error.h"
+#include "attention/internal/row_sums.h"
 
 namespace gradscope {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// One query row into `h`: the largest visible logit first, then z and s around it (exp of a
-// non-positive number never overflows). `see` (may be null) marks the keys the query may see.
-void add_row(const float* row, const uint8_t* see, int64_t keys, HeadStats& h) {
-  constexpr float kHidden = -std::numeric_limits<float>::infinity();
-  const auto hidden = [&](int64_t k) { return (see && !see[k]) || row[k] == kHidden; };
-  float m = kHidden;
-  int64_t visible = 0;
-  bool nonfinite = false;
-  for (int64_t k = 0; k < keys; ++k) {
-    if (hidden(k)) continue;
-    const float l = row[k];
-    ++visible;
-    if (!(l < std::numeric_limits<float>::infinity())) nonfinite = true;  // NaN or +Inf
-    else m = std::max(m, l);
+using RowSumsFn = internal::RowSums (*)(const float*, const uint8_t*, int64_t);
+
+RowSumsFn row_sums_for(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::kScalar: return internal::row_sums_scalar;
+    case Kernel::kAvx2:
+      if (!avx2_available()) throw Error("attention logits: avx2 kernel requested but this cpu lacks avx2/fma");
+      break;
+    case Kernel::kAuto:
+      if (!avx2_available()) return internal::row_sums_scalar;
+      break;
   }
-  if (visible == 0) return;
-  if (nonfinite) {
+#if defined(GRADSCOPE_HAVE_AVX2_KERNELS)
+  return internal::row_sums_avx2;
+#else
+  return internal::row_sums_scalar;  // unreachable: avx2_available() is false in such builds
+#endif
+}
+
+// One query row's sums into `h`; log_of[n] = log(n) for n up to the keys. z >= 1 (the largest
+// key contributes exp(0)); rounding can make the entropy a hair negative.
+void add_row(const internal::RowSums& r, const std::vector<double>& log_of, HeadStats& h) {
+  if (r.visible == 0) return;
+  if (r.nonfinite) {
     ++h.nonfinite_queries;
     return;
   }
-  // exp in float (the logits are float; a few times faster than in double), sums in double.
-  double z = 0, s = 0;
-  for (int64_t k = 0; k < keys; ++k) {
-    if (hidden(k)) continue;
-    const float d = row[k] - m;
-    const float e = std::exp(d);
-    z += e;
-    s += static_cast<double>(e) * d;
-  }
-  // z >= 1 (the largest key contributes exp(0)); rounding can make the entropy a hair negative.
-  const double entropy = std::max(0.0, std::log(z) - s / z);
-  h.max_logit = h.queries == 0 ? m : std::max(h.max_logit, static_cast<double>(m));
+  const double entropy = std::max(0.0, std::log(r.z) - r.s / r.z);
+  h.max_logit = h.queries == 0 ? r.max : std::max(h.max_logit, static_cast<double>(r.max));
   ++h.queries;
   h.entropy_sum += entropy;
-  if (visible >= 2) {
+  if (r.visible >= 2) {
     ++h.fraction_queries;
-    h.entropy_fraction_sum += std::min(1.0, entropy / std::log(static_cast<double>(visible)));
+    h.entropy_fraction_sum += std::min(1.0, entropy / log_of[static_cast<std::size_t>(r.visible)]);
   }
-  if (1.0 / z > kTopWeight) ++h.top_queries;
+  if (1.0 / r.z > kTopWeight) ++h.top_queries;
 }
 
 }  // namespace
@@ -76,18 +74,24 @@ HeadStats merge(const HeadStats& a, const HeadStats& b) {
   return r;
 }
 
-std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape, const uint8_t* visible) {
+std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape, const uint8_t* visible,
+                                            Kernel kernel) {
   if (shape.batch < 0 || shape.heads < 0 || shape.queries < 0 || shape.keys < 0)
     throw Error("attention logits: dimensions must be >= 0");
   std::vector<HeadStats> heads(static_cast<std::size_t>(shape.heads));
   const int64_t rows = shape.batch * shape.heads * shape.queries;
   if (rows == 0 || shape.keys == 0) return heads;
   if (logits == nullptr) throw Error("attention logits: null data");
+  const RowSumsFn row_sums = row_sums_for(kernel);
+  // log(keys seen) for every count a row can have, once a call instead of once a row.
+  std::vector<double> log_of(static_cast<std::size_t>(shape.keys) + 1);
+  for (std::size_t n = 1; n < log_of.size(); ++n) log_of[n] = std::log(static_cast<double>(n));
   const float* p = logits;
   for (int64_t b = 0; b < shape.batch; ++b)
     for (int64_t h = 0; h < shape.heads; ++h)
       for (int64_t q = 0; q < shape.queries; ++q, p += shape.keys)
-        add_row(p, visible ? visible + q * shape.keys : nullptr, shape.keys, heads[static_cast<std::size_t>(h)]);
+        add_row(row_sums(p, visible ? visible + q * shape.keys : nullptr, shape.keys),
+                log_of, heads[static_cast<std::size_t>(h)]);
   return heads;
 }
 

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gradscope/core/stats/stats.h"
+
 namespace gradscope {
 
 /// A query is collapsed when its largest attention weight exceeds this.
@@ -51,8 +53,10 @@ struct AttentionShape {
 /// `shape` says). A logit of -inf marks a key the query may not see, and so does a zero in
 /// `visible` when given: [queries][keys], the same for every batch row and head (a causal
 /// mask), read in place of a masked copy of the logits. A row with no key visible is not
-/// counted. Throws Error for a negative dimension or a null pointer with elements.
+/// counted. `kernel` picks the scalar or the AVX2 code (kAuto: the fastest this CPU runs; the
+/// two agree to float rounding). Throws Error for a negative dimension, a null pointer with
+/// elements, or kAvx2 on a CPU without AVX2 and FMA.
 std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape,
-                                            const uint8_t* visible = nullptr);
+                                            const uint8_t* visible = nullptr, Kernel kernel = Kernel::kAuto);
 
 }  // namespace gradscope
