@@ -172,6 +172,13 @@ CONFIGS["spiky"] = dict(_BASE, steps=240, lr_raise=(200, 3e-2))
 # block 0's attention and the loss doubles for a step, then comes back.  On seeds 1-4, not 0.
 CONFIGS["spiky_warmup"] = dict(_BASE, lr=1e-2, warmup=45, weight_decay=0.0, clip=None, n_layer=3, init_std=0.003,
                                steps=60)
+# postln_stuck: postln_deep at 3x its lr (3e-3), still without warm-up: the loss stays on the
+# unigram plateau (3.21 nats) for 200 steps on seeds 0-4 while the gradient of block 0 falls
+# 100-4000x below block 5's; postln_warmup (the same with 50 warm-up steps) and preln_deep (the
+# same pre-LN) leave the plateau on every seed (Xiong et al. 2020: post-LN needs warm-up).
+CONFIGS["postln_stuck"] = dict(CONFIGS["postln_deep"], lr=3e-3)
+CONFIGS["postln_warmup"] = dict(CONFIGS["postln_stuck"], warmup=50)
+CONFIGS["preln_deep"] = dict(CONFIGS["postln_stuck"], post_ln=False)
 
 
 def train(name_or_config, seed, steps=None, on_step=None, model_hook=None, on_grad_norm=None):

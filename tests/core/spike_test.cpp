@@ -14,6 +14,7 @@
 #include <deque>
 #include <random>
 
+#include "../common/grad_record.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope {
@@ -246,16 +247,7 @@ TEST(SeriesRules, StepsOfASeriesMustNotGoBack) {
   EXPECT_DOUBLE_EQ(s.finish().last_loss, 1);
 }
 
-Record grad_record(int64_t step, const std::string& node, double l2) {
-  Record r{step, node, Site::kParamGrad, {}};
-  r.stats.count = r.stats.finite = 1;
-  r.stats.sum_sq = l2 * l2;
-  r.stats.sum = l2;
-  r.stats.sum_abs = l2;
-  r.stats.max_abs = l2;
-  r.stats.min = r.stats.max = l2;
-  return r;
-}
+using test::grad_record;
 
 TEST(GradientSpike, ABurstIsFlaggedOnTheNodeAndLeadsTheDivergence) {
   std::mt19937 rng(11);

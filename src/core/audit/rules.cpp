@@ -2,8 +2,10 @@
 #include "gradscope/core/audit/rules.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 
+#include "gradscope/core/audit/depth.h"
 #include "gradscope/core/error.h"
 
 namespace gradscope {
@@ -71,6 +73,7 @@ void ReportBuilder::NodeAccum::finish_step(const Thresholds& t) {
       }
       grad_band.push(l2);
       grad_max.push(l2);
+      if (early_grad.size() < kDepthSteps) early_grad.emplace_back(last_step, l2);
     }
     break;
   }
@@ -190,6 +193,7 @@ Report ReportBuilder::build_nodes(std::vector<NodeAccum> nodes) const {
   report.nonfinite_origin = find_origin(nodes);
   report.series = series_.finish();
   report.series.leads = spike_leads(nodes, report.series.onset());
+  judge_depth(nodes, report);
   roll_up(report.nodes);
   return report;
 }
@@ -209,6 +213,39 @@ std::vector<SpikeLead> ReportBuilder::spike_leads(const std::vector<NodeAccum>& 
     return a.step != b.step ? a.step < b.step : a.ratio > b.ratio;
   });
   return leads;
+}
+
+void ReportBuilder::judge_depth(const std::vector<NodeAccum>& nodes, Report& report) const {
+  std::vector<NodeGradients> grads;
+  grads.reserve(nodes.size());
+  for (const NodeAccum& n : nodes) grads.push_back({n.node, &n.early_grad});
+  const std::optional<DepthImbalance> d = find_depth_imbalance(grads, report.series, thresholds_);
+  if (!d) return;
+  // A first block already VANISHING, DEAD or non-finite is named by that flag, which says more.
+  for (const NodeReport& r : report.nodes)
+    for (const std::string& first : d->first_nodes)
+      if ((r.node == first || (r.node.size() > first.size() && r.node.compare(0, first.size(), first) == 0 &&
+                               r.node[first.size()] == '/')) &&
+          (r.flags.contains(Flag::kVanishing) || r.flags.contains(Flag::kDead) || r.flags.contains(Flag::kNaN) ||
+           r.flags.contains(Flag::kInf)))
+        return;
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "%s's gradient L2 over %.4g x %s's at each of %d audited steps from step %lld (%lld blocks); the "
+                "loss %.4g over its last %d steps against %.4g early",
+                d->last_block.c_str(), thresholds_.depth_grad_ratio, d->first_block.c_str(), thresholds_.depth_window,
+                static_cast<long long>(d->since), static_cast<long long>(d->blocks), d->late_loss,
+                SeriesReport::kLateLosses, d->early_loss);
+  for (NodeReport& r : report.nodes) {
+    if (std::find(d->first_nodes.begin(), d->first_nodes.end(), r.node) == d->first_nodes.end()) continue;
+    r.flags.erase(Flag::kHealthy);
+    r.flags.insert(Flag::kDepthGradientImbalance);
+    r.evidence.push_back({Flag::kDepthGradientImbalance, Site::kParamGrad, d->since, d->ratio,
+                          thresholds_.depth_grad_ratio,
+                          "smallest " + d->last_block + " / " + d->first_block + " gradient L2 over the " +
+                              std::to_string(thresholds_.depth_window) + " steps where it is largest",
+                          buf});
+  }
 }
 
 Report build_report(const std::vector<Record>& records, const Thresholds& thresholds) {

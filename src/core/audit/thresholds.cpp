@@ -59,6 +59,9 @@ const std::vector<Field>& threshold_fields() {
       counted("divergence_steps", &Thresholds::divergence_steps, 65535, "must be in [1, 65535]"),
       {"spike_lookback", nullptr, &Thresholds::spike_lookback, 0, 65535, false, false, "must be in [0, 65535]"},
       {"grad_spike_ratio", &Thresholds::grad_spike_ratio, nullptr, 1, INFINITY, false, false, "must be finite and >= 1"},
+      {"depth_grad_ratio", &Thresholds::depth_grad_ratio, nullptr, 1, INFINITY, false, false, "must be finite and >= 1"},
+      counted("depth_window", &Thresholds::depth_window, 1000, "must be in [1, 1000]"),
+      fraction("plateau_fall", &Thresholds::plateau_fall),
   };
   return kFields;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "gradscope/core/error.h"
 
@@ -96,6 +97,10 @@ void SeriesTracker::add_loss(int64_t step, double value) {
     r.divergence_last = value;
     return;  // the band and the window keep finite losses only
   }
+  ++finite_losses_;
+  if (early_losses_.size() < static_cast<std::size_t>(SeriesReport::kEarlyLosses)) early_losses_.push_back(value);
+  late_losses_.push_back(value);
+  if (late_losses_.size() > static_cast<std::size_t>(SeriesReport::kLateLosses)) late_losses_.pop_front();
   if (std::isnan(r.min_loss) || value < r.min_loss) {
     r.min_loss = value;
     r.min_loss_step = step;
@@ -198,6 +203,15 @@ SeriesReport SeriesTracker::finish() const {
     for (const auto& [step, value] : norms_) v.push_back(value);
     r.grad_norm_median = quantile(v, 0.5);
     r.grad_norm_p99 = quantile(v, 0.99);
+  }
+  if (finite_losses_ >= SeriesReport::kEarlyLosses + SeriesReport::kLateLosses) {
+    const int k = SeriesReport::kLevelLosses;
+    double lowest = INFINITY;
+    for (std::size_t i = 0; i + k <= early_losses_.size(); ++i)
+      lowest = std::min(lowest, std::accumulate(early_losses_.begin() + static_cast<std::ptrdiff_t>(i),
+                                                early_losses_.begin() + static_cast<std::ptrdiff_t>(i) + k, 0.0) / k);
+    r.early_loss_level = lowest;
+    r.late_loss_mean = std::accumulate(late_losses_.begin(), late_losses_.end(), 0.0) / SeriesReport::kLateLosses;
   }
   if (r.onset() >= 0) {
     std::vector<double> before;

@@ -34,6 +34,7 @@ enum class Flag : uint8_t {
   kAttentionLogitGrowth,      ///< a head's largest pre-softmax logit grew past attention_logit_hi
   kAttentionEntropyCollapse,  ///< a head's attention fell onto one key (core/attention/rules.h)
   kGradientSpike,             ///< a burst of the node's gradient against its own recent band
+  kDepthGradientImbalance,    ///< first block of a stack far below its last, the loss stalled
 };
 
 /// What a flag means for the model, what to try first, and how to tell it worked.
@@ -73,7 +74,7 @@ constexpr const char* flag_comparison(FlagMargin m) {
   }
 }
 
-// Severity: GRADIENT_SPIKE > NAN > INF > ATTENTION_LOGIT_GROWTH > ATTENTION_ENTROPY_COLLAPSE > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS > SATURATED >
+// Severity: DEPTH_GRADIENT_IMBALANCE > GRADIENT_SPIKE > NAN > INF > ATTENTION_LOGIT_GROWTH > ATTENTION_ENTROPY_COLLAPSE > EXPLODING > DEAD > VANISHING > STAGNANT > DEAD_CHANNELS > SATURATED >
 // IGNORED_CHANNELS > LEAKAGE > FROZEN > NO_DATA > HEALTHY. DEAD ranks above VANISHING because
 // zero outputs cut the backward path: the nodes before a dead one vanish as a consequence.
 inline constexpr FlagInfo kFlags[] = {
@@ -171,6 +172,17 @@ inline constexpr FlagInfo kFlags[] = {
       "Clip the gradient norm (a value from the measured norms before clipping), lower the learning "
       "rate or lengthen the warm-up; if one batch caused it, skip or inspect that batch.",
       "The node's gradient stays below grad_spike_ratio x its recent largest."}},
+    // A stack that does not train: the stall is the fault, the gradients that shrink toward the
+    // input are how it shows; it heads the node's flags (the stall outranks any single symptom).
+    {Flag::kDepthGradientImbalance, "DEPTH_GRADIENT_IMBALANCE", 16, "depth_grad_ratio", FlagMargin::kOrdersAbove,
+     {"The gradient reaching the stack's first block stays orders of magnitude below its last "
+      "block's while the loss does not fall: the deep stack does not train (a post-LN transformer "
+      "without learning-rate warm-up does this: Xiong et al. 2020).",
+      "In a post-LN transformer, warm the learning rate up over the first steps or normalise each "
+      "block's input instead of its output (pre-LN); in other stacks, add normalisation or residual "
+      "paths between the blocks; or lower the learning rate or the initialisation scale.",
+      "The loss leaves its early level and the first block's gradient stays within "
+      "depth_grad_ratio of the last block's."}},
 };
 
 inline constexpr int kFlagCount = static_cast<int>(std::size(kFlags));
@@ -199,7 +211,7 @@ static_assert(severities_distinct(), "kFlags: two flags share a severity");
 static_assert(compared_flags_name_a_threshold(), "kFlags: a compared flag names no threshold");
 static_assert(kFlagCount <= 32, "FlagSet holds at most 32 flags");
 // A flag added to the enum without its row would print as INVALID: name the last flag here.
-static_assert(static_cast<int>(Flag::kGradientSpike) == kFlagCount - 1, "kFlags: a flag has no row");
+static_assert(static_cast<int>(Flag::kDepthGradientImbalance) == kFlagCount - 1, "kFlags: a flag has no row");
 }  // namespace flag_table_checks
 
 /// The row of `flag` (the HEALTHY row for a value outside the enum).

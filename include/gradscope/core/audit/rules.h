@@ -117,6 +117,8 @@ class ReportBuilder {
     RecentMax grad_max{128};
     int64_t grad_spikes = 0;
     std::vector<SeriesSpike> grad_spike_list;  // the first kKeptSpikes
+    // DEPTH_GRADIENT_IMBALANCE: the gradient L2 of the first kDepthSteps audited steps.
+    std::vector<std::pair<int64_t, double>> early_grad;
     void finish_step(const Thresholds& t);
   };
 
@@ -127,6 +129,7 @@ class ReportBuilder {
   static NonFiniteOrigin find_origin(const std::vector<NodeAccum>& nodes);
   static void roll_up(std::vector<NodeReport>& nodes);
   std::vector<SpikeLead> spike_leads(const std::vector<NodeAccum>& nodes, int64_t onset) const;
+  void judge_depth(const std::vector<NodeAccum>& nodes, Report& report) const;
 
   Report build_nodes(std::vector<NodeAccum> nodes) const;
 

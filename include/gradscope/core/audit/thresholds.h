@@ -97,6 +97,15 @@ struct Thresholds {
   int divergence_steps = 10;
   int spike_lookback = 10;
   double grad_spike_ratio = 10;
+  // DEPTH_GRADIENT_IMBALANCE (audit/depth.h): in a stack of at least three numbered blocks, the
+  // last block's gradient L2 above depth_grad_ratio x the first block's at each of depth_window
+  // consecutive audited steps (of the first kDepthSteps), while the loss fell less than
+  // plateau_fall of its early level: a deep stack that does not train, as a post-LN transformer
+  // without warm-up (Xiong et al. 2020). On examples/transformer_lm.py the failing runs reach
+  // 229-1612 and the healthy ones at most 45 (docs/attention.md).
+  double depth_grad_ratio = 100;
+  int depth_window = 20;
+  double plateau_fall = 0.05;
 
   /// Throws Error naming the first threshold that is NaN, negative or out of order.
   void validate() const;

@@ -23,6 +23,7 @@
 // SeriesReport::leads).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <utility>
@@ -104,6 +105,12 @@ struct SeriesReport {
   double divergence_last = kNone;     ///< the last loss of the run
   int64_t divergence_back = -1;       ///< first step the loss came back to the level; -1: never
   int64_t first_nonfinite_loss = -1;
+  // Whether the loss fell at all (DEPTH_GRADIENT_IMBALANCE's stall): its early level, the lowest
+  // mean of kLevelLosses consecutive finite losses among the first kEarlyLosses (past the first
+  // drop a model makes to the labels' base rate), and the mean of its last kLateLosses finite
+  // losses. NaN when fewer than kEarlyLosses + kLateLosses finite losses were seen.
+  static constexpr int kEarlyLosses = 30, kLevelLosses = 10, kLateLosses = 20;
+  double early_loss_level = kNone, late_loss_mean = kNone;
   // The global gradient norm before clipping (kGradNormSeries), and how often clipping acted.
   int64_t grad_norm_steps = 0;
   double grad_norm_median = kNone, grad_norm_p99 = kNone, grad_norm_max = kNone;
@@ -123,6 +130,11 @@ struct SeriesReport {
   /// Whether something that began at `step` began after the loss diverged: an effect of the
   /// blow-up (stagnation, saturation, NaN once the weights exploded), not its cause.
   bool follows_divergence(int64_t step) const { return diverged() && step > divergence_step; }
+  /// The loss fell less than `fall` (a fraction) of its early level over the run; false when
+  /// not known (too few losses).
+  bool loss_stalled(double fall) const {
+    return late_loss_mean > early_loss_level - fall * std::abs(early_loss_level);
+  }
   /// The step the leads are measured from: the divergence's onset, else the first spike.
   int64_t onset() const { return diverged() ? divergence_step : (spikes.empty() ? -1 : spikes.front().step); }
 };
@@ -161,6 +173,9 @@ class SeriesTracker {
   int64_t last_loss_step_ = -1, last_norm_step_ = -1, last_clipped_step_ = -1, last_batch_step_ = -1;
   double last_batch_ = std::numeric_limits<double>::quiet_NaN();
   double last_norm_ = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> early_losses_;  // the first kEarlyLosses finite losses
+  std::deque<double> late_losses_;    // the last kLateLosses finite losses
+  int64_t finite_losses_ = 0;
   // Every finite global norm with its step, for the quantiles: 16 bytes a step.
   std::vector<std::pair<int64_t, double>> norms_;
 };
