@@ -24,19 +24,29 @@ using test::grad_record;
 // A stack of `blocks` blocks (blocks.i.attn, blocks.i.mlp, and blocks.i.attn/qkv inside attn)
 // and a head, for `steps` steps. Block i's gradient L2 is 0.1 x ratio(step)^(-(last - i)/last):
 // the last block 0.1, the first 0.1 / ratio(step). attn and mlp share it equally.
+// With `update` > 0, every node also has parameters of L2 1 that move by `update` a step.
 Report stack(int blocks, int64_t steps, const std::function<double(int64_t)>& ratio,
-             const std::function<double(int64_t)>& loss) {
+             const std::function<double(int64_t)>& loss, double update = 0) {
   ReportBuilder b;
+  const auto add = [&](int64_t step, const std::string& node, double g) {
+    b.add(grad_record(step, node, g));
+    if (update <= 0) return;
+    Record param = grad_record(step, node, 1.0), moved = grad_record(step, node, update);
+    param.site = Site::kParam;
+    moved.site = Site::kUpdate;
+    b.add(param);
+    b.add(moved);
+  };
   for (int64_t step = 0; step < steps; ++step) {
     for (int i = 0; i < blocks; ++i) {
       const double share = static_cast<double>(blocks - 1 - i) / (blocks - 1);
       const double g = 0.1 * std::pow(ratio(step), -share) / std::sqrt(2.0);
       const std::string block = "blocks." + std::to_string(i);
-      b.add(grad_record(step, block + ".attn", g));
-      b.add(grad_record(step, block + ".attn/qkv", g * 1e-3));  // inside attn: not counted again
-      b.add(grad_record(step, block + ".mlp", g));
+      add(step, block + ".attn", g);
+      add(step, block + ".attn/qkv", g * 1e-3);  // inside attn: not counted again
+      add(step, block + ".mlp", g);
     }
-    b.add(grad_record(step, "head", 0.3));
+    add(step, "head", 0.3);
     if (loss) b.add(StepScalar{step, kLossSeries, loss(step)});
   }
   return b.build();
@@ -116,6 +126,21 @@ TEST(DepthGradient, AFirstBlockThatIsAlreadyVanishingIsNamedByThatFlagAlone) {
       EXPECT_TRUE(n.flags.contains(Flag::kVanishing));
     }
   }
+}
+
+TEST(DepthGradient, AStackWhoseParametersDoNotMoveIsNamedStagnantNotImbalanced) {
+  // Updates 1e-8 of the parameters (a learning rate far too small): the loss cannot fall, and
+  // STAGNANT names why; the depth profile is not the cause.
+  const Report r = stack(6, 200, fades_from_10, flat, 1e-8);
+  for (const NodeReport& n : r.nodes) {
+    EXPECT_FALSE(n.flags.contains(Flag::kDepthGradientImbalance)) << n.node;
+    EXPECT_TRUE(n.flags.contains(Flag::kStagnant)) << n.node;
+  }
+  // Updates 1e-3 (moving): the profile is named again.
+  const Report moving = stack(6, 200, fades_from_10, flat, 1e-3);
+  bool named = false;
+  for (const NodeReport& n : moving.nodes) named |= n.flags.contains(Flag::kDepthGradientImbalance);
+  EXPECT_TRUE(named);
 }
 
 TEST(DepthGradient, DefaultNodeNamesAndSeveralStacksAreRead) {

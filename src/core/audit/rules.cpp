@@ -221,13 +221,14 @@ void ReportBuilder::judge_depth(const std::vector<NodeAccum>& nodes, Report& rep
   for (const NodeAccum& n : nodes) grads.push_back({n.node, &n.early_grad});
   const std::optional<DepthImbalance> d = find_depth_imbalance(grads, report.series, thresholds_);
   if (!d) return;
-  // A first block already VANISHING, DEAD or non-finite is named by that flag, which says more.
+  // A first block already VANISHING, DEAD, non-finite or STAGNANT (its parameters do not move:
+  // the learning rate, not the depth) is named by that flag, which says more.
   for (const NodeReport& r : report.nodes)
     for (const std::string& first : d->first_nodes)
       if ((r.node == first || (r.node.size() > first.size() && r.node.compare(0, first.size(), first) == 0 &&
                                r.node[first.size()] == '/')) &&
           (r.flags.contains(Flag::kVanishing) || r.flags.contains(Flag::kDead) || r.flags.contains(Flag::kNaN) ||
-           r.flags.contains(Flag::kInf)))
+           r.flags.contains(Flag::kInf) || r.flags.contains(Flag::kStagnant)))
         return;
   char buf[240];
   std::snprintf(buf, sizeof buf,
