@@ -87,6 +87,11 @@ std::optional<DepthImbalance> find_depth_imbalance(const std::vector<NodeGradien
       if (it != high.end() && g0 > 0 && std::isfinite(g0) && std::isfinite(it->second))
         ratio.emplace_back(step, it->second / g0);
     }
+    // The imbalance must grow in training, as it does in a post-LN stack (near 1 at the first
+    // step, 100-1000x within 5-20 Adam steps). A profile steep from the first step (a deep
+    // tanh or sigmoid MLP: 1,900x at initialisation) is the architecture's, and a stall there
+    // has other causes (a learning rate too small, labels without signal: measured).
+    if (ratio.empty() || !(ratio.front().second < t.depth_grad_ratio / kDepthStartFactor)) continue;
     const std::size_t w = static_cast<std::size_t>(t.depth_window);
     DepthImbalance d;
     for (std::size_t i = 0; i + w <= ratio.size(); ++i) {

@@ -75,6 +75,16 @@ void SeriesTracker::add(const StepScalar& x) {
   }
 }
 
+bool SeriesTracker::departs(double value, double highest, int64_t seen) const {
+  // The highest of a few first losses is no band: a loss that starts a hair below its plateau
+  // (a classifier at log(classes), 2.280 then 2.30 for 60 steps: measured on a CNN) would
+  // "stay above" it. Until spike_min_history losses are seen, a departure must clear the
+  // highest by kShortWindowRise of its size; the LSTM blow-ups rise 5-30x.
+  if (seen < t_.spike_min_history)
+    return value > highest + SeriesReport::kShortWindowRise * std::abs(highest);
+  return value > highest;
+}
+
 void SeriesTracker::add_loss(int64_t step, double value) {
   SeriesReport& r = r_;
   if (r.loss_steps == 0) {
@@ -121,7 +131,7 @@ void SeriesTracker::add_loss(int64_t step, double value) {
       } else {
         pending_ = {};
       }
-    } else if (window_max_.size() > 0 && value > window_max_.max()) {
+    } else if (window_max_.size() > 0 && departs(value, window_max_.max(), window_max_.size())) {
       pending_ = {step, window_max_.max(), value, 1, 0};
       if (t_.divergence_steps <= 1) {
         confirm_divergence(step, value, pending_.level);

@@ -25,6 +25,10 @@ namespace gradscope {
 /// in the first steps of training (a post-LN stack fails before warm-up would have ended).
 inline constexpr std::size_t kDepthSteps = 1000;
 
+/// At the first audited step the last/first ratio must be below depth_grad_ratio / this: the
+/// imbalance the rule names grows in training (post-LN GPT: 0.8-1.9 at the first step).
+inline constexpr double kDepthStartFactor = 10;
+
 /// A node's gradient L2 per audited step (increasing steps), the first kDepthSteps.
 struct NodeGradients {
   std::string node;
@@ -43,7 +47,8 @@ struct DepthImbalance {
 
 /// The first stack (in the order its first node appears) that has the imbalance: at least three
 /// numbered blocks, each block's gradient L2 the root of the sum of squares of its outermost
-/// audited nodes at a step where all of them have one; the loss known and stalled
+/// audited nodes at a step where all of them have one; the ratio at the first audited step
+/// below depth_grad_ratio / kDepthStartFactor; the loss known and stalled
 /// (SeriesReport::loss_stalled(plateau_fall)) and not diverged. nullopt when none.
 std::optional<DepthImbalance> find_depth_imbalance(const std::vector<NodeGradients>& nodes, const SeriesReport& series,
                                                    const Thresholds& t);

@@ -11,7 +11,8 @@
 //              monitor: 6 sigma over 128), or >= spike_early_factor x the largest of the run's
 //              first spike_early_steps losses (Megatron-LM's spiky-loss check: 10x).
 // DIVERGENCE   the loss became NaN or Inf, or it rose above the highest loss of its recent
-//              window (the last spike_window losses) and stayed above that level for
+//              window (the last spike_window losses; while fewer than spike_min_history are
+//              seen, by kShortWindowRise of it) and stayed above that level for
 //              divergence_steps losses in a row: it left and did not come back. Its onset is the
 //              step it first rose above; a spike at the onset is the divergence, not apart.
 // GRADIENT_SPIKE   a node's gradient L2 above grad_spike_ratio x the largest of its last
@@ -110,6 +111,9 @@ struct SeriesReport {
   // drop a model makes to the labels' base rate), and the mean of its last kLateLosses finite
   // losses. NaN when fewer than kEarlyLosses + kLateLosses finite losses were seen.
   static constexpr int kEarlyLosses = 30, kLevelLosses = 10, kLateLosses = 20;
+  /// DIVERGENCE's onset while fewer than spike_min_history losses are seen: above the highest by
+  /// this share of its magnitude (SeriesTracker::departs).
+  static constexpr double kShortWindowRise = 0.1;
   double early_loss_level = kNone, late_loss_mean = kNone;
   // The global gradient norm before clipping (kGradNormSeries), and how often clipping acted.
   int64_t grad_norm_steps = 0;
@@ -159,6 +163,7 @@ class SeriesTracker {
   };
   void confirm_divergence(int64_t onset, double value, double level);
   void add_loss(int64_t step, double value);
+  bool departs(double value, double highest, int64_t seen) const;
   void add_norm(int64_t step, double value);
   void add_clipped(int64_t step, double value);
   void add_batch(int64_t step, double value);
