@@ -31,12 +31,6 @@ std::optional<Place> place_of(const std::string& node) {
   return std::nullopt;
 }
 
-// Whether `inner` lies inside `outer` ("blocks.0.attn/qkv" inside "blocks.0.attn" or "blocks.0").
-bool inside(const std::string& inner, const std::string& outer) {
-  return inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
-         (inner[outer.size()] == '.' || inner[outer.size()] == '/');
-}
-
 // A block's gradient L2 per step: the root of the sum of squares of its nodes' values, at the
 // steps where every one of them has a value.
 std::map<int64_t, double> block_gradient(const std::vector<const NodeGradients*>& nodes) {
@@ -55,6 +49,11 @@ std::map<int64_t, double> block_gradient(const std::vector<const NodeGradients*>
 
 }  // namespace
 
+bool node_inside(const std::string& inner, const std::string& outer) {
+  return inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
+         (inner[outer.size()] == '.' || inner[outer.size()] == '/');
+}
+
 std::optional<DepthImbalance> find_depth_imbalance(const std::vector<NodeGradients>& nodes, const SeriesReport& series,
                                                    const Thresholds& t) {
   if (series.diverged() || !series.loss_stalled(t.plateau_fall)) return std::nullopt;
@@ -64,7 +63,7 @@ std::optional<DepthImbalance> find_depth_imbalance(const std::vector<NodeGradien
   for (const NodeGradients& n : nodes) {
     if (n.grad == nullptr || n.grad->empty()) continue;
     const bool nested = std::any_of(nodes.begin(), nodes.end(), [&](const NodeGradients& o) {
-      return o.grad && !o.grad->empty() && inside(n.node, o.node);
+      return o.grad && !o.grad->empty() && node_inside(n.node, o.node);
     });
     if (nested) continue;
     const std::optional<Place> p = place_of(n.node);

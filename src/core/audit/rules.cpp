@@ -225,8 +225,7 @@ void ReportBuilder::judge_depth(const std::vector<NodeAccum>& nodes, Report& rep
   // the learning rate, not the depth) is named by that flag, which says more.
   for (const NodeReport& r : report.nodes)
     for (const std::string& first : d->first_nodes)
-      if ((r.node == first || (r.node.size() > first.size() && r.node.compare(0, first.size(), first) == 0 &&
-                               r.node[first.size()] == '/')) &&
+      if ((r.node == first || node_inside(r.node, first)) &&
           (r.flags.contains(Flag::kVanishing) || r.flags.contains(Flag::kDead) || r.flags.contains(Flag::kNaN) ||
            r.flags.contains(Flag::kInf) || r.flags.contains(Flag::kStagnant)))
         return;

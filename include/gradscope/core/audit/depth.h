@@ -45,6 +45,10 @@ struct DepthImbalance {
   double early_loss = 0, late_loss = 0; ///< SeriesReport::early_loss_level, late_loss_mean
 };
 
+/// Whether node `inner` lies inside node `outer` ("blocks.0.attn/qkv" inside "blocks.0.attn" or
+/// "blocks.0").
+bool node_inside(const std::string& inner, const std::string& outer);
+
 /// The first stack (in the order its first node appears) that has the imbalance: at least three
 /// numbered blocks, each block's gradient L2 the root of the sum of squares of its outermost
 /// audited nodes at a step where all of them have one; the ratio at the first audited step
