@@ -38,6 +38,7 @@ def audited(name, seed, run=None, run_name=None, truth_fractions=False):
         held["audit"] = audit
 
     def on_step(step, model, loss):
+        held["audit"].record_loss(loss.item())  # the loss rules and DEPTH_GRADIENT_IMBALANCE read it
         held["audit"].after_step()  # the loop calls opt.step() itself
         if truth_fractions:
             held["fraction"].append([held["this_step"][i] for i in sorted(held["this_step"])])
