@@ -1,8 +1,13 @@
-# The front door. `make demo` and `make test` do all the set-up a fresh Debian 12 machine needs.
+# The front door. `make demo` and `make test` do all the set-up a fresh Debian 12 or 13 machine
+# needs: Debian's packages, the virtual environment .venv with the PyPI packages of
+# requirements.txt (PyTorch among them: the C++ side builds against its LibTorch), the data.
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+VENV ?= $(CURDIR)/.venv
+# Every Python command below runs in the venv; CMake builds against the torch it holds.
+PYTHON := $(VENV)/bin/python
 # ccache hits across build folders and checkouts: paths under the checkout are hashed relative.
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
@@ -15,12 +20,13 @@ all: build
 
 deps:
 	@bash scripts/install-deps.sh
+	@GRADSCOPE_VENV=$(VENV) bash scripts/setup-venv.sh
 
 data: deps
 	@bash scripts/fetch-data.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRADSCOPE_PYTHON=$(PYTHON) $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -35,7 +41,7 @@ build-demo: configure
 
 demo: data build-demo
 	@$(BUILD)/gradscope demo --data-dir data --out gradscope-runs
-	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 scripts/python_demo.py data gradscope-runs $(BUILD)/gradscope
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) scripts/python_demo.py data gradscope-runs $(BUILD)/gradscope
 
 # No test may skip: one that cannot run fails, naming what to install; and should ctest still
 # report a test skipped or disabled, make test fails after listing it.
@@ -52,7 +58,7 @@ SANITIZE_BUILD ?= $(BUILD)/sanitize
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 test-sanitize: data
-	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADSCOPE_SANITIZE=ON \
+	@cmake -DGRADSCOPE_PYTHON=$(PYTHON) -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADSCOPE_SANITIZE=ON \
 	  -DGRADSCOPE_SANITIZE_TESTS=OFF -DGRADSCOPE_FUZZ=OFF -DGRADSCOPE_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	@$(SANITIZER_ENV) cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	@cd $(SANITIZE_BUILD) && $(SANITIZER_ENV) GRADSCOPE_DATA_DIR=$(CURDIR)/data ctest --output-on-failure -j $(JOBS)
@@ -80,17 +86,17 @@ bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-loss
 # The Python audit against plain PyTorch steps (bench/python_bench.py; docs/benchmarks.md).
 bench-python: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
-	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/python_bench.py
 
 # The attention statistics on the validation's GPT (bench/transformer_bench.py; docs/benchmarks.md).
 bench-transformer: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
-	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/transformer_bench.py
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/transformer_bench.py
 
 # The loss series on the spike validation's LSTM (bench/loss_bench.py; docs/benchmarks.md).
 bench-loss: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
-	@PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/loss_bench.py
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/loss_bench.py
 
 # bench-compression trains on Fashion-MNIST and the digits: fetch them first.
 bench-compression: configure

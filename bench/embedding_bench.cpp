@@ -33,9 +33,10 @@
 
 #include "gradscope/torch/embedding/tracker.h"
 
-// OpenBLAS (Debian's LibTorch does its matrix products there) keeps its own threads, which
+// OpenBLAS (Debian's LibTorch 1.13 did its matrix products there) keeps its own threads, which
 // at::set_num_threads does not reach; its idle threads spin on sched_yield and take the second
-// core from whatever else runs. Weak: absent when LibTorch uses another BLAS.
+// core from whatever else runs. Weak: absent when LibTorch uses another BLAS (the PyPI wheel's
+// MKL, whose threads at::set_num_threads sets).
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace {

@@ -51,7 +51,7 @@ Figures measure(const at::Tensor& t, int reps) {
   const gradscope::TensorView view = gradscope::torch::view_of(t, "bench");
   bool naive_ok = true;
   try {
-    naive_reductions(t);  // warm-up; also finds ops LibTorch 1.13 lacks for this dtype on CPU
+    naive_reductions(t);  // warm-up; also finds ops LibTorch lacks for this dtype on CPU
   } catch (const std::exception&) {
     naive_ok = false;
   }

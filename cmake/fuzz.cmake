@@ -14,7 +14,7 @@ set(GRADSCOPE_FUZZ_TEST_SECONDS 30 CACHE STRING "Seconds each fuzz target runs i
 find_program(GRADSCOPE_FUZZ_CXX NAMES clang++ clang++-14)
 if(NOT GRADSCOPE_FUZZ_CXX)
   message(FATAL_ERROR "gradscope: the fuzz targets need clang++ and libFuzzer (Debian: clang "
-    "libclang-rt-14-dev; `make deps` installs them), or configure with -DGRADSCOPE_FUZZ=OFF")
+    "libclang-rt-dev; `make deps` installs them), or configure with -DGRADSCOPE_FUZZ=OFF")
 endif()
 
 set(GRADSCOPE_FUZZ_DIR ${PROJECT_BINARY_DIR}/fuzz)
@@ -26,6 +26,7 @@ ExternalProject_Add(gradscope_fuzz
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
     -DGRADSCOPE_FUZZ_BUILD=ON -DGRADSCOPE_FUZZ=OFF
     -DGRADSCOPE_BUILD_TORCH=OFF -DGRADSCOPE_BUILD_TESTS=OFF -DGRADSCOPE_BUILD_BENCH=OFF
+    -DGRADSCOPE_PYTHON=${GRADSCOPE_PYTHON}  # the venv's: the HTML page's chart bundle comes from it
   BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target gradscope_fuzz_targets
   BUILD_ALWAYS ON  # the inner build knows its own dependencies; a no-op build takes a moment
   INSTALL_COMMAND "")

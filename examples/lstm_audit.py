@@ -2,7 +2,7 @@
 norm before clipping handed to the audit every step (docs/spikes.md). Used by the spike
 validation (tests/python/spike_validation.py) and make demo's blow-up pair.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/lstm_audit.py blowup [seed] [run dir]
+    PYTHONPATH=build/python .venv/bin/python examples/lstm_audit.py blowup [seed] [run dir]
 """
 import os
 import sys

@@ -25,7 +25,8 @@ CONFIGS (SGD, batch 20 x bptt 35, seeds 0-4 measured):
 
 ``train`` returns plain per-step truth (losses, gradient norms before and after
 clipping, per-module gradient norms) that a monitor can be checked against.  Run
-``python3 lstm_lm.py blowup clipped 0 1 2 3 4`` for a table of per-seed results.
+``.venv/bin/python examples/lstm_lm.py blowup clipped 0 1 2 3 4`` for a table of per-seed
+results.
 """
 import math
 import os

@@ -7,7 +7,7 @@ qk-LayerNorm; examples/transformer_audit.py), and PyTorch's word-language-model 
 without its gradient clipping (it blows up) beside the recipe as shipped (clip 0.25;
 examples/lstm_audit.py).
 
-    PYTHONPATH=build/python /usr/bin/python3 scripts/python_demo.py DATA_DIR OUT_DIR GRADSCOPE_BIN
+    PYTHONPATH=build/python .venv/bin/python scripts/python_demo.py DATA_DIR OUT_DIR GRADSCOPE_BIN
 """
 import collections
 import csv

@@ -7,7 +7,7 @@ towards its target plus noise. Planted rows (drawn among rows expected at least 
 target that flips along a direction of their own at every lookup: their updates reverse. The
 ground truth is that list; the tracker's report lists every flagged row. Prints one JSON line.
 
-    PYTHONPATH=build/python /usr/bin/python3 scripts/zombie_recall.py --rows 1000000 --steps 1000 \\
+    PYTHONPATH=build/python .venv/bin/python scripts/zombie_recall.py --rows 1000000 --steps 1000 \\
         --planted 1535 --rule windowed
 """
 import argparse

@@ -11,7 +11,16 @@
 The statistics, rules, reports and run store are gradscope's C++ engine (gradscope._engine);
 this package only decides what to measure and when, from PyTorch module hooks.
 """
-import torch  # noqa: F401  (loads LibTorch before the engine that links it)
+import torch  # loads LibTorch before the engine that links it
+
+from ._build import TORCH_VERSION as _BUILT_AGAINST
+
+# The engine links this one torch's LibTorch: beside another it would fail to load with an
+# undefined symbol, or load and misread tensors. Say which two instead.
+if torch.__version__ != _BUILT_AGAINST:
+    raise ImportError(f"gradscope was built against torch {_BUILT_AGAINST}, but this Python imports torch "
+                      f"{torch.__version__} (from {torch.__file__}); rebuild gradscope in this environment "
+                      f"(pip install --no-build-isolation . from its source, docs/python.md)")
 
 from ._engine import (ChannelView, EmbeddingIntervention, Error, HealthError, NegativeSampler, NodeScope, Record,
                       Role, Thresholds, stats)

@@ -5,7 +5,7 @@ every step costs about what the optimizer costs (docs/optimizers.md).
     opt = gradscope.optim.Adam(model.parameters(), lr=1e-3)   # torch.optim.Adam's arguments
     audit.step(opt)                                           # the pass measures for the audit
 
-They are torch.optim.Optimizer subclasses with PyTorch 1.13's defaults, update formulas and state
+They are torch.optim.Optimizer subclasses with PyTorch 2.x's defaults, update formulas and state
 (state_dict() loads into torch.optim.Adam and back), usable with LR schedulers. Parameters the pass
 cannot take (another dtype or device, non-contiguous, amsgrad, maximize) are updated with PyTorch's
 own operations, as torch.optim's single-tensor path updates them. `maximize=True` (given, or in a
@@ -99,13 +99,13 @@ class _AdamFamily(torch.optim.Optimizer, _Instrumented):
                 if not group["amsgrad"] and not maximize and self._gradscope_passes.adam(
                         p, m, v, lr, beta1, beta2, eps, wd, step, self._decoupled):
                     continue
-                # PyTorch 1.13's single-tensor Adam / AdamW.
+                # PyTorch 2.x's single-tensor Adam / AdamW (the path torch.optim takes on the CPU).
                 grad = p.grad if not maximize else -p.grad
                 if self._decoupled:
                     p.mul_(1 - lr * wd)
                 elif wd != 0:
                     grad = grad.add(p, alpha=wd)
-                m.mul_(beta1).add_(grad, alpha=1 - beta1)
+                m.lerp_(grad, 1 - beta1)
                 v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
@@ -119,7 +119,7 @@ class _AdamFamily(torch.optim.Optimizer, _Instrumented):
 
 
 class Adam(_AdamFamily):
-    """torch.optim.Adam (PyTorch 1.13) with the fused, measuring pass."""
+    """torch.optim.Adam with the fused, measuring pass."""
 
 
 class AdamW(_AdamFamily):
@@ -174,7 +174,7 @@ class SGD(torch.optim.Optimizer, _Instrumented):
                     if self._gradscope_passes.sgd(p, buf, lr, momentum, dampening, wd, nesterov, first):
                         continue
                 buf = state.get("momentum_buffer") if momentum != 0 else None
-                # PyTorch 1.13's single-tensor SGD.
+                # PyTorch 2.x's single-tensor SGD.
                 d_p = p.grad if not maximize else -p.grad
                 if wd != 0:
                     d_p = d_p.add(p, alpha=wd)

@@ -40,7 +40,7 @@ int write_html_report(const LoadedRun& run, const std::string& output, const std
   }
   const std::optional<compress::MeasuredComparison> compression = load_measured_comparison(run.path);
   in.compression = compression ? &*compression : nullptr;
-  const ChartLibraries libraries{web::vega_js(), web::vega_lite_js(), web::vega_embed_js(), web::versions()};
+  const ChartLibraries libraries{web::chart_bundle_js(), web::versions()};
   const std::filesystem::path out(output);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   const std::vector<Chart> charts = build_charts(in);

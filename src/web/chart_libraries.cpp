@@ -1,6 +1,6 @@
 #include "chart_libraries.h"
 
-// The assembler's .incbin copies each file into .rodata between two symbols: no generated
+// The assembler's .incbin copies the file into .rodata between two symbols: no generated
 // source (a ~800 KB string literal costs the compiler seconds and memory), no extra tool.
 // The symbols are hidden, so position-independent code reaches them without a GOT entry.
 // clang-format off
@@ -22,9 +22,7 @@
   const char gradscope_web_##name##_end[]
 // clang-format on
 
-GRADSCOPE_INCBIN(vega, GRADSCOPE_VEGA_JS);
-GRADSCOPE_INCBIN(vega_lite, GRADSCOPE_VEGA_LITE_JS);
-GRADSCOPE_INCBIN(vega_embed, GRADSCOPE_VEGA_EMBED_JS);
+GRADSCOPE_INCBIN(bundle, GRADSCOPE_CHART_BUNDLE_JS);
 
 namespace gradscope::web {
 namespace {
@@ -35,14 +33,8 @@ std::string_view between(const char* begin, const char* end) {
 
 }  // namespace
 
-std::string_view vega_js() { return between(gradscope_web_vega_begin, gradscope_web_vega_end); }
-
-std::string_view vega_lite_js() {
-  return between(gradscope_web_vega_lite_begin, gradscope_web_vega_lite_end);
-}
-
-std::string_view vega_embed_js() {
-  return between(gradscope_web_vega_embed_begin, gradscope_web_vega_embed_end);
+std::string_view chart_bundle_js() {
+  return between(gradscope_web_bundle_begin, gradscope_web_bundle_end);
 }
 
 std::string_view versions() { return GRADSCOPE_WEB_VERSIONS; }

@@ -104,7 +104,13 @@ inline c10::intrusive_ptr<c10d::ProcessGroup> make_group(const std::string& dir,
   auto store = c10::make_intrusive<c10d::FileStore>(dir + "/store", world);
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+  // Since LibTorch 2.0 Gloo is a Backend, and a ProcessGroup dispatches to the backend set for
+  // the tensors' device (what torch.distributed.init_process_group("gloo") builds).
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, world);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  return group;
 }
 
 }  // namespace gradscope::test

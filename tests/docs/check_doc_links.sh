@@ -102,7 +102,7 @@ done
 # Outside notes that once held what the docs now say. A file of the name anywhere in the
 # repository (outside the build) makes the mention fine.
 for name in design.md FINDINGS.md; do
-  if [ -n "$(find . \( -path ./build -o -path './build-*' -o -path ./.git -o -path '*/node_modules' \) -prune \
+  if [ -n "$(find . \( -path ./build -o -path './build-*' -o -path ./.git -o -path ./.venv \) -prune \
                 -o -type f -iname "$name" -print -quit)" ]; then
     continue
   fi
@@ -110,7 +110,7 @@ for name in design.md FINDINGS.md; do
     problem "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): names $name, which is not in the repository"
   done < <(grep -rniE --binary-files=without-match "(^|[^A-Za-z0-9_-])${name//./\\.}" \
              README.md docs include src python bench tests scripts examples CMakeLists.txt Makefile \
-             --exclude-dir=node_modules --exclude=check_doc_links.sh 2>/dev/null)
+             --exclude=check_doc_links.sh 2>/dev/null)
 done
 
 # LINE<TAB>PATH for each path of the repository a Markdown file names: one that starts with a
@@ -161,8 +161,8 @@ path_exists() {
 
 for doc in "${docs[@]}"; do
   while IFS=$'\t' read -r line token; do
-    # placeholders, and folders the build or npm makes
-    [[ "$token" == *[\<\>]* || "$token" =~ [A-Z]{3,} || "$token" == *node_modules* ]] && continue
+    # placeholders
+    [[ "$token" == *[\<\>]* || "$token" =~ [A-Z]{3,} ]] && continue
     # An include path or a layer's path is one only when it names a header or source ("core/trees"
     # in prose is a phrase, gradscope/report a TensorBoard tag), and one deeper than a file only
     # below a folder of that layer (torch/csrc/... is PyTorch's).

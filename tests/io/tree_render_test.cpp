@@ -107,7 +107,7 @@ TEST(TreeRender, ThePageDrawsTheRoundsAndEscapesNames) {
   EXPECT_EQ(values[0].at("round"), 0);
   EXPECT_EQ(values[0].at("measure"), "mean |round output|");
   EXPECT_DOUBLE_EQ(values[0].at("value").get<double>(), s.report.per_round[0].contribution);
-  const std::string page = render_html(in, charts, {"v", "vl", "ve", "versions"});
+  const std::string page = render_html(in, charts, {"bundle", "versions"});
   EXPECT_THAT(page, HasSubstr("<section id=\"trees\">"));
   EXPECT_THAT(page,
               HasSubstr("CONCENTRATED on &#39;&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
@@ -125,7 +125,7 @@ TEST(TreeRender, ThePageDrawsTheRoundsAndEscapesNames) {
   EXPECT_EQ(fewer[0].name, "tree-contribution");
   EXPECT_THAT(fewer[0].spec, HasSubstr("mean |leaf value|"));
   EXPECT_THAT(fewer[0].spec, Not(HasSubstr("mean |round output|")));
-  EXPECT_THAT(render_html(in, fewer, {"v", "vl", "ve", "versions"}),
+  EXPECT_THAT(render_html(in, fewer, {"bundle", "versions"}),
               HasSubstr("No loss curve: the run has no labelled rows or no metric."));
 }
 
@@ -179,7 +179,7 @@ TEST(TreeRender, ATentativeFindingShowsItsConfidenceAndDoesNotMakeTheRunUnhealth
 
   const TreePage page_of;
   const HtmlReportInput in = page_of.input(s);
-  EXPECT_THAT(render_html(in, build_charts(in), {"v", "vl", "ve", "versions"}),
+  EXPECT_THAT(render_html(in, build_charts(in), {"bundle", "versions"}),
               HasSubstr("(tentative: not counted against the run)"));
 }
 

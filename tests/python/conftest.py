@@ -10,8 +10,8 @@ try:
     import torch  # noqa: F401
     import gradscope  # noqa: F401
 except ImportError as e:  # a failure, never a skip (also outside CI)
-    raise ImportError(f"python3-torch or the gradscope module is missing ({e}): run make test, which installs "
-                      f"python3-torch and builds <build>/python/gradscope") from e
+    raise ImportError(f"torch or the gradscope module is missing ({e}): run make test, which makes .venv with "
+                      f"the torch of requirements.txt and builds <build>/python/gradscope") from e
 
 def _env_path(name):
     path = os.environ.get(name)

@@ -1,5 +1,7 @@
 """gradscope.optim: trains as torch.optim does, measures for the audit what the audit measures
 itself, and is a torch.optim.Optimizer (schedulers, state_dict)."""
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -108,7 +110,9 @@ def test_schedulers_and_state_dict_work_as_with_torch_optim():
     b = mlp(6)
     b.load_state_dict(a.state_dict())
     theirs = torch.optim.Adam(b.parameters(), lr=1e-2)
-    theirs.load_state_dict(opt.state_dict())
+    # A copy, as a checkpoint saved and loaded is: torch 2.x's load_state_dict keeps the tensors
+    # it is given, so both optimizers would otherwise update one set of moments.
+    theirs.load_state_dict(copy.deepcopy(opt.state_dict()))
     for net, o in ((a, opt), (b, theirs)):
         o.zero_grad()
         net(x).pow(2).sum().backward()

@@ -223,7 +223,7 @@ def test_the_warmup_spike_is_a_loss_spike_at_its_step_with_the_nodes_that_burst(
 
 
 def test_the_warmup_spike_happens_on_most_seeds():
-    """The configuration spikes (on seeds 1-4 of 0-4 with torch 1.13's CPU kernels): at least 3.
+    """The configuration spikes (seeds 1-4 of 0-4 on torch 1.13; docs/spikes.md has the seeds on the pinned torch): at least 3.
     The runs are the test above's (cached)."""
     spiked = [seed for seed in SEEDS if truth_spike(audited("spiky_warmup", seed)[0]["loss"]) is not None]
     assert len(spiked) >= 3, spiked

@@ -1,5 +1,5 @@
 """An event-file reader independent of gradscope's writer: Python's protobuf with a module
-protoc generates from the .proto, and CRC-32C from python3-crc32c (not Boost). It checks
+protoc generates from the .proto, and CRC-32C from PyPI's crc32c (not Boost). It checks
 both CRCs of every record and that the file ends on a whole record."""
 import os
 import struct

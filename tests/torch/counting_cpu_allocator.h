@@ -29,7 +29,7 @@ class CountingCpuAllocator final : public c10::Allocator {
   CountingCpuAllocator(const CountingCpuAllocator&) = delete;
   CountingCpuAllocator& operator=(const CountingCpuAllocator&) = delete;
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     c10::DataPtr inner = inner_->allocate(n);
     void* data = inner.get();
     const c10::Device device = inner.device();
@@ -38,6 +38,10 @@ class CountingCpuAllocator final : public c10::Allocator {
     while (now > seen && !peak().compare_exchange_weak(seen, now)) {
     }
     return {data, new Block{std::move(inner), n}, &release, device};
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    inner_->copy_data(dest, src, count);
   }
 
   /// Highest number of bytes live at once since construction, minus those live then.

@@ -101,9 +101,9 @@ TEST(InstrumentedAdam, TrainsAsLibTorchsAdamOnDigits) {
   ::torch::optim::Adam reference(theirs->parameters());
   train_both(ours, fused, theirs, reference, d, 3);
   const auto& state = static_cast<const ::torch::optim::AdamParamState&>(
-      *fused.state().at(c10::guts::to_string(ours->parameters()[0].unsafeGetTensorImpl())));
+      *fused.state().at(ours->parameters()[0].unsafeGetTensorImpl()));
   const auto& theirs_state = static_cast<const ::torch::optim::AdamParamState&>(
-      *reference.state().at(c10::guts::to_string(theirs->parameters()[0].unsafeGetTensorImpl())));
+      *reference.state().at(theirs->parameters()[0].unsafeGetTensorImpl()));
   EXPECT_EQ(state.step(), 3);
   EXPECT_LT((state.exp_avg_sq() - theirs_state.exp_avg_sq()).abs().max().item<double>(),
             1e-5 * theirs_state.exp_avg_sq().abs().max().item<double>());
@@ -210,10 +210,10 @@ TEST(InstrumentedOptimizers, AStateTheyCannotTakeIsMeasuredByTheAudit) {
   }
   const at::Tensor w = net->parameters()[0];  // a copy: parameters() returns a new vector
   auto& adam_state = static_cast<::torch::optim::AdamParamState&>(
-      *opt.state().at(c10::guts::to_string(w.unsafeGetTensorImpl())));
+      *opt.state().at(w.unsafeGetTensorImpl()));
   adam_state.exp_avg(adam_state.exp_avg().t().contiguous().t());  // same values, transposed layout
   auto& sgd_state = static_cast<::torch::optim::SGDParamState&>(
-      *sgd.state().at(c10::guts::to_string(w.unsafeGetTensorImpl())));
+      *sgd.state().at(w.unsafeGetTensorImpl()));
   sgd_state.momentum_buffer(sgd_state.momentum_buffer().t().contiguous().t());
   for (::torch::optim::Optimizer* o : std::vector<::torch::optim::Optimizer*>{&opt, &sgd}) {
     o->zero_grad();

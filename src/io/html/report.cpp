@@ -336,7 +336,7 @@ std::string render_html(const HtmlReportInput& in, const ChartLibraries& libs) {
 }
 
 std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& charts, const ChartLibraries& libs) {
-  if (libs.vega.empty() || libs.vega_lite.empty() || libs.vega_embed.empty())
+  if (libs.bundle.empty())
     throw Error("html: the chart libraries (vega, vega-lite, vega-embed) are missing from this build");
   if (!in.meta || !in.report || !in.flow)
     throw Error("html: the report needs the run's metadata, report, timeline, flow summary and series");
@@ -428,8 +428,7 @@ std::string render_html(const HtmlReportInput& in, const std::vector<Chart>& cha
   for (std::size_t i = 0; i < charts.size(); ++i)
     specs += (i ? ",\"" : "\"") + charts[i].name + "\":" + charts[i].spec;  // names are [a-z0-9-]
   specs += "}";
-  for (std::string_view lib : {libs.vega, libs.vega_lite, libs.vega_embed})
-    page += "<script nonce=\"" + nonce + "\">" + script_for_html(lib) + "</script>\n";
+  page += "<script nonce=\"" + nonce + "\">" + script_for_html(libs.bundle) + "</script>\n";
   page += "<script type=\"application/json\" id=\"gradscope-charts\">" + json_for_script(specs) + "</script>\n";
   page += "<script nonce=\"" + nonce + "\">" + std::string(kDriver) + "</script>\n</body>\n</html>\n";
   return page;

@@ -1,7 +1,6 @@
 #include "gradscope/torch/optim/adam.h"
 
 #include <ATen/Functions.h>
-#include <c10/util/string_utils.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <cmath>
@@ -33,7 +32,7 @@ at::Tensor adam_family_step(Base& self, const StatsOptions* measure, bool decoup
       if (!p.grad().defined()) continue;
       at::Tensor grad = p.grad();
       TORCH_CHECK(!grad.is_sparse(), decoupled ? "AdamW" : "Adam", " does not support sparse gradients");
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      void* const key = optim_internal::state_key(p);
       if (self.state().find(key) == self.state().end()) {
         auto s = std::make_unique<ParamState>();
         s->step(0);
@@ -88,7 +87,7 @@ template <class Options, class ParamState, class Base>
 bool adam_family_fuses(const Base& self, const ::torch::optim::OptimizerParamGroup* group, const at::Tensor& param) {
   if (!plain_float(param) || !plain_float(param.grad())) return false;
   if (!group || static_cast<const Options&>(group->options()).amsgrad()) return false;
-  const auto found = self.state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  const auto found = self.state().find(optim_internal::state_key(param));
   if (found == self.state().end()) return true;  // its moments will be made contiguous
   const auto& s = static_cast<const ParamState&>(*found->second);
   return plain_float(s.exp_avg()) && plain_float(s.exp_avg_sq());

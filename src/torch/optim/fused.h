@@ -18,6 +18,10 @@ inline bool plain_float(const at::Tensor& t) {
          t.is_contiguous();
 }
 
+/// The key of `param` in Optimizer::state(): its TensorImpl's address (a string of it before
+/// LibTorch 2.2; gradscope builds against 2.7 and newer).
+inline void* state_key(const at::Tensor& param) { return param.unsafeGetTensorImpl(); }
+
 /// Chunks of kChunk elements run on LibTorch's intra-op threads, as its own optimizers'
 /// element-wise operations do, each measuring its own; merged in chunk order, so the statistics
 /// do not depend on the number of threads. `pass(begin, length, stats or nullptr)`.

@@ -1,7 +1,6 @@
 #include "gradscope/torch/optim/sgd.h"
 
 #include <ATen/Functions.h>
-#include <c10/util/string_utils.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "gradscope/core/optim/sgd_pass.h"
@@ -21,7 +20,7 @@ bool SGD::fuses(const at::Tensor& param) const {
   const ::torch::optim::OptimizerParamGroup* group = group_of(*this, param);
   if (!plain_float(param) || !plain_float(param.grad()) || !group) return false;
   // What step() will decide: a momentum buffer loaded in another layout takes ATen's path.
-  const auto found = state().find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+  const auto found = state().find(optim_internal::state_key(param));
   if (found == state().end()) return true;
   const auto& buffer = static_cast<const ::torch::optim::SGDParamState&>(*found->second).momentum_buffer();
   const auto& o = static_cast<const ::torch::optim::SGDOptions&>(group->options());
@@ -41,7 +40,7 @@ at::Tensor SGD::step(LossClosure closure) {
     const auto& o = static_cast<const ::torch::optim::SGDOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      void* const key = optim_internal::state_key(p);
       auto found = state().find(key);
       const bool first = found == state().end();
       at::Tensor d_p = p.grad();

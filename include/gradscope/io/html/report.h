@@ -36,10 +36,11 @@
 
 namespace gradscope {
 
-/// The browser builds of the chart libraries, inlined into the page as given.
+/// The chart libraries' browser script (Vega, Vega-Lite, vega-embed), inlined into the page as
+/// given.
 struct ChartLibraries {
-  std::string_view vega, vega_lite, vega_embed;
-  std::string_view versions;  ///< shown in the page footer, e.g. "vega 5.30.0, ..."
+  std::string_view bundle;    ///< sets window.vega, window.vegaLite and window.vegaEmbed
+  std::string_view versions;  ///< shown in the page footer, e.g. "vega 6.2.0, ..."
 };
 
 /// Another run drawn beside the report's in its Loss section (`gradscope html RUN --beside

@@ -1,7 +1,7 @@
 // Merging what every rank of a data-parallel job measured, through a c10d process group, so
 // that one run describes the whole job (docs/distributed.md).
 //
-//   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, options);
+//   c10::intrusive_ptr<c10d::ProcessGroup> group = ...;  // Gloo or NCCL (docs/distributed.md)
 //   gradscope::torch::AuditOptions o;
 //   o.process_group = group;                 // every audited step: one allgather of the stats
 //   o.merge_async = true;                    // optional: waited on at the next audited step
