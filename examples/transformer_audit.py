@@ -1,8 +1,9 @@
 """A transformer with its own attention, audited: every block's attention and MLP and the head
-as nodes, the attention's logits handed to the audit with one call (docs/attention.md). Used by
+as nodes, the attention's logits handed to the audit with one call, or, in the configs that
+use scaled_dot_product_attention (``*_sdpa``), its q and k (docs/attention.md). Used by
 make demo's GPT trio, the transformer validation and make bench-transformer.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/transformer_audit.py unstable [seed] [run dir]
+    PYTHONPATH=build/python .venv/bin/python examples/transformer_audit.py unstable [seed] [run dir]
 """
 import os
 import sys
@@ -33,8 +34,11 @@ def audited(name, seed, run=None, run_name=None, truth_fractions=False):
                 if truth_fractions:
                     with torch.no_grad():
                         held["this_step"][i] = lm.truth_stats(logits, mask)[2].tolist()
-                audit.attention(module, logits, mask)  # the one call: mask True where a query may attend
+                if not module.sdpa:
+                    audit.attention(module, logits, mask)  # the one call: mask True where a query may attend
             block.attn.on_logits = on_logits
+            # With scaled_dot_product_attention: q and k, the logits computed at measured steps only.
+            block.attn.on_qk = lambda module, q, k: audit.attention(module, q=q, k=k, is_causal=True)
         held["audit"] = audit
 
     def on_step(step, model, loss):

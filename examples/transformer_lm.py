@@ -9,8 +9,8 @@ gradients grow toward the output at initialisation (Xiong et al. 2020), and two
 whose loss spikes at a high learning rate (``spiky``, ``spiky_warmup``).
 
 ``truth_stats`` is the plain ground truth that the C++ attention statistics are
-compared against.  Run ``python3 transformer_lm.py unstable qknorm 0 1 2`` for a
-table of per-seed results.
+compared against.  Run ``.venv/bin/python examples/transformer_lm.py unstable qknorm 0 1 2``
+for a table of per-seed results.
 """
 import math
 import os
@@ -50,7 +50,7 @@ class CausalSelfAttention(nn.Module):
     dimension to q and k, which bounds the logits (Dehghani et al. 2023).
     """
 
-    def __init__(self, d, n_head, qk_norm=False):
+    def __init__(self, d, n_head, qk_norm=False, sdpa=False):
         super().__init__()
         assert d % n_head == 0
         self.n_head, self.head_dim = n_head, d // n_head
@@ -58,7 +58,9 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(d, d)
         self.q_norm = nn.LayerNorm(self.head_dim) if qk_norm else None
         self.k_norm = nn.LayerNorm(self.head_dim) if qk_norm else None
+        self.sdpa = sdpa
         self.on_logits = None
+        self.on_qk = None
 
     def forward(self, x):
         B, T, d = x.shape
@@ -66,8 +68,19 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.qkv(x).view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        if self.sdpa:
+            # nanoGPT's way: the fused kernel, which never materialises the logits. on_qk sees
+            # what a monitor of it can; on_logits (the truth, for tests) gets logits computed
+            # apart from the forward, which they do not change.
+            if self.on_qk is not None:
+                self.on_qk(self, q, k)
+            if self.on_logits is not None:
+                with torch.no_grad():
+                    self.on_logits(self, q @ k.transpose(-2, -1) / math.sqrt(self.head_dim), mask)
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(y.transpose(1, 2).reshape(B, T, d))
+        logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
         if self.on_logits is not None:
             self.on_logits(self, logits, mask)
         weights = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
@@ -78,11 +91,11 @@ class CausalSelfAttention(nn.Module):
 class Block(nn.Module):
     """Transformer block: pre-LN (x + attn(ln1(x))) or, with post_ln, ln1(x + attn(x))."""
 
-    def __init__(self, d, n_head, qk_norm=False, post_ln=False):
+    def __init__(self, d, n_head, qk_norm=False, post_ln=False, sdpa=False):
         super().__init__()
         self.post_ln = post_ln
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = CausalSelfAttention(d, n_head, qk_norm)
+        self.attn = CausalSelfAttention(d, n_head, qk_norm, sdpa)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
     def forward(self, x):
@@ -96,11 +109,12 @@ class Block(nn.Module):
 class TinyGPT(nn.Module):
     """Token + position embeddings, ``blocks``, final LayerNorm ``ln_f`` and a linear ``head``."""
 
-    def __init__(self, vocab_size, d=64, n_head=4, n_layer=2, T=64, qk_norm=False, post_ln=False, init_std=0.02):
+    def __init__(self, vocab_size, d=64, n_head=4, n_layer=2, T=64, qk_norm=False, post_ln=False, init_std=0.02,
+                 sdpa=False):
         super().__init__()
         self.tok_emb = nn.Embedding(vocab_size, d)
         self.pos_emb = nn.Embedding(T, d)
-        self.blocks = nn.ModuleList(Block(d, n_head, qk_norm, post_ln) for _ in range(n_layer))
+        self.blocks = nn.ModuleList(Block(d, n_head, qk_norm, post_ln, sdpa) for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab_size)
         # Normal weights, zero biases; 0.02 is GPT-2's choice.
@@ -179,6 +193,9 @@ CONFIGS["spiky_warmup"] = dict(_BASE, lr=1e-2, warmup=45, weight_decay=0.0, clip
 CONFIGS["postln_stuck"] = dict(CONFIGS["postln_deep"], lr=3e-3)
 CONFIGS["postln_warmup"] = dict(CONFIGS["postln_stuck"], warmup=50)
 CONFIGS["preln_deep"] = dict(CONFIGS["postln_stuck"], post_ln=False)
+# The same GPT written the nanoGPT way: attention through scaled_dot_product_attention(is_causal=True).
+for _name in ("healthy", "unstable", "qknorm", "bf16"):
+    CONFIGS[_name + "_sdpa"] = dict(CONFIGS[_name], sdpa=True)
 
 
 def train(name_or_config, seed, steps=None, on_step=None, model_hook=None, on_grad_norm=None):
@@ -200,7 +217,7 @@ def train(name_or_config, seed, steps=None, on_step=None, model_hook=None, on_gr
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = TinyGPT(vocab, cfg["d"], cfg["n_head"], cfg["n_layer"], cfg["T"], cfg["qk_norm"], cfg["post_ln"],
-                    cfg["init_std"])
+                    cfg["init_std"], cfg.get("sdpa", False))
     if model_hook is not None:
         model_hook(model)
     stats = {}  # block index -> (max_logit, entropy) from the latest forward

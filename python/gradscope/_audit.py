@@ -278,6 +278,9 @@ class Audit:
         # attention() runs in every forward: its lookups are dictionaries, made once.
         self._module_of_id = {i: m for i, m in list(self._nodes) + list(self._submodules)}
         self._id_of_module = {id(m): i for i, m in reversed(list(self._nodes) + list(self._submodules))}
+        # A module inside a node (the one that calls scaled_dot_product_attention, say) records on
+        # that node, as nn.MultiheadAttention's hook does.
+        self._holder_of_module = {id(m): i for i, node in reversed(self._nodes) for m in node.modules()}
         self._sample_every = sample_every
         self._attention_every = attention_every
         self._step = 0
@@ -391,24 +394,53 @@ class Audit:
             self._engine.tap(node, x)
         return x
 
-    def attention(self, node, logits, mask=None):
-        """Records the attention of `node` (an audited node's or scoped submodule's id, or its
-        module) from its pre-softmax logits, [batch, heads, queries, keys] or [heads, queries,
-        keys]: per head the largest logit, the entropy of the weights and the share of queries
-        whose top key takes > 0.99 of them, judged for ATTENTION_LOGIT_GROWTH and
-        ATTENTION_ENTROPY_COLLAPSE. `mask` broadcasts to the logits: bool, True where a query may
-        attend (as scaled_dot_product_attention), or float, added to them (-inf hides a key).
+    def attention(self, node, logits=None, mask=None, *, q=None, k=None, is_causal=False, scale=None):
+        """Records the attention of `node` (an audited node's or scoped submodule's id, or a
+        module: an audited one, or any module inside an audited node, recorded on that node, as
+        nn.MultiheadAttention is): per head the largest pre-softmax logit, the entropy of the
+        weights and the share of queries whose top key takes > 0.99 of them, judged for
+        ATTENTION_LOGIT_GROWTH and ATTENTION_ENTROPY_COLLAPSE. Give either
+
+        - `logits`, the pre-softmax logits, [batch, heads, queries, keys] or [heads, queries,
+          keys], and optionally `mask`, broadcasting to them: bool, True where a query may attend
+          (as scaled_dot_product_attention), or float, added to them (-inf hides a key); returns
+          `logits`; or
+        - `q` and `k` as scaled_dot_product_attention takes them ([batch, heads, tokens, dim];
+          k may have fewer heads, dividing q's: grouped-query attention), with its `mask`
+          (attn_mask), `is_causal` and `scale`: the logits are computed only at measured steps,
+          in blocks of queries (at most 32 MiB of them at a time); returns None.
+
         Measured every `attention_every`-th audited step (Audit option, 10 by default); at the
-        other steps it returns at once. Returns `logits`."""
+        other steps it returns without reading the tensors (q and k's shapes are checked at every
+        call). Evaluation passes are not recorded."""
+        if (logits is None) == (q is None and k is None):
+            raise Error("audit: attention: give the logits, or q and k (scaled_dot_product_attention's), not both")
+        if logits is not None and (is_causal or scale is not None):
+            raise Error("audit: attention: is_causal and scale go with q and k; with logits, pass a mask")
         if not self._audited:
             return logits
         if isinstance(node, nn.Module):
             module, node = node, self._node_id_of(node)
         else:
             module = self._module_of_id.get(node)
-        if module is None or module.training:  # an evaluation pass is not recorded (an unknown id: the engine says so)
-            self._engine.attention(node, logits, mask)
-        return logits
+        # An evaluation pass is not recorded (an unknown id: the engine says so).
+        training = module is None or module.training
+        if logits is not None:
+            if training:
+                self._engine.attention(node, logits, mask)
+            return logits
+        if q is None or k is None:
+            raise Error(f"audit: attention of node '{node}': q and k must both be given")
+        for name, t in (("q", q), ("k", k), ("mask", mask)):
+            if not (t is None and name == "mask") and not isinstance(t, torch.Tensor):
+                raise Error(f"audit: attention of node '{node}': {name} must be a tensor, got {type(t).__name__}")
+        if not isinstance(is_causal, bool):
+            raise Error(f"audit: attention of node '{node}': is_causal must be True or False, got {is_causal!r}")
+        if scale is not None:
+            scale = _scalar(f"attention of node '{node}': scale", scale)
+        if training and torch.is_grad_enabled():
+            self._engine.attention_qk(node, q, k, mask, is_causal, scale)
+        return None
 
     def record_output_logits(self, logits):
         """The output layer's logits ([..., vocabulary]) of a training forward: every
@@ -425,10 +457,10 @@ class Audit:
         return logits
 
     def _node_id_of(self, module):
-        node_id = self._id_of_module.get(id(module))
+        node_id = self._id_of_module.get(id(module), self._holder_of_module.get(id(module)))
         if node_id is None:
-            raise Error(f"audit: attention: module {type(module).__name__} is not an audited node or scoped "
-                        f"submodule; pass nodes=[...] naming it, or its id")
+            raise Error(f"audit: attention: module {type(module).__name__} is not inside an audited node; "
+                        f"pass nodes=[...] naming a module that holds it, or its id")
         return node_id
 
     def record_loss(self, loss, batch=None):

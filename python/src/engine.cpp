@@ -172,6 +172,9 @@ void AuditEngine::output_logits(const at::Tensor& logits) { audit().record_outpu
 void AuditEngine::projected_attention(const torch::ProjectedAttention& call) {
   audit().record_attention(call);
 }
+void AuditEngine::query_key_attention(const std::string& id, const torch::QueryKeyAttention& call) {
+  audit().record_attention(id, call);
+}
 void AuditEngine::step(const std::function<void()>& apply_update) { audit().step(apply_update); }
 
 void AuditEngine::step_measured(const std::function<void()>& apply_update, torch::TensorPasses& passes) {

@@ -25,6 +25,7 @@
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/torch/audit/attention_logits.h"
+#include "gradscope/torch/audit/attention_query_key.h"
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/tee_sink.h"
@@ -77,6 +78,8 @@ class AuditEngine {
   void attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask);
   /// Audit::record_attention of one multi-head attention call (torch/audit/attention_logits.h).
   void projected_attention(const torch::ProjectedAttention& call);
+  /// Audit::record_attention of one scaled_dot_product_attention call from its q and k.
+  void query_key_attention(const std::string& id, const torch::QueryKeyAttention& call);
   bool attention_step();
   /// Audit::record_output_logits.
   void output_logits(const at::Tensor& logits);

@@ -409,6 +409,19 @@ void bind_audit(py::module_& m) {
       .def("attention", [](AuditEngine& e, const std::string& id, const at::Tensor& logits,
                            std::optional<at::Tensor> mask) { e.attention(id, logits, mask ? *mask : at::Tensor()); },
            py::arg("id"), py::arg("logits"), py::arg("mask") = py::none())
+      .def("attention_qk",
+           [](AuditEngine& e, const std::string& id, const at::Tensor& q, const at::Tensor& k,
+              std::optional<at::Tensor> mask, bool is_causal, std::optional<double> scale) {
+             gt::QueryKeyAttention a;
+             a.query = q;
+             a.key = k;
+             a.mask = mask ? *mask : at::Tensor();
+             a.is_causal = is_causal;
+             a.scale = scale;
+             e.query_key_attention(id, a);
+           },
+           py::arg("id"), py::arg("q"), py::arg("k"), py::arg("mask") = py::none(), py::arg("is_causal") = false,
+           py::arg("scale") = py::none())
       .def("attention_step", &AuditEngine::attention_step)
       .def("output_logits", &AuditEngine::output_logits, py::arg("logits"))
       .def("projected_attention",

@@ -129,7 +129,7 @@ def test_bad_input_names_the_node():
             audit.attention("attn", torch.zeros(2, 4, 6, 6, dtype=torch.long))
         with pytest.raises(gradscope.Error, match="attention"):
             audit.attention("nope", torch.zeros(2, 4, 6, 6))
-        with pytest.raises(gradscope.Error, match="not an audited node"):
+        with pytest.raises(gradscope.Error, match="not inside an audited node"):
             audit.attention(nn.Linear(2, 2), torch.zeros(2, 4, 6, 6))
     with pytest.raises(gradscope.Error, match="attention_every must be an integer >= 0"):
         gradscope.Audit(Planted(lambda s: 1.0), nodes=["attn"], attention_every=-1)

@@ -1,9 +1,11 @@
 """Validation on a character-level GPT trained on real English (the licence texts Debian's
 base-files ships; examples/transformer_lm.py, audited as examples/transformer_audit.py does):
 five seeds each of a healthy run, the same under bf16 autocast, an unstable one (lr 3e-2, no warm-up) and its published fix (the same with
-qk-LayerNorm). The truth is computed from the model's own logits in plain PyTorch
-(transformer_lm.truth_stats), not by gradscope. Its own ctest entry
-(python.transformer_validation): about a minute and a half; docs/attention.md has the table."""
+qk-LayerNorm), each twice: with the attention written out (the logits handed to the audit) and
+the nanoGPT way, through scaled_dot_product_attention (q and k handed to the audit; ``_sdpa``).
+The truth is computed from the model's own q and k in plain PyTorch (transformer_lm.truth_stats),
+not by gradscope. Its own ctest entry (python.transformer_validation): about three minutes;
+docs/attention.md has the tables."""
 import os
 import sys
 
@@ -49,27 +51,33 @@ def attention_since(report):
 ROWS = []
 
 
+ATTENTION = ["", "_sdpa"]  # the logits written out; scaled_dot_product_attention
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("name", ["healthy", "bf16", "qknorm"])
-def test_healthy_and_fixed_runs_are_quiet(name, seed):
+@pytest.mark.parametrize("attention", ATTENTION)
+def test_healthy_and_fixed_runs_are_quiet(attention, name, seed):
+    name += attention
     truth, report = audited(name, seed)
     steps = truth_steps(truth)
     ROWS.append((name, seed, steps, {}, report.verdict().replace("verdict: ", "")))
     assert steps == (None, None, None), (name, seed, steps)  # the truth: no instability
     flags = report.flags()
     assert not any(ATTENTION_FLAGS & set(f) or "SATURATED" in f for f in flags.values()), flags
-    if name != "qknorm":
+    if not name.startswith("qknorm"):
         assert report.flagged() == [], report.table()
     # The fix still trains at lr 3e-2 without warm-up: what else it shows is in the table
     # (docs/attention.md), not an attention finding.
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_unstable_run_is_named_on_its_attention_within_20_steps_of_the_truth(seed):
-    truth, report = audited("unstable", seed)
+@pytest.mark.parametrize("attention", ATTENTION)
+def test_the_unstable_run_is_named_on_its_attention_within_20_steps_of_the_truth(attention, seed):
+    truth, report = audited("unstable" + attention, seed)
     big, flat, _ = steps = truth_steps(truth)
     found = attention_since(report)
-    ROWS.append(("unstable", seed, steps, found, report.verdict().replace("verdict: ", "")))
+    ROWS.append(("unstable" + attention, seed, steps, found, report.verdict().replace("verdict: ", "")))
     assert big is not None and flat is not None, (seed, steps)
     assert found, report.table()
     assert all(node.startswith("blocks.") and node.endswith(".attn") for _, node in found.values()), found

@@ -153,12 +153,22 @@ void Audit::record_attention(const std::string& id, const at::Tensor& logits, co
 }
 
 void Audit::add_attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask) {
-  State& s = *state_;
   const Prepared p = prepare(id, logits, mask);
   const at::Tensor& l = p.logits;
   const AttentionShape shape{l.size(0), l.size(1), l.size(2), l.size(3)};
-  std::vector<HeadStats> heads =
-      attention_head_stats(l.data_ptr<float>(), shape, p.visible.defined() ? p.visible.data_ptr<uint8_t>() : nullptr);
+  add_head_stats(id, attention_head_stats(l.data_ptr<float>(), shape,
+                                          p.visible.defined() ? p.visible.data_ptr<uint8_t>() : nullptr));
+}
+
+void Audit::record_attention(const std::string& id, const QueryKeyAttention& call) {
+  const std::string who = "audit: attention of node '" + id + "'";
+  check_query_key_attention(call, who);  // at every call: a mistake shows at the first step
+  if (attention_entry(*state_, id) < 0) return;
+  add_head_stats(id, query_key_head_stats(call, who));
+}
+
+void Audit::add_head_stats(const std::string& id, std::vector<HeadStats> heads) {
+  State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   for (AttentionRecord& r : s.current.attention) {
     if (r.node != id) continue;

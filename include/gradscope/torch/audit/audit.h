@@ -44,6 +44,7 @@ class MultiheadAttentionImpl;
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/torch/distributed/rank_merge.h"
 #include "gradscope/torch/audit/attention_logits.h"
+#include "gradscope/torch/audit/attention_query_key.h"
 #include "gradscope/torch/audit/scope.h"
 
 namespace gradscope::torch {
@@ -202,6 +203,11 @@ class Audit {
   /// projections (torch/audit/attention_logits.h; the Python hook for nn.MultiheadAttention):
   /// the logits are projected only when the node's attention is measured now.
   void record_attention(const ProjectedAttention& call);
+  /// Records the attention of a scaled_dot_product_attention call on node `id` from its q and
+  /// k (torch/audit/attention_query_key.h): shapes, dtypes, devices and the mask are checked at
+  /// every call (no element is read), the logits computed in blocks of queries only when the
+  /// node's attention is measured now. Throws Error naming the node and the tensor.
+  void record_attention(const std::string& id, const QueryKeyAttention& call);
   /// Whether record_attention() measures at the step being recorded (callers that must first
   /// compute the logits, as the Python hook for nn.MultiheadAttention, skip the work otherwise).
   bool attention_step() const;
@@ -320,6 +326,8 @@ class Audit {
   // Summarises `logits` (masked by `mask`) into this step's attention record of `id`, the
   // node's attention being measured now (record_attention checked).
   void add_attention(const std::string& id, const at::Tensor& logits, const at::Tensor& mask);
+  // Merges one call's per-head statistics into this step's attention record of `id`.
+  void add_head_stats(const std::string& id, std::vector<HeadStats> heads);
 
   std::shared_ptr<State> state_;
 };
