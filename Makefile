@@ -5,6 +5,10 @@ SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# The torch wheel's OpenMP threads spin while they wait for work; beside other processes (ctest
+# runs two at once on two cores) a spinning thread holds the core its partner needs, and a step
+# takes ten times as long (docs/benchmarks.md, "OpenMP waits"). Passive waits, unless set.
+export OMP_WAIT_POLICY ?= PASSIVE
 VENV ?= $(CURDIR)/.venv
 # Every Python command below runs in the venv; CMake builds against the torch it holds.
 PYTHON := $(VENV)/bin/python
@@ -14,7 +18,7 @@ export CCACHE_NOHASHDIR ?= 1
 # and caches the translation units that use the precompiled LibTorch headers (cmake/torch_pch.cmake).
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 
-.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer bench-loss validate validate-compression clean
+.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer bench-compile bench-loss validate validate-compression clean
 
 all: build
 
@@ -81,7 +85,7 @@ fuzz: configure
 # Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
 BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
 
-bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-loss
+bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-compile bench-loss
 
 # The Python audit against plain PyTorch steps (bench/python_bench.py; docs/benchmarks.md).
 bench-python: configure
@@ -92,6 +96,11 @@ bench-python: configure
 bench-transformer: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
 	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/transformer_bench.py
+
+# torch.compile under an Audit: eager, audited, compiled and both (bench/compile_bench.py; docs/benchmarks.md).
+bench-compile: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/compile_bench.py
 
 # The loss series on the spike validation's LSTM (bench/loss_bench.py; docs/benchmarks.md).
 bench-loss: configure

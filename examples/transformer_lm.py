@@ -177,8 +177,8 @@ CONFIGS = {
 CONFIGS["qknorm"] = dict(CONFIGS["unstable"], qk_norm=True)
 # spiky: the healthy run to step 200, then restarted at unstable's lr 3e-2 (30x; clipping and
 # decay kept): the loss jumps 1-1.6 nats at step 201, above mean + 6 sd of its last 128 values
-# on seeds 0-4, and stays above the highest of those 128 for 12 to 29 steps (seed 2: to the
-# end).  Its control is healthy trained for the same 240 steps.  (Raised at step 150 or 170 the
+# on seeds 0-4, and stays above the highest of those 128 for 12 to 37 steps (torch 2.13).
+# Its control is healthy trained for the same 240 steps.  (Raised at step 150 or 170 the
 # jump is smaller than 6 sd of a band that still holds the early descent.)
 CONFIGS["spiky"] = dict(_BASE, steps=240, lr_raise=(200, 3e-2))
 # spiky_warmup: 3 blocks at init_std 0.003 warmed up to lr 1e-2 over 45 steps, no clipping or

@@ -419,6 +419,34 @@ TEST_P(MergedRanks, EqualOneProcessFedTheConcatenatedBatches) { expect_merged_eq
 INSTANTIATE_TEST_SUITE_P(Distributed, MergedRanks, ::testing::Values(2, 4));
 
 // merge_async off (the default): at each step's end.
+// torch.distributed's NCCL group has no backend for CPU tensors: the merge's buffers go to the
+// device the group serves (the current CUDA device), and come back to the CPU to be read. The
+// choice, on groups of one rank whose backends are registered as each kind of job has them.
+TEST(Distributed, TheMergeTravelsOnADeviceTheGroupHasABackendFor) {
+  const test::TempDir dir("gradscope-collective-device");
+  auto store = c10::make_intrusive<c10d::FileStore>(dir.path + "/store", 1);
+  auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(30));
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, 0, 1, options);
+  const auto group_with = [&](std::vector<c10::DeviceType> devices) {
+    auto g = c10::make_intrusive<c10d::ProcessGroup>(store, 0, 1);
+    g->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+    for (c10::DeviceType d : devices) g->setBackend(d, c10d::ProcessGroup::BackendType::GLOO, gloo);
+    return g;
+  };
+  EXPECT_EQ(collective_device(group_with({c10::DeviceType::CPU})), c10::Device(at::kCPU));  // "gloo"
+  EXPECT_EQ(collective_device(group_with({c10::DeviceType::CUDA})), c10::Device(at::kCUDA));  // "nccl"
+  EXPECT_EQ(collective_device(group_with({c10::DeviceType::CUDA, c10::DeviceType::CPU})),
+            c10::Device(at::kCPU));  // "cpu:gloo,cuda:nccl"
+  EXPECT_EQ(collective_device(c10::make_intrusive<c10d::ProcessGroup>(0, 1)), c10::Device(at::kCPU));
+  // A group that serves CPU tensors merges a step as before: one rank's own statistics back.
+  const std::vector<at::Tensor> back = allgather_buffer(group_with({c10::DeviceType::CPU}),
+                                                        at::arange(5, at::kLong), "test", "a gather");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(back[0].device().is_cpu());
+  EXPECT_TRUE(at::equal(back[0], at::arange(5, at::kLong)));
+}
+
 TEST(Distributed, MergedAtEachStepsEndEqualOneProcessToo) { expect_merged_equal_one_process("reduce-sync", 2); }
 
 // The "S"/"R"/"D" lines of a worker's handed<r>.txt, in order.

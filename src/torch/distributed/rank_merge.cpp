@@ -41,12 +41,21 @@ Error gather_failed(const JobInfo& job, const std::string& who, const std::strin
                e.what());
 }
 
-// Starts one allgather of `in` into `out` (allocated here, one tensor a rank).
+// Starts one allgather of `in` (this rank's CPU buffer) into `out` (allocated here, one tensor a
+// rank), both on the group's collective device.
 c10::intrusive_ptr<c10d::Work> launch(const ProcessGroupPtr& group, std::vector<at::Tensor>& in,
                                       std::vector<std::vector<at::Tensor>>& out) {
+  const c10::Device device = collective_device(group);
+  for (at::Tensor& t : in) t = t.to(device);
   out.assign(1, {});
   for (int r = 0; r < group->getSize(); ++r) out[0].push_back(at::empty_like(in[0]));
   return group->allgather(out, in);
+}
+
+// Waits for `work`, then brings what it gathered into `out` to the CPU, where it is read.
+void wait_to_cpu(const c10::intrusive_ptr<c10d::Work>& work, std::vector<at::Tensor>& out) {
+  work->wait();
+  for (at::Tensor& t : out) t = t.to(at::kCPU);
 }
 
 // "id: channels 8 activation, 8 output gradient; histograms activation, output_grad" lines, in
@@ -88,6 +97,17 @@ struct RankMerge::Pending {
   bool waited = false;  // `work` already waited on (views step)
 };
 
+c10::Device collective_device(const ProcessGroupPtr& group) {
+  // A group with no backends does its collectives itself (a ProcessGroup subclass that wraps
+  // another): it is given what the caller has, CPU tensors.
+  if (!group->hasBackends() || group->hasBackendForDeviceType(c10::DeviceType::CPU)) return at::kCPU;
+  const std::vector<c10::Device> devices = group->getDeviceTypes();
+  for (const c10::Device& d : devices)
+    if (d.is_cuda()) return c10::Device(c10::DeviceType::CUDA);  // the current CUDA device
+  GRADSCOPE_INTERNAL_ASSERT(!devices.empty());
+  return c10::Device(devices.front().type());
+}
+
 JobInfo job_info(const ProcessGroupPtr& group) {
   JobInfo job;
   if (!group) return job;
@@ -118,7 +138,8 @@ std::vector<at::Tensor> allgather_buffer(const ProcessGroupPtr& group, const at:
   std::vector<std::vector<at::Tensor>> out;
   std::vector<at::Tensor> in{mine};
   try {
-    launch(group, in, out)->wait();
+    const c10::intrusive_ptr<c10d::Work> work = launch(group, in, out);  // fills `out` first
+    wait_to_cpu(work, out[0]);
   } catch (const std::exception& e) {
     throw gather_failed(job_info(group), who, what, e);
   }
@@ -237,7 +258,7 @@ void RankMerge::start(StepRecords step, bool views_step) {
     p->work = launch(group_, p->in, p->out);
     if (views_step) {
       // The views' sizes must agree before they travel: wait for the slots and headers now.
-      p->work->wait();
+      wait_to_cpu(p->work, p->out[0]);
       p->waited = true;
     }
   } catch (const std::exception& e) {
@@ -266,8 +287,8 @@ StepRecords RankMerge::finish() {
   StepRecords& step = p->step;
   const std::size_t slots = nodes_.size() * kSlotSites;
   try {
-    if (!p->waited) p->work->wait();
-    if (p->work_views) p->work_views->wait();
+    if (!p->waited) wait_to_cpu(p->work, p->out[0]);
+    if (p->work_views) wait_to_cpu(p->work_views, p->out_views[0]);
   } catch (const std::exception& e) {
     throw gather_failed(job_, who_, "the merge of step " + std::to_string(step.step), e);
   }

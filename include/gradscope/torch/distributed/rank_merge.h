@@ -37,6 +37,12 @@ struct JobInfo {
 /// The group's rank, size and backend name; a single process without `group`.
 JobInfo job_info(const ProcessGroupPtr& group);
 
+/// The device the merge's buffers travel on: the CPU where the group has a backend for CPU
+/// tensors (Gloo; "cpu:gloo,cuda:nccl") or none at all (a ProcessGroup subclass doing its own
+/// collectives); else the first device type it has a backend for, the current CUDA device for
+/// NCCL (init_process_group("nccl") has no CPU backend). What is gathered is read on the CPU.
+c10::Device collective_device(const ProcessGroupPtr& group);
+
 /// One allgather of `mine` (the same size on every rank); every rank's tensor in rank order.
 /// A failure (a rank died, or stalled past the group's timeout) throws Error "<who>: rank r of
 /// n (backend): <what> failed; ...", so that no adapter waits forever or reports it its own way.
