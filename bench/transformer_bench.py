@@ -89,13 +89,9 @@ def show(title, r):
 
 def main():
     cfg = lm.CONFIGS["healthy"]
-    data, vocab = lm.load_text()
-    gen = torch.Generator().manual_seed(0)
+    _, vocab = lm.load_text()
     T, B = cfg["T"], cfg["batch"]
-    batches = []
-    for _ in range(10):
-        s = torch.randint(0, len(data) - T - 1, (B,), generator=gen)
-        batches.append((torch.stack([data[i:i + T] for i in s]), torch.stack([data[i + 1:i + T + 1] for i in s])))
+    batches = lm.fixed_batches(cfg)
     arms = []
     for prefix, sdpa in (("", False), ("sdpa_", True)):
         torch.manual_seed(0)

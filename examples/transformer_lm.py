@@ -198,6 +198,19 @@ for _name in ("healthy", "unstable", "qknorm", "bf16"):
     CONFIGS[_name + "_sdpa"] = dict(CONFIGS[_name], sdpa=True)
 
 
+def fixed_batches(cfg, count=10, seed=0):
+    """`count` (inputs, targets) batches of ``cfg``'s context and batch size, drawn from the text
+    with a generator of ``seed``: the same steps for every arm of a benchmark."""
+    data, _ = load_text()
+    gen = torch.Generator().manual_seed(seed)
+    T, B = cfg["T"], cfg["batch"]
+    out = []
+    for _ in range(count):
+        s = torch.randint(0, len(data) - T - 1, (B,), generator=gen)
+        out.append((torch.stack([data[i:i + T] for i in s]), torch.stack([data[i + 1:i + T + 1] for i in s])))
+    return out
+
+
 def train(name_or_config, seed, steps=None, on_step=None, model_hook=None, on_grad_norm=None):
     """Train TinyGPT with AdamW on the licence text; deterministic given ``seed``.
 

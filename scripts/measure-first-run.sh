@@ -2,11 +2,13 @@
 # How long a newcomer waits: the README's two commands, each in a clean clone of this
 # repository's HEAD with the compiler cache off (CCACHE_DISABLE=1), so nothing built before
 # helps: `make demo` in one clone, then `make test` from nothing in another. The set-up they do
-# (apt through scripts/install-deps.sh, npm ci, the data sets) is inside the times; Debian
-# packages this machine already has are not downloaded again, and the JSON says whether they
-# were all there before (`deps_preinstalled`). docs/benchmarks.md, "Build time", has the figures.
+# (apt through scripts/install-deps.sh, each clone's own .venv through scripts/setup-venv.sh, the
+# data sets) is inside the times; Debian packages this machine already has are not downloaded
+# again, and the JSON says whether they were all there before (`deps_preinstalled`); the venv's
+# packages come from pip's cache where it holds them (the torch wheel from the machine's disk).
+# docs/benchmarks.md, "Build time", has the figures.
 #
-#   bash scripts/measure-first-run.sh [WORK_DIR [COMMIT]]    # about 40 minutes on 2 cores
+#   bash scripts/measure-first-run.sh [WORK_DIR [COMMIT]]    # over an hour on 2 cores
 #
 # COMMIT (default HEAD) measures an earlier state the same way, e.g. the commit before the
 # build was cut; FIRST_RUN_TARGETS="demo" measures `make demo` only (test_s is then null).

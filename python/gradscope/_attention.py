@@ -57,17 +57,25 @@ def _record(audit, node_id, mha, query, key, key_padding_mask, attn_mask):
                                       attn_mask, key_padding_mask)
 
 
-def wrap_attention(audit, node_id, mha):
-    """Wraps `mha`'s forward; returns the handle that restores it."""
+def wrap_attention(audit, node_id, mha, untraced=lambda fn: fn):
+    """Wraps `mha`'s forward; returns the handle that restores it. `untraced(fn)` is the
+    recording as torch.compile must run it (the audit's hooks are never traced); the module's
+    own forward stays compilable."""
     original = mha.forward
     signature = inspect.signature(original)
 
-    def forward(*args, **kwargs):
+    def record(args, kwargs):
+        audit._hooks_ran = True  # first: a forward reached the audit (Audit.step checks it)
         if audit._audited and mha.training and torch.is_grad_enabled() and audit._engine.attention_step():
             call = signature.bind(*args, **kwargs)
             call.apply_defaults()
             a = call.arguments
             _record(audit, node_id, mha, a["query"], a["key"], a.get("key_padding_mask"), a.get("attn_mask"))
+
+    record = untraced(record)
+
+    def forward(*args, **kwargs):
+        record(args, kwargs)
         return original(*args, **kwargs)
 
     return _ForwardWrap(mha, forward)

@@ -15,11 +15,17 @@ mode (not one under torch.no_grad() or after model.eval(), nor inside `with audi
 and a forward that torch.utils.checkpoint recomputes in backward once. Mixed precision: pass the
 GradScaler (scaler=); every gradient statistic is then reported unscaled, and a step skipped on
 overflow counts in report().loss_scale (LOSS_SCALE_OVERFLOW), never as NAN.
+
+torch.compile: the hooks are never traced (torch.compiler.disable), so each audited node is a
+graph break and the compiled model is recorded as the eager one; a step whose gradients come
+from compiled code that skipped the hooks (compiled before the Audit was made) is an Error.
 """
 import contextlib
 import math
 import numbers
 import os
+import sys
+import weakref
 
 import torch
 from torch import nn
@@ -39,6 +45,24 @@ _SQUASHING = (nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Softsign)
 # The largest loss scale taken: float32's largest finite value (a GradScaler's scale is a float32
 # tensor; the thresholds are scaled by it and must stay finite).
 _LARGEST_SCALE = 3.4028234663852886e38
+
+# What torch.compile says when fullgraph=True meets a hook of the audit.
+_COMPILE_REASON = ("gradscope.Audit records the model here, outside the compiled graph: each audited node is a "
+                   "graph break, so a model under an Audit cannot be compiled with fullgraph=True; compile it "
+                   "without fullgraph, or close the Audit first")
+
+
+def _untraced(fn):
+    """`fn` as torch.compile must run it: called as Python, never traced (dynamo would guard on
+    the audit's state and recompile as it changes), with the reason fullgraph=True reports; `fn`
+    itself on a torch without torch.compiler.disable (before 2.1: no torch.compile to meet)."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    if disable is None:
+        return fn
+    try:
+        return disable(fn, reason=_COMPILE_REASON)
+    except TypeError:  # an older torch: no reason=
+        return disable(fn)
 
 
 def _scalar(what, value):
@@ -98,10 +122,11 @@ class _ListChain:
         self.at = 0          # modules[at - 1] produced it
 
     def hooks(self):
-        return [m.register_forward_hook(self._hook(k)) for k, m in enumerate(self.modules)]
+        return [m.register_forward_hook(_untraced(self._hook(k))) for k, m in enumerate(self.modules)]
 
     def _hook(self, k):
         def hook(module, inputs, output):
+            self.audit._hooks_ran = True
             if not (self.audit._audited and module.training):
                 return
             if k == 0:
@@ -251,6 +276,10 @@ class Audit:
     it unscaled the parameter gradients before step(): say so with `parameter_grads_unscaled`
     (True or False; required for such a scaler). A number: a fixed loss scale (as
     set_loss_scale, `parameter_grads_unscaled` False unless given).
+    torch.compile: make the Audit on the model, then compile it (or pass torch.compile's wrapper:
+    the model inside is audited, with the same node ids); each audited node is then a graph break
+    (fullgraph=True cannot be used). Code compiled before the Audit runs without its hooks: such a
+    step is an Error at step() or after_step() (docs/python.md, "torch.compile").
     """
 
     def __init__(self, model, sample_every=1, run=None, *, nodes=None, thresholds=None, channels=None,
@@ -260,6 +289,11 @@ class Audit:
                  ranks_average_gradients=True, scaler=None, parameter_grads_unscaled=None, attention_every=10):
         if not isinstance(model, nn.Module):
             raise TypeError(f"audit: model must be a torch.nn.Module, got {type(model).__name__}")
+        # torch.compile(model)'s wrapper: audit the model it compiles (the same nodes and ids as
+        # eager). Looked up, not imported: importing dynamo takes a second.
+        compiled = getattr(sys.modules.get("torch._dynamo.eval_frame"), "OptimizedModule", None)
+        if compiled is not None and isinstance(model, compiled):
+            model = model._orig_mod
         if isinstance(sample_every, bool) or not isinstance(sample_every, int) or sample_every < 1:
             raise Error(f"audit: sample_every must be an integer >= 1, got {sample_every!r}")
         self._model = model
@@ -295,6 +329,10 @@ class Audit:
                 if id(p) not in seen:
                     seen.add(id(p))
                     self._params.append(p)
+        # Whether a forward reached any hook since the last step, and the gradients then: a step
+        # with new gradients that no hook saw is refused (_check_forward_seen).
+        self._hooks_ran = False
+        self._grad_marks = self._marks()
         self._handles = []
         self._chains = []  # nn.ModuleList children grouped with the activations after them
         self._scaler = None
@@ -314,9 +352,9 @@ class Audit:
     def _install_hooks(self, sequential_groups):
         if self._attention_every > 0:
             for node_id, mha in attention_modules(self._nodes, self._submodules):
-                self._handles.append(wrap_attention(self, node_id, mha))
-        self._handles.append(self._model.register_forward_pre_hook(self._before_forward))
-        self._handles.append(self._model.register_forward_hook(lambda m, i, o: self._flush_chains()))
+                self._handles.append(wrap_attention(self, node_id, mha, _untraced))
+        self._handles.append(self._model.register_forward_pre_hook(_untraced(self._before_forward)))
+        self._handles.append(self._model.register_forward_hook(_untraced(self._after_forward)))
         parents = {}
         for _, node in self._nodes:
             for parent in node.modules():
@@ -334,12 +372,12 @@ class Audit:
                 self._handles.extend(chain.hooks())
                 continue
             end, squashing = _sequential_group(parent, module) if isinstance(parent, nn.Sequential) else (module, None)
-            self._handles.append(end.register_forward_hook(self._tap_hook(sub_id, submodule=True)))
+            self._handles.append(end.register_forward_hook(_untraced(self._tap_hook(sub_id, submodule=True))))
             if squashing is not None:
-                self._handles.append(module.register_forward_hook(self._pre_activation_hook(sub_id)))
+                self._handles.append(module.register_forward_hook(_untraced(self._pre_activation_hook(sub_id))))
         if not sequential_groups:
             for node_id, module in self._nodes:
-                self._handles.append(module.register_forward_hook(self._tap_hook(node_id)))
+                self._handles.append(module.register_forward_hook(_untraced(self._tap_hook(node_id))))
             return
         # nn.Sequential: groups of an audited child and the parameter-free children after it.
         children = list(self._model.named_children())
@@ -351,30 +389,35 @@ class Audit:
             if name in audited:
                 current = name
                 if not last and not next_audited and type(children[i + 1][1]) in _SQUASHING:
-                    self._handles.append(child.register_forward_hook(self._pre_activation_hook(name)))
+                    self._handles.append(child.register_forward_hook(_untraced(self._pre_activation_hook(name))))
             if current is not None and (next_audited or last):
-                self._handles.append(child.register_forward_hook(self._tap_hook(current)))
+                self._handles.append(child.register_forward_hook(_untraced(self._tap_hook(current))))
                 current = None
 
+    # Every hook first notes that a forward reached it (_hooks_ran), whatever it then records.
     # A module in eval mode runs an evaluation pass: not recorded (the engine checks grad
     # mode, checkpoint recomputation and pauses; the shells it audits have no eval flag).
     def _tap_hook(self, node_id, submodule=False):
         def hook(module, inputs, output):
+            self._hooks_ran = True
             if self._audited and module.training:
                 self._engine.tap(node_id, _first_tensor(output, node_id, module, submodule))
         return hook
 
-    def _flush_chains(self):
+    def _after_forward(self, module, inputs, output):
+        self._hooks_ran = True
         for chain in self._chains:
             chain.flush()
 
     def _pre_activation_hook(self, node_id):
         def hook(module, inputs, output):
+            self._hooks_ran = True
             if self._audited and module.training:
                 self._engine.pre_activation(node_id, _first_tensor(output, node_id, module))
         return hook
 
     def _before_forward(self, module, inputs):
+        self._hooks_ran = True
         # The scale this step's backward will carry: GradScaler changes it only in update(),
         # after the step.
         if self._scaler is not None and self._audited and module.training:
@@ -390,6 +433,7 @@ class Audit:
     # --- the training loop ---------------------------------------------------------------------
     def tap(self, node, x):
         """Records `x` as the output of `node` (for forwards the hooks cannot see); returns x."""
+        self._hooks_ran = True
         if self._audited:
             self._engine.tap(node, x)
         return x
@@ -413,6 +457,7 @@ class Audit:
         Measured every `attention_every`-th audited step (Audit option, 10 by default); at the
         other steps it returns without reading the tensors (q and k's shapes are checked at every
         call). Evaluation passes are not recorded."""
+        self._hooks_ran = True
         if (logits is None) == (q is None and k is None):
             raise Error("audit: attention: give the logits, or q and k (scaled_dot_product_attention's), not both")
         if logits is not None and (is_causal or scale is not None):
@@ -452,6 +497,7 @@ class Audit:
         model in eval mode, or no_grad) are not recorded. Returns `logits`."""
         if not isinstance(logits, torch.Tensor):
             raise Error(f"audit: record_output_logits: logits must be a tensor, got {type(logits).__name__}")
+        self._hooks_ran = True
         if self._audited and self._model.training and torch.is_grad_enabled():
             self._engine.output_logits(logits)
         return logits
@@ -514,6 +560,7 @@ class Audit:
         norm = None if grad_norm is None else _scalar("step: grad_norm", grad_norm)
         if batch is not None and (isinstance(batch, bool) or not isinstance(batch, numbers.Integral)):
             raise Error(f"audit: step: batch must be an integer index, got {batch!r}")
+        self._check_forward_seen("step")
         if loss is not None:
             self.record_loss(loss, batch)
         if norm is not None:
@@ -610,6 +657,7 @@ class Audit:
         step(), the update taken against the values at the step's first forward."""
         if self._mode == "step":
             raise Error("audit: after_step() after step(): use one of them for the whole run")
+        self._check_forward_seen("after_step")
         self._mode = "after_step"
         if self._scaler is not None and self._audited:
             # scaler.step(opt) has run: it unscaled the gradients in place, skipped or not (a
@@ -647,6 +695,32 @@ class Audit:
     def _next_step(self):
         self._step += 1
         self._audited = self._step % self._sample_every == 0
+        self._grad_marks = self._marks()
+
+    def _marks(self):
+        """Each audited parameter's gradient as it is now (a weak reference and its version, so
+        that a later backward, in place or not, shows), or None where it has none."""
+        return [None if p.grad is None else (weakref.ref(p.grad), p.grad._version) for p in self._params]
+
+    def _check_forward_seen(self, where):
+        """Refuses an audited step whose parameters have new gradients that no forward through the
+        hooks produced: the compiled code of a model compiled before the Audit added its hooks
+        runs without them (torch.compile does not guard on hooks), and the step would record the
+        parameters alone, with no activation, as healthy. New: changed since the last step (or
+        since the Audit was made), so a step with no backward since is not refused."""
+        seen, self._hooks_ran = self._hooks_ran, False
+        if seen or not self._audited or not self._handles:  # closed: the engine says so
+            return
+        for p, mark in zip(self._params, self._grad_marks):
+            g = p.grad
+            if g is not None and (mark is None or mark[0]() is not g or mark[1] != g._version):
+                raise Error(
+                    f"audit: {where}(): the audited model's parameters have new gradients, but no forward of this "
+                    "step reached the audit's hooks, so its activations went unrecorded. torch.compile does this "
+                    "when the model (or another instance of its class) ran compiled code before the Audit added "
+                    "its hooks: make the Audit before the compiled model's first call, or call "
+                    "torch.compiler.reset() after making it. Without torch.compile: run the forward through the "
+                    "audited model, or hand your outputs to audit.tap(node, x)")
 
     # --- results -------------------------------------------------------------------------------
     @property

@@ -81,23 +81,30 @@ SCENARIOS = {"healthy-mlp": healthy_mlp, "vanishing-trunk": vanishing_trunk, "dy
              "nan-later": nan_later, "healthy-cnn": cnn_batchnorm}
 
 
+def train(name, model, call, audit, opt, x, y, steps, generator=None):
+    """The scenario loop: batches of 64 drawn without replacement (from `generator`, or torch's
+    global one), cross-entropy through `call` (the model, or what compiles it), audit.step(opt);
+    nan-later's bias planted at NAN_STEP. `audit` must be open."""
+    order, cursor = torch.randperm(len(x), generator=generator), 0
+    for step in range(steps):
+        if cursor + 64 > len(x):
+            order, cursor = torch.randperm(len(x), generator=generator), 0
+        idx = order[cursor:cursor + 64]
+        cursor += 64
+        if name == "nan-later" and step == NAN_STEP:
+            with torch.no_grad():
+                model.logfeat.bias[0] = -1000.0
+        opt.zero_grad()
+        nn.functional.cross_entropy(call(x[idx]), y[idx]).backward()
+        audit.step(opt)
+
+
 def run(name, x, y, steps, seed=7, run_dir=None):
     """Trains scenario `name` under the scenario audit policy; returns the Audit (closed)."""
     torch.manual_seed(seed)
     model = SCENARIOS[name]()
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-    order, cursor = torch.randperm(len(x)), 0
     with gradscope.Audit(model, channels_all_nodes=gradscope.ChannelView(1, 5), run=run_dir,
                          overwrite=True) as audit:
-        for step in range(steps):
-            if cursor + 64 > len(x):
-                order, cursor = torch.randperm(len(x)), 0
-            idx = order[cursor:cursor + 64]
-            cursor += 64
-            if name == "nan-later" and step == NAN_STEP:
-                with torch.no_grad():
-                    model.logfeat.bias[0] = -1000.0
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
-            audit.step(opt)
+        train(name, model, model, audit, opt, x, y, steps)
     return audit
