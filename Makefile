@@ -5,10 +5,6 @@ SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-# The torch wheel's OpenMP threads spin while they wait for work; beside other processes (ctest
-# runs two at once on two cores) a spinning thread holds the core its partner needs, and a step
-# takes ten times as long (docs/benchmarks.md, "OpenMP waits"). Passive waits, unless set.
-export OMP_WAIT_POLICY ?= PASSIVE
 VENV ?= $(CURDIR)/.venv
 # Every Python command below runs in the venv; CMake builds against the torch it holds.
 PYTHON := $(VENV)/bin/python

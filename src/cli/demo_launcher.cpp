@@ -3,7 +3,6 @@
 // built beside gradscope. This replaces the gradscope process with it (execv), argv unchanged:
 // the demo parses the very words the user typed, records the same command line in its runs,
 // and its output, exit code and signals reach the caller as if gradscope had run them.
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,11 +34,6 @@ fs::path demo_executable() {
   const fs::path demo = demo_executable();
   std::cout.flush();  // nothing is written before the demo starts; an exec drops what is buffered
   std::fflush(stdout);
-  // The torch wheel's OpenMP threads spin between parallel regions by default: on a 2-core
-  // machine that runs anything else, a spinning thread holds the core its partner needs (the
-  // --quick demo beside one busy process: 49 s, against 3.6 s with passive waits). Read by
-  // libgomp as it loads, so set here, before the demo starts; a value the user set is kept.
-  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   execv(demo.c_str(), main_arguments());
   const int cause = errno;
   if (cause == ENOENT)

@@ -159,8 +159,10 @@ TEST(QueryKeyAttention, MatchesLogitsWrittenOutAndSdpaItself) {
     a.is_causal = v.causal;
     const std::vector<Reference> want = reference(c, loop_logits(c, q, k, mask, v.causal, scale));
     expect_matches(query_key_head_stats(a, "t"), want);
-    // Blocks of one query row: the same statistics, merged.
+    // Blocks of one query row, and of two batch rows (the last block short when the batch is
+    // odd): the same statistics, merged.
     expect_matches(query_key_head_stats(a, "t", 1), want);
+    expect_matches(query_key_head_stats(a, "t", 2 * c.heads * c.queries * c.keys * 4), want);
   }
 }
 

@@ -84,33 +84,40 @@ std::vector<HeadStats> query_key_head_stats(const QueryKeyAttention& a, const st
     while (mask.dim() < 4) mask = mask.unsqueeze(0);
     mask = mask.expand({n, heads, queries, keys});  // a view: no memory
   }
+  // A block: whole batch rows while one fits the bytes (few ATen calls for the many short
+  // sequences of a small model), else query rows of one batch row (a long context).
   const int64_t row_bytes = heads * std::max<int64_t>(keys, 1) * static_cast<int64_t>(sizeof(float));
-  const int64_t rows = std::clamp<int64_t>(block_bytes / row_bytes, 1, std::max<int64_t>(queries, 1));
+  const int64_t batch_bytes = row_bytes * std::max<int64_t>(queries, 1);
+  const int64_t batch_rows = batch_bytes <= block_bytes ? std::clamp<int64_t>(block_bytes / batch_bytes, 1, n) : 1;
+  const int64_t rows =
+      batch_rows > 1 ? queries : std::clamp<int64_t>(block_bytes / row_bytes, 1, std::max<int64_t>(queries, 1));
 
   std::vector<HeadStats> out(static_cast<std::size_t>(heads));
   if (queries == 0 || keys == 0) return out;
-  for (int64_t b = 0; b < n; ++b) {
-    // [k heads, dim, keys]: every block of this batch row multiplies by it.
-    const at::Tensor kt = k[b].to(at::kFloat).transpose(-2, -1);
+  for (int64_t b = 0; b < n; b += batch_rows) {
+    const int64_t nb = std::min(batch_rows, n - b);
+    // [batch rows, k heads, dim, keys]: every block of these batch rows multiplies by it.
+    const at::Tensor kt = k.narrow(0, b, nb).to(at::kFloat).transpose(-2, -1);
     for (int64_t first = 0; first < queries; first += rows) {
       const int64_t count = std::min(rows, queries - first);
-      // q heads as [k heads, group x rows, dim]: head h = g + group * kh reads k head kh.
-      const at::Tensor qb = q[b].narrow(1, first, count).to(at::kFloat).reshape({k_heads, group * count, dim});
-      at::Tensor logits = at::matmul(qb, kt).mul_(scale).view({heads, count, keys});
+      // q heads as [batch rows, k heads, group x rows, dim]: head h = g + group * kh reads k head kh.
+      const at::Tensor qb =
+          q.narrow(0, b, nb).narrow(2, first, count).to(at::kFloat).reshape({nb, k_heads, group * count, dim});
+      at::Tensor logits = at::matmul(qb, kt).mul_(scale).view({nb, heads, count, keys});
       at::Tensor visible;
       if (mask.defined()) {
-        const at::Tensor m = mask[b].narrow(1, first, count);
+        const at::Tensor m = mask.narrow(0, b, nb).narrow(2, first, count);
         if (m.scalar_type() == at::kBool)
           logits.masked_fill_(m.logical_not(), -std::numeric_limits<float>::infinity());
         else
           logits.add_(m.to(at::kFloat));
       } else if (a.is_causal) {
-        // Query first + r sees keys 0..first + r: shared by every head, read in place.
+        // Query first + r sees keys 0..first + r: shared by every batch row and head, read in place.
         visible = at::ones({count, keys}, at::kByte).tril(first).contiguous();
       }
       logits = logits.to(at::kCPU).contiguous();
       const std::vector<HeadStats> part =
-          attention_head_stats(logits.data_ptr<float>(), AttentionShape{1, heads, count, keys},
+          attention_head_stats(logits.data_ptr<float>(), AttentionShape{nb, heads, count, keys},
                                visible.defined() ? visible.data_ptr<uint8_t>() : nullptr);
       for (std::size_t h = 0; h < out.size(); ++h) out[h] = merge(out[h], part[h]);
     }

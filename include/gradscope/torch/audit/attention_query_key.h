@@ -32,8 +32,9 @@ struct QueryKeyAttention {
   std::optional<double> scale;  ///< of q.k; 1 / sqrt(dim) when not given
 };
 
-/// Bytes of logits one block of queries holds at most (per batch row: heads x rows x keys
-/// floats); a single query row of every head is the floor when it alone is larger.
+/// Bytes of logits one block holds at most: whole batch rows (heads x queries x keys floats
+/// each) while one fits, else query rows of one batch row; a single query row of every head of
+/// one batch row is the floor when it alone is larger.
 inline constexpr int64_t kQueryBlockBytes = int64_t{32} << 20;
 
 /// Checks shapes, dtypes, devices and the mask against each other, reading no element; throws
@@ -41,8 +42,8 @@ inline constexpr int64_t kQueryBlockBytes = int64_t{32} << 20;
 void check_query_key_attention(const QueryKeyAttention& attention, const std::string& who);
 
 /// One HeadStats per q head over every batch row and query, from the logits q.k * scale under
-/// the mask, computed in blocks of at most `block_bytes` of logits on the tensors' device (the
-/// block's logits then reach the CPU kernel as float32). Checks as above first.
+/// the mask, computed in blocks of at most `block_bytes` of logits (above) on the tensors'
+/// device (the block's logits then reach the CPU kernel as float32). Checks as above first.
 std::vector<HeadStats> query_key_head_stats(const QueryKeyAttention& attention, const std::string& who,
                                             int64_t block_bytes = kQueryBlockBytes);
 
