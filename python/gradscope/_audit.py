@@ -66,15 +66,38 @@ def _untraced(fn):
 
 
 def _scalar(what, value):
-    """`value` as a float: a real number, or a tensor of one element (read with item())."""
+    """`value` as a float: a real number, or a real tensor of one element (read with item()).
+    A bool (True reads as 1.0), a complex number and an integer past float's range are refused."""
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise Error(f"audit: {what} must be a number or a one-element tensor, got a tensor of shape "
                         f"{tuple(value.shape)}")
+        if value.dtype == torch.bool or value.is_complex():
+            raise Error(f"audit: {what} must be a real number, got a {value.dtype} tensor")
         return float(value.detach().item())
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise Error(f"audit: {what} must be a number or a one-element tensor, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise Error(f"audit: {what} must be a number within float's range, got an integer of "
+                    f"{int(value).bit_length()} bits") from None
+
+
+# Batch indices travel as float64, exact for integers up to 2**53.
+_LARGEST_BATCH = 2 ** 53
+
+
+def _batch_index(what, batch):
+    """`batch` as the float the run stores: an integer index in [0, 2**53]; None stays None."""
+    if batch is None:
+        return None
+    integral = isinstance(batch, numbers.Integral) and not isinstance(batch, bool)
+    if integral and 0 <= batch <= _LARGEST_BATCH:
+        return float(batch)
+    shown = f"an integer of {int(batch).bit_length()} bits" if integral and int(batch).bit_length() > 64 \
+        else repr(batch) if len(repr(batch)) <= 40 else type(batch).__name__
+    raise Error(f"audit: {what}: batch must be an integer index from 0 to 2**53, got {shown}")
 
 
 def _has_params(module):
@@ -418,9 +441,12 @@ class Audit:
 
     def _before_forward(self, module, inputs):
         self._hooks_ran = True
+        self._step_begins(module.training)
+
+    def _step_begins(self, training):
         # The scale this step's backward will carry: GradScaler changes it only in update(),
         # after the step.
-        if self._scaler is not None and self._audited and module.training:
+        if self._scaler is not None and self._audited and training:
             self._set_scaler_scale(parameter_grads_unscaled=False)
         # For after_step(): the values before the optimizer step, taken at the step's first
         # forward. Not needed (and not taken) once step() has been seen.
@@ -429,6 +455,13 @@ class Audit:
         with torch.no_grad():
             self._snapshot = [p.detach().clone() for p in self._params]
         self._snapshot_step = self._step
+
+    def step_begins(self):
+        """For after_step() when the audited model's own forward is not called (a
+        LightningModule whose training_step calls its submodules): what its first forward of a
+        step does, now: the parameter values the update is measured against. Call it before each
+        (micro-)batch's forward; only the first of a step takes them."""
+        self._step_begins(self._model.training)
 
     # --- the training loop ---------------------------------------------------------------------
     def tap(self, node, x):
@@ -515,12 +548,12 @@ class Audit:
         step, sampled or not; NaN and Inf are kept (a non-finite loss is a divergence). The first
         value of a step counts. `batch`, the index of the step's batch in your data, is what a
         LOSS_SPIKE names for you to inspect. step(optimizer, loss=..., batch=...) does the same."""
+        # Every argument is checked before any is kept: a refused call records nothing.
         value = _scalar("record_loss: loss", loss)
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, numbers.Integral)):
-            raise Error(f"audit: record_loss: batch must be an integer index, got {batch!r}")
+        index = _batch_index("record_loss", batch)
         self._engine.record_loss(value)
-        if batch is not None:
-            self._engine.record_scalar("batch", float(batch))
+        if index is not None:
+            self._engine.record_scalar("batch", index)
 
     def record_grad_norm(self, before_clip, applied=None):
         """The global L2 of the gradients as backward produced them (what
@@ -557,14 +590,16 @@ class Audit:
         if not function:
             self._check_optimizer(optimizer)
         # Every value is checked before any is kept: a refused step records nothing.
+        value = None if loss is None else _scalar("step: loss", loss)
+        index = _batch_index("step", batch)
         norm = None if grad_norm is None else _scalar("step: grad_norm", grad_norm)
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, numbers.Integral)):
-            raise Error(f"audit: step: batch must be an integer index, got {batch!r}")
         self._check_forward_seen("step")
-        if loss is not None:
-            self.record_loss(loss, batch)
+        if value is not None:
+            self._engine.record_loss(value)
+            if index is not None:
+                self._engine.record_scalar("batch", index)
         if norm is not None:
-            self.record_grad_norm(norm)
+            self._engine.record_grad_norm(norm, math.nan)
         if function:
             update = optimizer
         else:

@@ -74,7 +74,7 @@ RunReports render_run_reports(const LoadedRun& run) {
   const TreeRunSummary* trees = tree_run ? &*tree_run : nullptr;
   RunReports out;
   out.text = render_report_text(run, embedding, trees);
-  out.json = render_run_json(run.meta, run.report, run.flow, embedding, trees, &run.summary);
+  out.json = render_run_json(run.meta, run.report, run.flow, embedding, trees, &run.summary, &run.damage);
   out.csv = render_csv(run.report);
   out.unhealthy = run_unhealthy(run.report, run.flow, embedding, trees);
   out.tree_run = trees != nullptr;

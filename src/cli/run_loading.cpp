@@ -105,6 +105,7 @@ LoadedRun load_run(const std::string& path, bool partial, StepRange range, bool 
   run.steps = reader.for_each(visit, range, [&](int64_t done, int64_t total) { bar.update(done, total); });
   bar.finish();
   print_warnings(reader);
+  run.damage = reader.damage();
   if (run.steps == 0) throw Error("run '" + path + "': no steps recorded in the selected range");
   run.timeline.finish();
   summarize_closed_frame();

@@ -27,6 +27,7 @@ struct LoadedRun {
   std::vector<AttentionRecord> attention;  ///< per node at most kSeriesSteps samples (with series)
   std::vector<StepScalar> scalars;         ///< per series at most 2 x kSeriesSteps values (with series)
   int64_t steps = 0;  ///< steps read
+  std::vector<ReadDamage> damage;  ///< what a partial read left out (RunReader::damage())
 };
 
 /// Steps kept per node series (evenly spread over the run): enough for a chart's width.

@@ -72,7 +72,7 @@ int run_trees(const TreesOptions& opt) {
     // The document `gradscope report RUN --json` prints of the run just written: the agent
     // schema every command shares (docs/agent-json.md), the analysis under "trees".
     const LoadedRun run = load_run(dir, false, {}, false, /*frames=*/false);
-    std::cout << render_run_json(run.meta, run.report, run.flow, nullptr, &summary, &run.summary);
+    std::cout << render_run_json(run.meta, run.report, run.flow, nullptr, &summary, &run.summary, &run.damage);
   } else {
     std::cout << render_tree_timeline(summary) << render_tree_findings(summary);
     std::cout << "\nrun written to " << terminal_text(dir) << " (gradscope html "

@@ -504,6 +504,60 @@ TEST(CliRuns, DamagedRunExitsThreeAndPartialReadsTheCompleteSteps) {
   fs::remove_all(dir);
 }
 
+// A damaged run read with --partial: its JSON says that it was damaged, which part and what of
+// it was left out; once its attention table was lost, the attention findings vanished from the
+// report without a word.
+TEST(CliRuns, PartialJsonSaysWhichTablesWereDamagedAndWhatWasLeftOut) {
+  const fs::path dir = temp_dir("damaged-json");
+  const fs::path run_dir = dir / "r";
+  {
+    gradscope::RunWriter w(run_dir.string());
+    for (int step = 0; step < 12; ++step) {
+      w.add(Record{step, "body", Site::kParamGrad, grad(1.0)});
+      gradscope::HeadStats h;  // the largest logit grows from step 4
+      h.queries = h.fraction_queries = 16;
+      h.max_logit = step < 4 ? 3.0 : 300.0 * step;
+      h.entropy_fraction_sum = 16 * 0.8;
+      w.add(gradscope::AttentionRecord{step, "body", {h}});
+    }
+    w.close();
+  }
+  const auto attention_findings = [](const nlohmann::json& doc) {
+    int n = 0;
+    for (const nlohmann::json& f : doc.at("findings")) n += f.at("type") == "ATTENTION_LOGIT_GROWTH";
+    return n;
+  };
+  Result r = run("report --json " + run_dir.string());
+  ASSERT_EQ(r.code, 1) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("damaged"), false);
+  EXPECT_EQ(doc.at("damage"), nlohmann::json::array());
+  EXPECT_EQ(attention_findings(doc), 1);
+
+  sql(run_dir / "run.db", "DROP TABLE attention");
+  EXPECT_EQ(run("report --json " + run_dir.string()).code, 3);
+  r = run("report --partial --json " + run_dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("damaged"), true);
+  ASSERT_GE(doc.at("damage").size(), 1u) << doc.at("damage").dump();
+  EXPECT_EQ(doc.at("damage")[0].at("part"), "attention");
+  EXPECT_THAT(doc.at("damage")[0].at("what").get<std::string>(), HasSubstr("its records are not read"));
+  EXPECT_EQ(attention_findings(doc), 0);
+
+  // A damaged step: the part is the steps table, and the step is named.
+  const fs::path other = make_run(dir / "s", 10, false);
+  sql(other / "run.db", "UPDATE steps SET records = zeroblob(length(records)) WHERE step = 4");
+  r = run("report --partial --json " + other.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("damaged"), true);
+  ASSERT_EQ(doc.at("damage").size(), 1u) << doc.at("damage").dump();
+  EXPECT_EQ(doc.at("damage")[0].at("part"), "steps");
+  EXPECT_THAT(doc.at("damage")[0].at("what").get<std::string>(), HasSubstr("step 4 is damaged (checksum mismatch); skipped"));
+  fs::remove_all(dir);
+}
+
 TEST(CliRuns, EmptyRunSaysNoStepsRecorded) {
   const fs::path dir = temp_dir("emptyrun");
   gradscope::RunWriter((dir / "e").string()).close();

@@ -159,6 +159,33 @@ TEST(AttentionKernels, NonFiniteAndHiddenRowsAreCountedTheSameOnEveryKernel) {
   }
 }
 
+// Logits that span more than FLT_MAX: l - max overflows float to -inf, and a term exp(-inf) x
+// -inf would be NaN (read as entropy 0). The keys at the far end weigh nothing: the entropy is
+// log(keys at the top). Three keys (the scalar code, also the vector kernel's tail) and 16 (two
+// whole vectors, the far keys in both).
+TEST(AttentionKernels, LogitsSpanningMoreThanTheFloatRangeKeepTheirEntropy) {
+  const float top = 3e38f, far = -3e38f;
+  std::vector<float> narrow = {top, top, far};
+  std::vector<float> wide(16, far);
+  wide[2] = wide[13] = top;  // two at the top, one in each vector
+  std::vector<float> even(16, far);
+  for (int64_t k = 0; k < 16; k += 2) even[static_cast<std::size_t>(k)] = top;  // eight at the top
+  for (const Kernel kernel : kernels_here()) {
+    SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
+    const HeadStats a = attention_head_stats(narrow.data(), {1, 1, 1, 3}, nullptr, kernel)[0];
+    EXPECT_EQ(a.queries, 1);
+    EXPECT_EQ(a.nonfinite_queries, 0);
+    EXPECT_NEAR(a.entropy_sum, std::log(2.0), 1e-9);
+    EXPECT_DOUBLE_EQ(a.max_logit, static_cast<double>(top));
+    const HeadStats b = attention_head_stats(wide.data(), {1, 1, 1, 16}, nullptr, kernel)[0];
+    EXPECT_NEAR(b.entropy_sum, std::log(2.0), 1e-9);
+    EXPECT_NEAR(b.entropy_fraction_sum, std::log(2.0) / std::log(16.0), 1e-9);
+    const HeadStats c = attention_head_stats(even.data(), {1, 1, 1, 16}, nullptr, kernel)[0];
+    EXPECT_NEAR(c.entropy_sum, std::log(8.0), 1e-9);
+    EXPECT_EQ(c.top_queries, 0);
+  }
+}
+
 TEST(AttentionKernels, TheVectorKernelIsRefusedWhereTheCpuLacksIt) {
   const std::vector<float> row(8, 0.f);
   if (avx2_available())

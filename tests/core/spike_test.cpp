@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <random>
 
 #include "../common/grad_record.h"
@@ -71,6 +72,43 @@ TEST(RecentBand, AFlatSeriesIsWidenedSoRoundingIsNoSpike) {
   EXPECT_TRUE(zeros.test(1e-9, 6, 4).above);
   EXPECT_FALSE(zeros.test(0, 6, 4).above);
   EXPECT_THROW(RecentBand(1), Error);
+}
+
+// Values whose squares (or sums) overflow double: running sums of squares made the sd of a band
+// holding -1e200 NaN, read as 0, and every later ordinary value a spike. The band must stay
+// finite and exact, and be the plain window's again once the far value has left it.
+TEST(RecentBand, ValuesFarApartKeepTheBandFiniteAndExact) {
+  RecentBand band(16);
+  for (int i = 0; i < 15; ++i) band.push(2.0 + 0.01 * (i % 3));
+  band.push(-1e200);
+  const BandTest t = band.test(2.01, 6, 8);
+  // Computed here: 15 values near 2 and one of -1e200 (the small ones vanish beside it).
+  EXPECT_DOUBLE_EQ(t.mean, -1e200 / 16);
+  EXPECT_NEAR(t.sd, std::sqrt(15.0) / 16 * 1e200, 1e186);
+  EXPECT_FALSE(t.above);
+  // 16 more values: the far one left the window, and the band is the plain one of these 16.
+  std::vector<double> window;
+  for (int i = 0; i < 16; ++i) {
+    const double x = 2.0 + 0.01 * (i % 4);
+    band.push(x);
+    window.push_back(x);
+  }
+  double mean = 0, sq = 0;
+  for (double v : window) mean += v;
+  mean /= 16;
+  for (double v : window) sq += (v - mean) * (v - mean);
+  const BandTest back = band.test(2.02, 6, 8);
+  EXPECT_NEAR(back.mean, mean, 1e-12);
+  EXPECT_NEAR(back.sd, std::sqrt(sq / 16), 1e-12);
+  EXPECT_FALSE(back.above);
+  EXPECT_TRUE(band.test(2.5, 6, 8).above);
+  // At the ends of double's range: sums and squares would overflow; the band does not.
+  RecentBand edges(4);
+  for (double v : {1e308, -1e308, 1.7e308, -1.7e308}) edges.push(v);
+  const BandTest e = edges.test(0, 6, 2);
+  EXPECT_TRUE(std::isfinite(e.mean) && std::isfinite(e.sd));
+  EXPECT_NEAR(e.mean, 0, 1e293);
+  EXPECT_NEAR(e.sd, std::sqrt((1 + 1 + 1.7 * 1.7 + 1.7 * 1.7) / 4) * 1e308, 1e296);
 }
 
 // A noisy decreasing loss, like a mini-batch training curve.
@@ -196,6 +234,41 @@ TEST(SeriesRules, ANonFiniteLossIsADivergenceAtItsStep) {
   const SeriesReport q = judge_losses(rising);
   EXPECT_EQ(q.divergence_step, 50);
   EXPECT_TRUE(q.divergence_nonfinite);
+}
+
+// A finite loss past float32's range is no training loss (float32 would overflow to Inf): it is
+// LOSS_OUT_OF_RANGE, kept out of the band, so the ordinary losses after it are no spikes.
+TEST(SeriesRules, ALossBeyondFloat32IsItsOwnFindingAndLeavesTheBandAlone) {
+  std::vector<double> loss = healthy_loss(200, 4);
+  loss[60] = -1e200;
+  loss[90] = 5e38;
+  const SeriesReport r = judge_losses(loss);
+  EXPECT_EQ(r.spike_count, 0);
+  EXPECT_FALSE(r.diverged());
+  EXPECT_EQ(r.out_of_range_losses, 2);
+  EXPECT_EQ(r.first_out_of_range_step, 60);
+  EXPECT_DOUBLE_EQ(r.first_out_of_range_loss, -1e200);
+  EXPECT_EQ(r.loss_steps, 200);
+  EXPECT_GT(r.min_loss, 0);  // the lowest loss is a loss, not the value out of range
+  const std::vector<Finding> f = series_findings(r, Thresholds{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].type, "LOSS_OUT_OF_RANGE");
+  EXPECT_EQ(f[0].since_step, 60);
+  EXPECT_THAT(f[0].premise, HasSubstr("beyond float32's range"));
+  EXPECT_THAT(series_headline(r), HasSubstr("LOSS_OUT_OF_RANGE at step 60"));
+  // Within float32's range a large loss is judged as any other: -1e30 is no spike either, and
+  // the band it leaves behind is exact (a planted spike after it is found).
+  std::vector<double> large = healthy_loss(600, 4);
+  large[60] = -1e30;
+  large[400] += 1.5;
+  const SeriesReport q = judge_losses(large);
+  EXPECT_EQ(q.out_of_range_losses, 0);
+  ASSERT_EQ(q.spike_count, 1);
+  EXPECT_EQ(q.spikes[0].step, 400);
+  // The count is exact; FLT_MAX itself is in range.
+  std::vector<double> edge = healthy_loss(50, 4);
+  edge[20] = std::numeric_limits<float>::max();
+  EXPECT_EQ(judge_losses(edge).out_of_range_losses, 0);
 }
 
 TEST(SeriesRules, ASpikeThatEndsInNaNIsTheDivergenceNotASpikeApart) {

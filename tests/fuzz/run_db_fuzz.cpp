@@ -47,7 +47,7 @@ bool load_and_render(const ScratchDir& dir, bool partial, bool render) {
     sink(render_run_header(run.meta, run.path) + render_table(run.report) +
          render_flow_summary(run.flow));
     sink(render_verdict(run.report));
-    sink(render_run_json(run.meta, run.report, run.flow));
+    sink(render_run_json(run.meta, run.report, run.flow, nullptr, nullptr, &run.summary, &run.damage));
     sink(render_json(run.report));
     sink(render_csv(run.report));
     sink(render_frames_json(run.timeline));

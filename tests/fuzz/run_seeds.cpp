@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gradscope/core/error.h"
+#include "gradscope/core/series/rules.h"
 #include "gradscope/io/store/run_writer.h"
 #include "store/internal/channel_codec.h"
 #include "store/internal/record_codec.h"
@@ -153,6 +154,39 @@ Stats huge_stats() {
   return s;
 }
 
+// Attention heads and per-step series at their extremes, written by RunWriter as a careless
+// writer could: logits and sums at FLT_MAX, past it, at double's ends, Inf, NaN, -0, the
+// smallest denormal, a loss of -1e200; with `heads_change`, a node's head count going from 4 to
+// 8 at step 6 (the audit refuses that at the call; a run written by other code may hold it).
+void write_extreme_run(const fs::path& dir, bool heads_change) {
+  fs::remove_all(dir);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double values[] = {std::numeric_limits<float>::max(), 3.5e38, 1e300, std::numeric_limits<double>::max(),
+                           -std::numeric_limits<double>::max(), kInf, -kInf, std::numeric_limits<double>::quiet_NaN(),
+                           -0.0, std::numeric_limits<double>::denorm_min(), -1e200, 2.0};
+  const SampleRun plain;
+  RunWriter w(dir.string());
+  for (int64_t step = 0; step < 12; ++step) {
+    for (Record& r : sample_step(plain, step)) w.add(std::move(r));
+    const double v = values[static_cast<std::size_t>(step) % std::size(values)];
+    HeadStats h;
+    h.queries = step % 4 == 0 ? std::numeric_limits<int64_t>::max() : 16;
+    h.nonfinite_queries = step % 5 == 0 ? h.queries : 0;
+    h.max_logit = v;
+    h.entropy_sum = -v;
+    h.fraction_queries = 16;
+    h.entropy_fraction_sum = v;
+    h.top_queries = step % 2 == 0 ? 16 : 0;
+    w.add(AttentionRecord{step, "encoder/fc1", std::vector<HeadStats>(heads_change && step >= 6 ? 8 : 4, h)});
+    w.add(StepScalar{step, kLossSeries, v});
+    w.add(StepScalar{step, kGradNormSeries, -v});
+    w.add(StepScalar{step, "batch", v});
+    w.add(StepScalar{step, "log_z", v * 0.5});
+    if (step % 3 == 0) w.commit();
+  }
+  w.close();
+}
+
 std::string flipped(std::string bytes, std::size_t at) {
   if (at < bytes.size()) bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
   return bytes;
@@ -188,6 +222,11 @@ void write_run_seeds(const fs::path& out, const fs::path& work) {
   SampleRun empty;
   empty.steps = 0;
   seed_run("no_steps", empty);
+  for (const bool heads_change : {false, true}) {
+    const std::string name = heads_change ? "attention_heads_change" : "attention_and_scalars_at_extremes";
+    write_extreme_run(work / name, heads_change);
+    write_seed(runs, name, join_run_input(read_bytes(db_of(name)), {}));
+  }
 
   // Killed mid-write: run.db and its WAL, as the crash left them.
   SampleRun killed;

@@ -284,6 +284,29 @@ TEST(HtmlCharts, TheLossChartMarksTheSpikeAndTheDivergenceFromTheReport) {
   EXPECT_THAT(render_html(f.input(), plain, kLibs), Not(HasSubstr("id=\"loss\"")));
 }
 
+// A loss past float32's range is LOSS_OUT_OF_RANGE, named in the subtitle, and no point: on the
+// axis it would flatten every other loss (and, negative, lose the log scale).
+TEST(HtmlCharts, ALossOutOfRangeIsNamedNotDrawn) {
+  Fixture f({"rnn"}, 4);
+  std::vector<StepScalar> scalars;
+  ReportBuilder b;
+  for (int64_t step = 0; step < 20; ++step) {
+    scalars.push_back({step, kLossSeries, step == 7 ? -1e200 : 2.0 - 0.01 * step});
+    b.add(Record{step, "rnn", Site::kParamGrad, with_l2(1)});
+  }
+  for (const StepScalar& x : scalars) b.add(x);
+  f.report = b.build();
+  ASSERT_EQ(f.report.series.out_of_range_losses, 1);
+  HtmlReportInput in = f.input();
+  in.scalars = &scalars;
+  const json loss = json::parse(chart(build_charts(in), "loss").spec);
+  const json points = loss["layer"][0]["data"]["values"];
+  ASSERT_EQ(points.size(), 19u);
+  for (const json& p : points) EXPECT_NE(p["step"], 7);
+  EXPECT_EQ(loss["layer"][0]["encoding"]["y"]["scale"]["type"], "log");
+  EXPECT_THAT(loss["title"]["subtitle"].dump(), HasSubstr("LOSS_OUT_OF_RANGE at step 7 (loss -1e+200)"));
+}
+
 TEST(HtmlCharts, ARunBesideIsDrawnAsLinesOfItsOwnWithItsVerdict) {
   Fixture f({"rnn"}, 4);
   f.meta.name = "blowup";

@@ -222,3 +222,38 @@ def test_a_transformer_encoder_layer_reports_its_attention_on_its_node(planted):
     flags = audit.report().flags()
     assert ("ATTENTION_LOGIT_GROWTH" in flags["0"]) == planted, flags
     assert "ATTENTION_LOGIT_GROWTH" not in flags["1"]
+
+
+def test_a_head_count_that_changes_is_refused_at_the_call_and_the_run_stays_readable(tmp_path, gradscope_cli):
+    """4 heads, then 8 on the same node: once accepted, the run then refused by every reader
+    ("attention has 8 heads at step 1, earlier 4"). The writer refuses it at the call; what was
+    recorded reads back, in the process, through load_run and through the CLI."""
+    import subprocess
+    torch.manual_seed(0)
+    model = nn.Sequential()
+    model.add_module("attn", nn.Linear(8, 8))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(16, 8)
+    run_dir = str(tmp_path / "run")
+    with gradscope.Audit(model, nodes=["attn"], attention_every=1, run=run_dir) as audit:
+        for step, heads in enumerate((4, 4, 8, 4, 4, 4, 4, 4)):
+            model(x).pow(2).mean().backward()  # a training forward: this step is measured
+            logits = torch.randn(2, heads, T, T, generator=torch.Generator().manual_seed(step))
+            logits[:, 2] *= 1.0 if step < 4 else 60.0 * step  # head 2 of 4 grows: its flag names the count kept
+            if heads == 8:
+                with pytest.raises(gradscope.Error, match=r"attention of node 'attn': 8 heads at step 2, earlier 4 "
+                                                          r"\(from step 0\); a node's head count is fixed"):
+                    audit.attention("attn", logits)
+                with pytest.raises(gradscope.Error, match="8 heads at step 2, earlier 4"):
+                    audit.attention("attn", q=torch.randn(2, 8, T, 4), k=torch.randn(2, 8, T, 4))
+            else:
+                audit.attention("attn", logits)
+            audit.step(opt)
+            opt.zero_grad()
+    for report in (audit.report(), gradscope.load_run(run_dir).report):
+        assert report.steps == 8
+        assert evidence(report, "ATTENTION_LOGIT_GROWTH").detail == "head 2 of 4"
+    for command in (["report", run_dir], ["report", run_dir, "--json"], ["html", run_dir]):
+        done = subprocess.run([gradscope_cli, *command], capture_output=True, text=True)
+        assert done.returncode in (0, 1), (command, done.stderr)
+        assert "heads at step" not in done.stderr

@@ -78,3 +78,61 @@ def test_bad_input_is_refused_with_its_name():
             audit.step(opt, batch=3)
         audit.step(opt, loss=torch.tensor(0.5))
     assert audit.report().series.loss_steps == 1
+
+
+def test_a_refused_step_keeps_nothing_and_its_retry_counts(tmp_path):
+    """step(opt, loss=5.0, batch=10**400) once raised OverflowError after the loss was kept, and
+    the retry's loss of the same step was then ignored: every argument is checked first."""
+    model, x, y = model_and_data()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with gradscope.Audit(model, run=str(tmp_path / "run")) as audit:
+        nn.functional.mse_loss(model(x), y).backward()
+        with pytest.raises(gradscope.Error, match=r"step: batch must be an integer index from 0 to 2\*\*53, got an "
+                                                  r"integer of 1329 bits"):
+            audit.step(opt, loss=5.0, batch=10 ** 400)
+        with pytest.raises(gradscope.Error, match="batch must be an integer index from 0 to 2"):
+            audit.step(opt, loss=5.0, batch=-1)
+        with pytest.raises(gradscope.Error, match="loss must be a number within float's range"):
+            audit.step(opt, loss=10 ** 400)
+        with pytest.raises(gradscope.Error, match="grad_norm must be a real number"):
+            audit.step(opt, loss=5.0, grad_norm=torch.tensor(1 + 2j))
+        with pytest.raises(gradscope.Error, match="batch must be an integer index"):
+            audit.record_loss(5.0, batch=2 ** 53 + 1)
+        audit.step(opt, loss=7.0, batch=2 ** 53)
+    for s in (audit.report().series, gradscope.load_run(str(tmp_path / "run")).report.series):
+        assert s.loss_steps == 1 and s.first_loss == 7.0 and s.grad_norm_steps == 0
+
+
+def test_a_bool_loss_is_refused_not_kept_as_one():
+    model, x, y = model_and_data()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with gradscope.Audit(model) as audit:
+        nn.functional.mse_loss(model(x), y).backward()
+        for bad in (torch.tensor(True), torch.tensor([False])):
+            with pytest.raises(gradscope.Error, match="loss must be a real number, got a torch.bool tensor"):
+                audit.step(opt, loss=bad)
+            with pytest.raises(gradscope.Error, match="loss must be a real number"):
+                audit.record_loss(bad)
+        with pytest.raises(gradscope.Error, match="loss must be a number or a one-element tensor, got bool"):
+            audit.step(opt, loss=True)
+        audit.step(opt)
+    assert audit.report().series.loss_steps == 0
+
+
+def test_a_loss_beyond_float32_is_named_and_leaves_the_band_alone(tmp_path):
+    """A loss of -1e200 in a flat series once made the band's sd 0 and every later loss a
+    LOSS_SPIKE; it is LOSS_OUT_OF_RANGE, and the losses around it are judged as they are."""
+    model, x, y = model_and_data(2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # weights fixed: the planted losses alone
+    g = torch.Generator().manual_seed(3)
+    with gradscope.Audit(model, run=str(tmp_path / "run")) as audit:
+        for step in range(80):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            loss = -1e200 if step == 30 else 2.0 + 0.01 * float(torch.randn(1, generator=g))
+            audit.step(opt, loss=loss)
+    for report in (audit.report(), gradscope.load_run(str(tmp_path / "run")).report):
+        s = report.series
+        assert s.spike_count == 0 and not s.diverged()
+        assert s.out_of_range_losses == 1 and s.first_out_of_range_step == 30 and s.first_out_of_range_loss == -1e200
+        assert report.verdict().startswith("verdict: unhealthy: LOSS_OUT_OF_RANGE at step 30 (loss -1e+200)")

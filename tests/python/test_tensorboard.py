@@ -217,6 +217,26 @@ def test_histogram_every_must_be_a_count(tmp_path):
             gradscope.Audit(mlp(), histogram_every=bad)
 
 
+def test_output_logits_near_float32s_largest_keep_a_finite_mean(pb, tmp_path):
+    """Logits of 1e38 once gave log_z and logit_mean Inf: their float32 mean overflowed. The true
+    values (1e38 + log 8, and 1e38 - 1e37 / 2 here) are computed in float64 from the logits."""
+    model = nn.Linear(4, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    logits = torch.full((3, 5, 8), 1e38)
+    logits[:, :, 1] = 9e37  # a row whose float32 sum overflows too
+    d = logits.double()
+    want = (float(torch.logsumexp(d, -1).mean()), float(d.mean()))
+    with gradscope.Audit(model, tensorboard=str(tmp_path / "tb"), attention_every=1) as audit:
+        model(torch.randn(2, 4)).sum().backward()
+        audit.record_output_logits(logits)
+        audit.step(opt)
+    got = scalars(tb_reader.read_events(tb_reader.event_file(str(tmp_path / "tb")), pb))
+    assert math.isfinite(got[(0, "log_z")]) and math.isfinite(got[(0, "logit_mean")])
+    # TensorBoard keeps float32: compared at its precision.
+    assert got[(0, "log_z")] == pytest.approx(want[0], rel=1e-6)
+    assert got[(0, "logit_mean")] == pytest.approx(want[1], rel=1e-6)
+
+
 def test_output_logits_give_log_z_and_the_mean_logit_at_attention_steps(pb, tmp_path):
     """record_output_logits: the mean over rows of logsumexp (computed here in float64 from the
     logits themselves) and the mean logit, as TensorBoard tags log_z and logit_mean, at every

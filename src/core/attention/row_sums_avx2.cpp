@@ -85,13 +85,17 @@ RowSums row_sums_avx2(const float* row, const uint8_t* see, int64_t keys) {
   // Float lanes, added into the double sums every 32 vectors summed: the rounding of at most 32
   // float additions a lane, far below the 1e-5 the statistics are checked to.
   const __m256 m = _mm256_set1_ps(r.max);
+  const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::max());
   __m256 z = _mm256_setzero_ps(), s = _mm256_setzero_ps();
   int added = 0;
   for (int64_t k = 0; k < whole; k += 8) {
     const __m256 l = _mm256_loadu_ps(row + k);
     const __m256 vis = visible_lanes(l, see, k);
     if (_mm256_movemask_ps(vis) == 0) continue;  // all hidden: half of a causal row
-    const __m256 d = _mm256_and_ps(vis, _mm256_sub_ps(l, m));  // 0 where hidden: no -inf - m
+    // 0 where hidden (no -inf - m), and held at the lowest finite float: logits that span more
+    // than FLT_MAX overflow l - m to -inf, whose term e x d would be 0 x -inf = NaN. Its exp is
+    // 0 either way, so the held d changes no sum.
+    const __m256 d = _mm256_max_ps(_mm256_and_ps(vis, _mm256_sub_ps(l, m)), lowest);
     const __m256 e = _mm256_and_ps(vis, exp_nonpositive(d));
     z = _mm256_add_ps(z, e);
     s = _mm256_fmadd_ps(e, d, s);

@@ -26,7 +26,7 @@ std::string NodeReport::flags_label(const char* sep) const {
 
 bool Report::healthy() const {
   if (loss_scale.verdict == LossScaleReport::Verdict::kWarning) return false;
-  if (series.diverged() || series.spike_count > 0) return false;
+  if (series.diverged() || series.spike_count > 0 || series.out_of_range_losses > 0) return false;
   return std::all_of(nodes.begin(), nodes.end(),
                      [](const NodeReport& n) { return n.flags.contains(Flag::kHealthy); });
 }

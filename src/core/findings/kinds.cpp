@@ -40,7 +40,7 @@ std::vector<std::string> finding_types(FindingKind kind) {
       for (int f = 0; f < kTreeFlagCount; ++f) types.push_back(tree_flag_name(static_cast<TreeFlag>(f)));
       break;
     case FindingKind::kLossScale: types = {kLossScaleOverflow}; break;
-    case FindingKind::kLoss: types = {kLossSpike, kDivergence}; break;
+    case FindingKind::kLoss: types = {kLossSpike, kDivergence, kLossOutOfRange}; break;
   }
   return types;
 }

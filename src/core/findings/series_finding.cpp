@@ -1,6 +1,7 @@
 // series_finding: the loss series' verdicts (LOSS_SPIKE, DIVERGENCE) as findings, with the
 // nodes whose gradient burst first and a clipping value from the measured norms.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,31 @@ std::string spike_premise(const SeriesReport& s) {
   return out;
 }
 
+// A finite loss that float32 cannot hold: the value is the finding, whatever the band says.
+Finding out_of_range_finding(const SeriesReport& s) {
+  Finding f;
+  f.kind = FindingKind::kLoss;
+  f.type = kLossOutOfRange;
+  f.since_step = s.first_out_of_range_step;
+  f.premise = "loss " + shown_number(s.first_out_of_range_loss) + " at step " +
+              std::to_string(s.first_out_of_range_step) + ", beyond float32's range (largest " +
+              shown_number(std::numeric_limits<float>::max()) + "); " + std::to_string(s.out_of_range_losses) + " of " +
+              steps_text(s.loss_steps) + " had such a loss";
+  f.implies = "No float32 or bfloat16 network computes a loss this size (it would overflow to Inf): the value "
+              "handed to the audit is wrong, not the training. A sum over the batch in float64 where a mean was meant, "
+              "an uninitialised or mis-scaled variable, or a loss term divided by a near-zero count do this. It was "
+              "kept out of the loss band, so LOSS_SPIKE and DIVERGENCE judge the other losses as they are.";
+  f.action = "Print the loss passed at step " + std::to_string(s.first_out_of_range_step) +
+             " beside its terms and fix how it is computed; until then, the loss curve and anything that reads it "
+             "(schedulers on plateau, early stopping) see a wrong value.";
+  f.expected_effect = "Every loss within float32's range: no LOSS_OUT_OF_RANGE on the next run.";
+  f.confidence = Confidence::kHigh;  // a count of values past a fixed limit
+  f.evidence = {{"loss", s.first_out_of_range_loss, FindingMeasure::kNone, ""},
+                {"loss_magnitude", std::fabs(s.first_out_of_range_loss), std::numeric_limits<float>::max(), ">"},
+                {"out_of_range_losses", static_cast<double>(s.out_of_range_losses), FindingMeasure::kNone, ""}};
+  return f;
+}
+
 }  // namespace
 
 std::string series_headline(const SeriesReport& s) {
@@ -124,6 +150,9 @@ std::string series_headline(const SeriesReport& s) {
     line = std::string(kLossSpike) + " at step " + std::to_string(p.step) + " (loss " + shown_number(p.value) +
            (std::isfinite(p.z) ? ", " + shown_number(std::round(p.z * 10) / 10) + " sd above its band" : std::string()) +
            (s.spike_count > 1 ? "; " + std::to_string(s.spike_count) + " spikes" : std::string()) + ")";
+  } else if (s.out_of_range_losses > 0) {
+    return std::string(kLossOutOfRange) + " at step " + std::to_string(s.first_out_of_range_step) + " (loss " +
+           shown_number(s.first_out_of_range_loss) + ")";
   } else {
     return "";
   }
@@ -197,6 +226,7 @@ std::vector<Finding> series_findings(const SeriesReport& s, const Thresholds& t)
                   {"spikes", static_cast<double>(s.spike_count), FindingMeasure::kNone, ""}};
     out.push_back(std::move(f));
   }
+  if (s.out_of_range_losses > 0) out.push_back(out_of_range_finding(s));
   return out;
 }
 

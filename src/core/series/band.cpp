@@ -16,10 +16,25 @@ BandTest RecentBand::test(double value, double sigma, int64_t min_history, doubl
   BandTest t;
   t.history = count_;
   if (count_ == 0) return t;
-  const double n = static_cast<double>(count_);
-  const double shifted_mean = sum_ / n;
-  t.mean = origin_ + shifted_mean;
-  t.sd = std::sqrt(std::max(0.0, sum_sq_ / n - shifted_mean * shifted_mean));
+  // Two passes over the window, each value scaled by a power of two near the largest magnitude
+  // (exact), so neither the sum nor the squares overflow for any finite values (a loss of
+  // -1e200 among losses near 2 made running sums of squares infinite, and the band's sd 0).
+  // O(window) a test: one a step for the loss, and a gradient norm's band only once its spike
+  // rule has fired.
+  const std::size_t n = static_cast<std::size_t>(count_);
+  double largest = 0;
+  for (std::size_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(ring_[i]));
+  const int exponent = largest > 0 ? std::ilogb(largest) : 0;
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += std::scalbn(ring_[i], -exponent);
+  const double scaled_mean = sum / static_cast<double>(n);
+  double squares = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = std::scalbn(ring_[i], -exponent) - scaled_mean;
+    squares += d * d;
+  }
+  t.mean = std::scalbn(scaled_mean, exponent);
+  t.sd = std::scalbn(std::sqrt(squares / static_cast<double>(n)), exponent);
   if (count_ < min_history || !std::isfinite(value)) return t;
   const double width = std::max(t.sd, relative_floor * std::fabs(t.mean));
   if (width > 0) {
@@ -35,20 +50,9 @@ BandTest RecentBand::test(double value, double sigma, int64_t min_history, doubl
 void RecentBand::push(double value) {
   if (!std::isfinite(value)) return;
   const int64_t window = static_cast<int64_t>(ring_.size());
-  if (count_ == 0) origin_ = value;
-  if (count_ == window) {
-    const double old = ring_[static_cast<std::size_t>(next_)] - origin_;
-    sum_ -= old;
-    sum_sq_ -= old * old;
-  } else {
-    ++count_;
-  }
   ring_[static_cast<std::size_t>(next_)] = value;
-  const double d = value - origin_;
-  sum_ += d;
-  sum_sq_ += d * d;
   next_ = (next_ + 1) % window;
-  if (++since_resum_ >= window) resum();
+  count_ = std::min(count_ + 1, window);
 }
 
 void RecentMax::push(double value) {
@@ -57,19 +61,6 @@ void RecentMax::push(double value) {
   queue_.emplace_back(pushed_, value);
   ++pushed_;
   while (queue_.front().first <= pushed_ - 1 - window_) queue_.pop_front();
-}
-
-void RecentBand::resum() {
-  // Re-centre on the newest value and add the window up again: amortised O(1) per push.
-  const int64_t window = static_cast<int64_t>(ring_.size());
-  origin_ = ring_[static_cast<std::size_t>((next_ + window - 1) % window)];
-  sum_ = sum_sq_ = 0;
-  for (int64_t i = 0; i < count_; ++i) {
-    const double d = ring_[static_cast<std::size_t>((next_ + window - 1 - i) % window)] - origin_;
-    sum_ += d;
-    sum_sq_ += d * d;
-  }
-  since_resum_ = 0;
 }
 
 }  // namespace gradscope

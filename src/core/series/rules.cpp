@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "gradscope/core/error.h"
@@ -106,6 +107,13 @@ void SeriesTracker::add_loss(int64_t step, double value) {
     }
     r.divergence_last = value;
     return;  // the band and the window keep finite losses only
+  }
+  if (std::fabs(value) > std::numeric_limits<float>::max()) {  // LOSS_OUT_OF_RANGE: not a loss to band
+    if (r.out_of_range_losses++ == 0) {
+      r.first_out_of_range_step = step;
+      r.first_out_of_range_loss = value;
+    }
+    return;
   }
   ++finite_losses_;
   if (early_losses_.size() < static_cast<std::size_t>(SeriesReport::kEarlyLosses)) early_losses_.push_back(value);

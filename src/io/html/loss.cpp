@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "gradscope/core/findings/findings.h"
@@ -33,6 +34,9 @@ bool add_points(const std::vector<StepScalar>& values, const std::string& run, j
   for (const StepScalar& x : values) {
     if (!std::isfinite(x.value)) continue;  // a NaN loss is the divergence's mark, not a point
     if (x.name == kLossSeries) {
+      // A loss past float32's range is LOSS_OUT_OF_RANGE (the headline says so), not a point: on
+      // the axis it would flatten every other loss to a line.
+      if (std::fabs(x.value) > std::numeric_limits<float>::max()) continue;
       loss.push_back({{"step", x.step}, {"value", x.value}, {"series", run.empty() ? "loss" : run}});
       positive = positive && x.value > 0;
     } else if ((x.name == kGradNormSeries || x.name == kClippedGradNormSeries) && x.value > 0) {

@@ -44,7 +44,7 @@ std::string render_flow_summary(const FlowSummary& flow) {
 
 std::string render_run_json(const RunMetadata& m, const Report& report, const FlowSummary& flow,
                             const EmbeddingRunSummary* embedding, const TreeRunSummary* trees,
-                            const RunSummary* summary) {
+                            const RunSummary* summary, const std::vector<ReadDamage>* damage) {
   nlohmann::ordered_json doc;
   doc["run"] = {{"name", m.name},
                 {"start_time", m.start_time},
@@ -90,6 +90,14 @@ std::string render_run_json(const RunMetadata& m, const Report& report, const Fl
       doc["architecture"] =
           nlohmann::ordered_json::parse(render_architecture_json(summary->architecture)).at("architecture");
     doc["warnings"] = summary->warnings;
+  }
+  if (damage) {
+    // The findings below judge only what was read: a damaged attention table's heads, say, are
+    // missing from them, and this says so.
+    nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+    for (const ReadDamage& d : *damage) parts.push_back({{"part", d.part}, {"what", d.what}});
+    doc["damaged"] = !damage->empty();
+    doc["damage"] = parts;
   }
   // Every finding above in the one agent schema (docs/agent-json.md); the keys above stay for
   // the programs that read them.

@@ -238,6 +238,7 @@ void RunReader::check_log() {
   }
   if (!options_.partial) damaged(what + "; the run would look shorter than it is");
   warnings_.push_back(what + "; only the steps committed before them are read");
+  damage_.push_back({"log", warnings_.back()});
 }
 
 void RunReader::damaged(const std::string& what) const {
@@ -252,11 +253,13 @@ void RunReader::tolerate(const std::string& what, const std::string& action) {
   for (const std::string& x : warnings_)
     if (x == w) return;
   warnings_.push_back(w);
+  damage_.push_back({reading_, w});
 }
 
 void RunReader::refresh_metadata() {
   // Opened before its writer logged a transaction: follow the log from now on.
   if (mode_ == internal::OpenMode::kImmutable && internal::log_state(path_).has_frames) open_database();
+  reading_ = "meta";
   const std::string where = "run database '" + path_ + "': table meta, ";
   int64_t stored_version = -1;  // meta's schema_version, when the metadata is used
   try {
@@ -314,6 +317,7 @@ void RunReader::refresh_metadata() {
 std::vector<std::pair<int64_t, std::string>> RunReader::named_rows(const std::string& table, int64_t max_id,
                                                                    const std::string& id_rule) {
   std::vector<std::pair<int64_t, std::string>> rows;
+  reading_ = table;
   const std::string where = "run database '" + path_ + "': table " + table + ", row id ";
   const std::string sql = "SELECT id, name, typeof(id), " + std::string(version_ >= 2 ? "checksum" : "0") +
                           " FROM " + table + " ORDER BY id";
@@ -380,6 +384,7 @@ void RunReader::load_nodes() {
 }
 
 int64_t RunReader::step_count() {
+  reading_ = "steps";
   try {
     return db_->query_int("SELECT count(*) FROM steps");
   } catch (const Error& e) {
@@ -397,6 +402,7 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
                             const std::function<void(int64_t, int64_t)>& progress) {
   internal::ReadTransaction tx(*db_);
   load_nodes();
+  reading_ = "steps";
   int64_t total = -1;
   if (progress) {
     try {
@@ -533,6 +539,7 @@ int64_t RunReader::for_each(const RunVisitor& visit, StepRange range,
 
 void RunReader::check_row_count(const char* key, const std::string& table, int64_t rows, bool absent_is_zero) {
   // Read in the same transaction as the rows: the writer updates both in one.
+  reading_ = table;
   const std::string where = "run database '" + path_ + "': table ";
   try {
     internal::Statement c = db_->prepare("SELECT value FROM meta WHERE key = ?");

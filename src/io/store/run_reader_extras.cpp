@@ -41,6 +41,7 @@ bool decode(Table table, std::string_view blob, int64_t count, int64_t step,
 int64_t RunReader::read_step_table(const std::string& table, StepRange range, const StepsRead& steps,
                                    const RunVisitor& visit) {
   const std::string where = "run database '" + path_ + "': table " + table;
+  reading_ = table;
   const Table kind = table == "channels" ? Table::kChannels
                      : table == "similarities" ? Table::kSimilarities
                      : table == "histograms"   ? Table::kHistograms

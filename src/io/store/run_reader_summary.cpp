@@ -30,6 +30,7 @@ RunSummary RunReader::summary() {
       wanted += (c ? "," : "") + types[c];
     }
     sql += " FROM " + table + " ORDER BY position";
+    reading_ = table;
     const std::string where = "run database '" + path_ + "': table " + table + ", row position ";
     const auto unreadable = [&](const Error& e) {
       tolerate(std::string(e.what()) + " in table " + table, "the run's " + table + " is not used");

@@ -178,6 +178,12 @@ void Audit::add_head_stats(const std::string& id, std::vector<HeadStats> heads) 
     for (std::size_t h = 0; h < heads.size(); ++h) r.heads[h] = merge(r.heads[h], heads[h]);
     return;
   }
+  const auto [first, fresh] = s.attention_heads.try_emplace(id, heads.size(), s.step);
+  if (!fresh && first->second.first != heads.size())
+    throw Error("audit: attention of node '" + id + "': " + std::to_string(heads.size()) + " heads at step " +
+                std::to_string(s.step) + ", earlier " + std::to_string(first->second.first) + " (from step " +
+                std::to_string(first->second.second) + "); a node's head count is fixed for the run: record "
+                "attention of another head count on a node of its own");
   s.current.attention.push_back({s.step, id, std::move(heads)});
 }
 

@@ -6,6 +6,7 @@
 #include <c10/core/ScalarType.h>
 #include <torch/nn/utils/clip_grad.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -61,6 +62,12 @@ double Audit::clip_grad_norm(double max_norm) {
   return before;
 }
 
+namespace {
+// The double copy of the output logits that record_output_logits holds at once, at most (one
+// row is the floor when it alone is larger).
+constexpr int64_t kOutputLogitChunkBytes = int64_t{32} << 20;
+}  // namespace
+
 void Audit::record_output_logits(const at::Tensor& logits) {
   if (!logits.defined() || !at::isFloatingType(logits.scalar_type()) || logits.dim() < 1 || logits.numel() == 0)
     throw Error("audit: record_output_logits: the output logits must be a non-empty floating-point tensor [..., "
@@ -70,8 +77,17 @@ void Audit::record_output_logits(const at::Tensor& logits) {
   // torch::NoGradGuard is not training.
   if (!attention_step() || !at::GradMode::is_enabled()) return;
   const at::Tensor x = logits.detach().to(at::kFloat);
-  const double log_z = at::logsumexp(x, {-1}).mean().item<double>();
-  const double mean = x.mean().item<double>();
+  // Means in double: a float32 sum of large logits overflows (8 logits of 1e38 sum to Inf) long
+  // before their mean does. logsumexp works row by row around the row's largest logit, so its
+  // rows stay finite in float; the logits themselves reach double a bounded chunk of rows at a
+  // time, so the extra memory does not grow with the batch.
+  const at::Tensor rows = x.reshape({-1, x.size(-1)});
+  const double log_z = at::logsumexp(rows, {-1}).to(at::kDouble).mean().item<double>();
+  const int64_t chunk = std::max<int64_t>(1, kOutputLogitChunkBytes / (rows.size(1) * int64_t{sizeof(double)}));
+  at::Tensor total = at::zeros({}, rows.options().dtype(at::kDouble));
+  for (int64_t first = 0; first < rows.size(0); first += chunk)
+    total += rows.narrow(0, first, std::min(chunk, rows.size(0) - first)).to(at::kDouble).sum();
+  const double mean = total.item<double>() / static_cast<double>(rows.numel());
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   add_scalar(s.current.scalars, s.step, kLogZSeries, log_z);

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "aten_stats.h"
 #include "gradscope/core/audit/rules.h"
@@ -79,6 +80,9 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   std::map<int, at::Tensor> leakage_inputs;       // this step's branch activations, by entry
   std::vector<std::string> warnings;
   std::map<int, ElementHistogram> pending_param_histograms;  // this step's, by entry
+  /// Each node's attention heads and the step they were first recorded at: a count is fixed
+  /// for the run, since every reader of the run refuses one that changes.
+  std::unordered_map<std::string, std::pair<std::size_t, int64_t>> attention_heads;
 
   // Which forwards are training passes (phase.cpp). Guarded by `mutex`.
   int pause_depth = 0;

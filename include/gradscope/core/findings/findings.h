@@ -81,7 +81,8 @@ std::optional<Finding> loss_scale_finding(const LossScaleReport& loss_scale);
 std::vector<Finding> series_findings(const SeriesReport& series, const Thresholds& thresholds);
 
 /// One line for the verdict: "DIVERGENCE at step 3 (loss ...); gradients burst first in rnn at
-/// step 2", "LOSS_SPIKE at step 100 (...)", or "" when neither.
+/// step 2", "LOSS_SPIKE at step 100 (...)", else "LOSS_OUT_OF_RANGE at step 12 (loss -1e+200)",
+/// or "" when none.
 std::string series_headline(const SeriesReport& series);
 
 /// Confidence of a module flag from its evidence: how far the value is past the threshold

@@ -32,8 +32,8 @@ const char* finding_since_unit(FindingKind kind);
 std::optional<FindingKind> parse_finding_kind(const std::string& name);
 
 /// The types a finding of `kind` may have (Finding::type): the module flags but HEALTHY,
-/// GRADIENT_FLOW, the embedding rules' types, the tree flags, LOSS_SCALE_OVERFLOW, LOSS_SPIKE
-/// and DIVERGENCE.
+/// GRADIENT_FLOW, the embedding rules' types, the tree flags, LOSS_SCALE_OVERFLOW, LOSS_SPIKE,
+/// DIVERGENCE and LOSS_OUT_OF_RANGE.
 std::vector<std::string> finding_types(FindingKind kind);
 
 /// Whether some kind has a finding type `type` (EXPLODING and STAGNANT belong to two kinds).
@@ -51,5 +51,6 @@ inline constexpr const char* kLossScaleOverflow = "LOSS_SCALE_OVERFLOW";
 /// The loss series' finding types (core/series/rules.h).
 inline constexpr const char* kLossSpike = "LOSS_SPIKE";
 inline constexpr const char* kDivergence = "DIVERGENCE";
+inline constexpr const char* kLossOutOfRange = "LOSS_OUT_OF_RANGE";
 
 }  // namespace gradscope

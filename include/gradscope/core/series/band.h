@@ -1,7 +1,8 @@
 // RecentBand: the recent values of one per-step series (the loss, a gradient norm) as a band,
 // mean and standard deviation of the last `window` values, against which the next value is a
 // spike or not (OLMo-core's stability monitor: a value above the mean + 6 sigma of the last 128
-// values is a spike). O(1) per value; memory is the window.
+// values is a spike). O(1) a value kept, O(window) a test; memory is the window. Exact and
+// finite for any finite values (scaled two-pass sums), however far apart.
 //
 //   gradscope::RecentBand band(128);
 //   for (double loss : losses) {
@@ -45,14 +46,8 @@ class RecentBand {
   int64_t size() const { return count_; }
 
  private:
-  void resum();
-
-  std::vector<double> ring_;
-  int64_t next_ = 0, count_ = 0, since_resum_ = 0;
-  // Sums of the kept values, shifted by `origin_` (the first value of the current span) so
-  // that a series far from zero keeps its variance exact; recomputed every window pushes so
-  // that rounding in the running sums cannot build up.
-  double origin_ = 0, sum_ = 0, sum_sq_ = 0;
+  std::vector<double> ring_;  // the last count_ values, the next one written at next_
+  int64_t next_ = 0, count_ = 0;
 };
 
 /// The largest of the last `window` values pushed, in O(1) amortised per value (a monotone

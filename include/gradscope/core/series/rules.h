@@ -106,6 +106,12 @@ struct SeriesReport {
   double divergence_last = kNone;     ///< the last loss of the run
   int64_t divergence_back = -1;       ///< first step the loss came back to the level; -1: never
   int64_t first_nonfinite_loss = -1;
+  // LOSS_OUT_OF_RANGE: finite losses beyond float32's range (|loss| > FLT_MAX). No float32 or
+  // bfloat16 network computes one (it would overflow to Inf): the value handed over is wrong.
+  // Kept out of the band, the window and the levels, as non-finite losses are.
+  int64_t out_of_range_losses = 0;
+  int64_t first_out_of_range_step = -1;
+  double first_out_of_range_loss = kNone;
   // Whether the loss fell at all (DEPTH_GRADIENT_IMBALANCE's stall): its early level, the lowest
   // mean of kLevelLosses consecutive finite losses among the first kEarlyLosses (past the first
   // drop a model makes to the labels' base rate), and the mean of its last kLateLosses finite

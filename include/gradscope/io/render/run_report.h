@@ -13,6 +13,7 @@
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/core/audit/timeline.h"
 #include "gradscope/io/embedding/store.h"
+#include "gradscope/io/store/read_damage.h"
 #include "gradscope/io/store/run_metadata.h"
 #include "gradscope/io/trees/store.h"
 
@@ -29,11 +30,14 @@ std::string render_flow_summary(const FlowSummary& flow);
 /// with `embedding`, "embedding": {"tables": [...as render_embedding_json's inner object],
 /// "gradient_norm_correlations": [...]}; with `trees`, "trees": {...trees.json's body}; with
 /// `summary` (what the audit saved with the run), "architecture": {"nodes": [...as
-/// render_architecture_json]} when it has nodes, and "warnings": [...the audit's warnings]; last
+/// render_architecture_json]} when it has nodes, and "warnings": [...the audit's warnings]; with
+/// `damage` (what a partial read left out), "damaged": true or false and "damage": [{"part",
+/// "what"}...], so that a report of a damaged run says so and which tables lost what; last
 /// "findings_version" and "findings": every finding in one schema (findings_json.h).
 std::string render_run_json(const RunMetadata& meta, const Report& report, const FlowSummary& flow,
                             const EmbeddingRunSummary* embedding = nullptr,
-                            const TreeRunSummary* trees = nullptr, const RunSummary* summary = nullptr);
+                            const TreeRunSummary* trees = nullptr, const RunSummary* summary = nullptr,
+                            const std::vector<ReadDamage>* damage = nullptr);
 
 /// "embedding tables:" and per table "  item (6170 rows, 100.0% exposed, lookup Gini 0.52,
 /// per step 0.25): 1 finding", each finding's type, premise and what to do beneath.

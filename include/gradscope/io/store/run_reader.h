@@ -26,6 +26,7 @@
 #include "gradscope/core/audit/channels.h"
 #include "gradscope/core/audit/record.h"
 #include "gradscope/core/audit/run_sink.h"
+#include "gradscope/io/store/read_damage.h"
 #include "gradscope/io/store/run_metadata.h"
 
 namespace gradscope {
@@ -106,8 +107,12 @@ class RunReader {
   /// its writer logged anything is reopened to follow the log.
   void refresh_metadata();
 
-  /// What partial reading skipped (empty when nothing was).
+  /// What partial reading skipped (empty when nothing was), and notes that are not damage
+  /// (records of a site a newer gradscope measures).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  /// The damage partial reading skipped, each named by the part of the run it was in (empty when
+  /// the run was whole; a strict read throws at the first).
+  const std::vector<ReadDamage>& damage() const { return damage_; }
 
  private:
   void open_database();
@@ -144,6 +149,8 @@ class RunReader {
   std::vector<bool> node_known_;    // false for ids whose row was dropped (partial)
   std::vector<int> site_map_;       // stored site id -> Site; -1 a newer site, -2 no row
   std::vector<std::string> warnings_;
+  std::vector<ReadDamage> damage_;
+  std::string reading_;             // the part being read, named in damage_
 };
 
 }  // namespace gradscope

@@ -35,12 +35,14 @@ inline void scan_keys(const float* row, const uint8_t* see, int64_t begin, int64
 }
 
 /// Second pass over keys [begin, end) around r.max: exp in float (the logits are float; a few
-/// times faster than in double), sums in double.
+/// times faster than in double), sums in double. The difference is taken in double: logits
+/// that span more than FLT_MAX (3e38 and -3e38) overflow it to -inf in float, and exp(-inf) x
+/// -inf is NaN; in double it is finite, its exp 0, and its term 0, as in the limit.
 inline void sum_keys(const float* row, const uint8_t* see, int64_t begin, int64_t end, RowSums& r) {
   for (int64_t k = begin; k < end; ++k) {
     if (key_hidden(row, see, k)) continue;
-    const float d = row[k] - r.max;
-    const float e = std::exp(d);
+    const double d = static_cast<double>(row[k]) - r.max;
+    const float e = std::exp(static_cast<float>(d));
     r.z += e;
     r.s += static_cast<double>(e) * d;
   }
