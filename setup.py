@@ -89,10 +89,12 @@ setup(
     name="gradscope",
     version="0.1.0",
     description="Training diagnostics for PyTorch: which node is failing, how, since when, with what evidence",
-    packages=["gradscope"],
+    packages=["gradscope", "gradscope.integrations"],
     package_dir={"gradscope": "python/gradscope"},
     cmdclass={"build_py": CMakeBuildPy},
     distclass=BinaryDistribution,
     python_requires=">=3.10",
     install_requires=torch_requirement(),
+    # The frameworks an integration needs (gradscope.integrations.*), at the versions tested.
+    extras_require={"lightning": ["lightning>=2.0,<2.7"]},
 )
