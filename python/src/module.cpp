@@ -13,6 +13,7 @@
 #include "gradscope/core/error.h"
 #include "gradscope/core/audit/thresholds.h"
 #include "gradscope/io/compress/json.h"
+#include "gradscope/io/compress/packed_file.h"
 #include "gradscope/torch/compress/packed.h"
 #include "gradscope/io/render/csv.h"
 #include "gradscope/io/embedding/json.h"
@@ -686,6 +687,23 @@ void bind_compress(py::module_& m) {
         return write_packed(path, cz::pack_state(state, recipe ? *recipe : cz::Recipe{}, grams));
       },
       py::arg("state"), py::arg("recipe"), py::arg("path"), py::arg("grams") = cz::InputGrams{});
+  m.def(
+      "read_packed_tensors",
+      [](const std::string& path) {
+        // Every tensor of a packed (or any safetensors) file as read_packed reads it: (name,
+        // dtype, shape, bytes), for checks against other readers (tests/python/test_safetensors.py).
+        compress::PackedModel packed;
+        {
+          py::gil_scoped_release release;
+          packed = read_packed(path);
+        }
+        py::list out;
+        for (const compress::StoredTensor& t : packed.tensors)
+          out.append(py::make_tuple(t.name, t.dtype, t.shape,
+                                    py::bytes(reinterpret_cast<const char*>(t.data.data()), t.data.size())));
+        return out;
+      },
+      py::arg("path"));
   m.def(
       "load_packed_state",
       [](const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& model) {
