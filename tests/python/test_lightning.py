@@ -206,3 +206,22 @@ def test_ddp_on_the_cpu_merges_both_ranks_and_rank_0_writes(tmp_path):
     rank0 = next(line for line in lines if line["rank"] == 0)
     assert rank0["activation_counts"] == [2 * 8 * 16] * 5
     assert os.path.isdir(tmp_path / "run")
+
+
+def test_the_findings_reach_the_trainers_tensorboard_logger(tmp_path):
+    """With Lightning's TensorBoardLogger: gradscope/unhealthy and gradscope/flagged_nodes as
+    scalars at the last step, and the report as text, read back by TensorBoard's own loader."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    cfg = dict(lm.CONFIGS["unstable"], steps=40)
+    module = GptModule(cfg, 0)
+    callback = GradscopeCallback(print_report=False, nodes=["gpt." + n for n in transformer_audit.audit_nodes(module.gpt)])
+    t = trainer(tmp_path, callback, logger=pl.loggers.TensorBoardLogger(str(tmp_path)))
+    t.fit(module, train_dataloaders=loader(batches_of(cfg, 0, 40)))
+    acc = EventAccumulator(t.logger.log_dir, size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    flagged = sum(1 for flags in callback.report.flags().values() if flags != ["HEALTHY"])
+    assert [(s.step, s.value) for s in acc.Scalars("gradscope/unhealthy")] == [(40, float(not callback.report.healthy()))]
+    assert [(s.step, s.value) for s in acc.Scalars("gradscope/flagged_nodes")] == [(40, float(flagged))]
+    text = acc.Tensors("gradscope/report/text_summary")
+    assert len(text) == 1 and callback.report.verdict().encode() in text[0].tensor_proto.string_val[0]
+    assert callback.run_dir == os.path.join(t.log_dir, "gradscope") and os.path.isdir(callback.run_dir)
