@@ -1,7 +1,7 @@
 """Lightning's DDP strategy on the CPU (Gloo, 2 processes) with GradscopeCallback: run by
 test_lightning.py as `python lightning_ddp_script.py OUT_DIR`; Lightning starts the second rank
 by running this script again. A ReLU layer planted dead (its bias -100) is named on the merged
-run, which rank 0 alone writes; each rank prints one JSON line of what it saw."""
+run, which rank 0 alone writes; each rank writes what it saw to OUT_DIR/rank<N>.json."""
 import json
 import os
 import sys
@@ -47,9 +47,11 @@ def main():
     if trainer.global_rank == 0:  # rank 0 wrote the run: the activation counts of every step
         run = gradscope.load_run(os.path.join(out, "run"), records=True)
         counts = [r.stats.count for r in run.records if r.node == "net/0" and r.site == "activation"]
-    print(json.dumps({"rank": trainer.global_rank, "world": trainer.world_size, "steps": report.steps,
-                      "global_step": trainer.global_step, "flags": report.flags(), "verdict": report.verdict(),
-                      "activation_counts": counts}), flush=True)
+    # A file a rank: the two processes share one stdout, where their lines can interleave.
+    with open(os.path.join(out, f"rank{trainer.global_rank}.json"), "w") as f:
+        json.dump({"rank": trainer.global_rank, "world": trainer.world_size, "steps": report.steps,
+                   "global_step": trainer.global_step, "flags": report.flags(), "verdict": report.verdict(),
+                   "activation_counts": counts}, f)
 
 
 if __name__ == "__main__":
