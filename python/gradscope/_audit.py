@@ -549,8 +549,10 @@ class Audit:
         value of a step counts. `batch`, the index of the step's batch in your data, is what a
         LOSS_SPIKE names for you to inspect. step(optimizer, loss=..., batch=...) does the same."""
         # Every argument is checked before any is kept: a refused call records nothing.
-        value = _scalar("record_loss: loss", loss)
-        index = _batch_index("record_loss", batch)
+        self._keep_loss(_scalar("record_loss: loss", loss), _batch_index("record_loss", batch))
+
+    def _keep_loss(self, value, index):
+        """Keeps a checked loss and, when given, its batch index (record_loss and step)."""
         self._engine.record_loss(value)
         if index is not None:
             self._engine.record_scalar("batch", index)
@@ -595,9 +597,7 @@ class Audit:
         norm = None if grad_norm is None else _scalar("step: grad_norm", grad_norm)
         self._check_forward_seen("step")
         if value is not None:
-            self._engine.record_loss(value)
-            if index is not None:
-                self._engine.record_scalar("batch", index)
+            self._keep_loss(value, index)
         if norm is not None:
             self._engine.record_grad_norm(norm, math.nan)
         if function:
