@@ -97,7 +97,7 @@ setup(
     install_requires=torch_requirement(),
     # The frameworks an integration needs (gradscope.integrations.*), at the versions tested.
     extras_require={"lightning": ["lightning>=2.0,<2.7"],
-                    "transformers": ["transformers>=4.48,<5.26", "accelerate>=1.1"],
+                    "transformers": ["transformers>=4.56,<5.26", "accelerate>=1.1"],
                     "tensorboard": ["tensorboard>=2.12"],
                     "wandb": ["wandb>=0.17,<0.32"],
                     "trees": ["xgboost>=3.0,<3.3", "lightgbm>=4.0,<4.8", "catboost>=1.2,<1.3"]},

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import gradscope
+import integration_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
@@ -166,26 +167,12 @@ def test_evaluation_only_and_a_fit_without_a_step_say_so(tmp_path, capsys):
 
 
 def test_bad_options_are_refused_with_their_names():
-    for name in ("process_group", "scaler"):
-        with pytest.raises(gradscope.Error, match=f"{name}= is not an option here"):
-            GradscopeCallback(**{name: None})
-    with pytest.raises(gradscope.Error, match="run must be a folder name or path, or None"):
-        GradscopeCallback(run=3)
-    with pytest.raises(gradscope.Error, match="print_report must be True or False"):
-        GradscopeCallback(print_report="yes")
+    integration_checks.refuses_decided_options(GradscopeCallback)
 
 
 def test_without_lightning_import_gradscope_works_and_the_integration_names_its_extra():
-    code = ("import sys; sys.modules['lightning'] = None\n"
-            "import gradscope\n"
-            "try:\n"
-            "    import gradscope.integrations.lightning\n"
-            "except ImportError as e:\n"
-            "    print('refused:', e)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
-    assert done.returncode == 0, done.stderr
-    assert "refused: gradscope.integrations.lightning needs the 'lightning' package" in done.stdout
-    assert "pip install 'gradscope[lightning]'" in done.stdout
+    integration_checks.names_its_extra_when_the_package_is_missing('lightning', 'lightning')
+
 
 
 def test_ddp_on_the_cpu_merges_both_ranks_and_rank_0_writes(tmp_path):

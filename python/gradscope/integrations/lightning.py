@@ -27,7 +27,7 @@ import os
 import torch
 
 from .._audit import Audit
-from .._engine import Error
+from ._callback import checked_options, global_grad_norm
 from ._requires import require
 
 _lightning = require("lightning", "lightning", (2, 0), "tested with lightning 2.6")
@@ -50,15 +50,6 @@ def audit_of(trainer):
     return None
 
 
-def _grad_norm(module):
-    """The global L2 of `module`'s parameter gradients, as torch.nn.utils.clip_grad_norm_
-    computes it (what Lightning clips by); NaN when none has a gradient."""
-    grads = [p.grad.detach() for p in module.parameters() if p.grad is not None]
-    if not grads:
-        return math.nan
-    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2.0) for g in grads]), 2.0))
-
-
 class GradscopeCallback(_pl.Callback):
     """Audits the LightningModule of trainer.fit(). `run`: the run's folder, relative to
     trainer.log_dir (None: no run saved); `print_report`: print the report at the end of
@@ -66,14 +57,7 @@ class GradscopeCallback(_pl.Callback):
     After fit, `report` holds the gradscope.Report."""
 
     def __init__(self, run="gradscope", print_report=True, **audit_options):
-        for name, why in _DECIDED.items():
-            if name in audit_options:
-                raise Error(f"GradscopeCallback: {name}= is not an option here: {why}")
-        if run is not None and not isinstance(run, (str, os.PathLike)):
-            raise Error(f"GradscopeCallback: run must be a folder name or path, or None; got {type(run).__name__}")
-        if not isinstance(print_report, bool):
-            raise Error(f"GradscopeCallback: print_report must be True or False, got {print_report!r}")
-        self._run = None if run is None else os.fspath(run)
+        self._run = checked_options(_DECIDED, run, {"print_report": print_report}, audit_options)
         self._print = print_report
         self._options = audit_options
         self.audit = None
@@ -112,7 +96,7 @@ class GradscopeCallback(_pl.Callback):
         if self.audit is None:
             return
         self._stepped = True
-        self._norm_before = _grad_norm(pl_module)
+        self._norm_before = global_grad_norm(pl_module)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.audit is None:
@@ -125,7 +109,7 @@ class GradscopeCallback(_pl.Callback):
             return  # a micro-batch of an accumulating step
         clipped = trainer.gradient_clip_val and trainer.gradient_clip_algorithm in (None, "norm")
         if not math.isnan(self._norm_before):
-            self.audit.record_grad_norm(self._norm_before, _grad_norm(pl_module) if clipped else None)
+            self.audit.record_grad_norm(self._norm_before, global_grad_norm(pl_module) if clipped else None)
         if self._losses:
             # The step's loss: the micro-batches' losses, each over accumulate_grad_batches, added.
             scale = trainer.accumulate_grad_batches / self._losses if self._losses < trainer.accumulate_grad_batches \
