@@ -214,6 +214,33 @@ def test_a_training_that_raises_leaves_its_steps_readable_and_the_next_starts_cl
     assert model.config._attn_implementation == "sdpa"
 
 
+def test_a_nan_loss_is_kept_where_the_trainers_log_hides_it(tmp_path):
+    """The embedding's output is NaN in the 6th step's forward: the Trainer logs a stand-in loss
+    (logging_nan_inf_filter) while the audit keeps the NaN and says from which step."""
+    model = hf_models.build("gpt2", 9)
+    forwards = []
+
+    def poison(module, inputs, output):
+        if module.training:
+            forwards.append(1)
+            if len(forwards) == 6:
+                return output * float("nan")
+        return output
+
+    model.get_input_embeddings().register_forward_hook(poison)
+    callback = GradscopeCallback(run=None, print_report=False)
+    t = hf_models.trainer(model, tmp_path, [callback], 8, 9)
+    t.train()
+    logged = [h["loss"] for h in t.state.log_history if "loss" in h]
+    assert len(logged) == 8 and math.isfinite(logged[5])  # the Trainer's filter
+    s = callback.report.series
+    assert s.loss_steps == 8 and not math.isfinite(s.last_loss)
+    text = str(callback.report)
+    assert "DIVERGENCE the loss became nan at step 5" in text, text
+    # The first node after the embedding (GPT-2's is tied to the head: no node of its own).
+    assert "non-finite values first appeared at step 5 in transformer.h.0.attn (forward, activation)" in text
+
+
 def test_evaluation_only_and_a_training_without_a_step_say_so(tmp_path, capsys):
     """trainer.evaluate() alone never trains: no audit, no report. Resuming from the checkpoint of
     a training already at max_steps trains no step: an empty report that says so."""
