@@ -16,8 +16,8 @@ import gradscope
 import transformers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import hf_models  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+import hf_trainer as hf_models  # noqa: E402  (the models, data and Trainer)
 import integration_checks  # noqa: E402
 
 import gradscope.integrations.transformers as gt  # noqa: E402

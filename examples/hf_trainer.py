@@ -1,7 +1,11 @@
 """Small Hugging Face causal LMs from configs (random weights, no download) trained by
-transformers.Trainer on the licence texts with a character vocabulary (examples/transformer_lm.py):
-a Llama-style model with grouped-query attention (4 query heads, 2 key/value heads) and a
-GPT-2-style one, 2 layers each. A planted fault: one layer's attention at 30x the learning rate."""
+transformers.Trainer with gradscope's callback, on the licence texts with a character vocabulary
+(transformer_lm.py): a Llama-style model with grouped-query attention (4 query heads, 2 key/value
+heads) and a GPT-2-style one, 2 layers each. The planted fault: one layer's attention at 30x the
+learning rate. Used by tests/python/test_transformers.py and the README's first screen.
+
+    PYTHONPATH=build/python .venv/bin/python examples/hf_trainer.py unstable [llama|gpt2] [seed]
+"""
 import os
 import sys
 
@@ -10,7 +14,7 @@ import transformers
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
 from transformers.trainer_callback import PrinterCallback
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import transformer_lm as lm  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -75,3 +79,17 @@ def trainer(model, out, callbacks, steps, seed, hot_layer=None, eval_dataset=Non
                 optimizers=(optimizer(model, hot_layer), None))
     t.remove_callback(PrinterCallback)  # each step's log printed: noise in the tests' output
     return t
+
+
+if __name__ == "__main__":
+    from gradscope.integrations.transformers import GradscopeCallback
+    name = sys.argv[1] if len(sys.argv) > 1 else "unstable"
+    kind = sys.argv[2] if len(sys.argv) > 2 else "llama"
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    if name not in ("healthy", "unstable"):
+        sys.exit(f"usage: hf_trainer.py healthy|unstable [llama|gpt2] [seed]; got {name!r}")
+    torch.set_num_threads(1)
+    model = build(kind, seed)
+    callback = GradscopeCallback(run=f"gradscope-{name}", overwrite=True)
+    trainer(model, "hf-trainer-out", [callback], 150, seed, hot_layer=1 if name == "unstable" else None,
+            logging_steps=50).train()
