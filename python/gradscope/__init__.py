@@ -29,9 +29,9 @@ from ._embedding import EmbeddingHub, EmbeddingTracker
 from ._report import Report
 from ._run import Run, load_run
 from ._scope import register_scope
-from . import compress, optim
+from . import compress, optim, trees
 
 __all__ = ["Audit", "ChannelView", "EmbeddingHub", "EmbeddingIntervention", "EmbeddingTracker", "Error",
            "HealthError", "NegativeSampler", "NodeScope", "Record", "Report", "Role", "Run", "Thresholds", "compress",
-           "load_run", "optim", "register_scope", "stats"]
+           "load_run", "optim", "register_scope", "stats", "trees"]
 __version__ = "0.1.0"

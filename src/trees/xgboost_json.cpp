@@ -1,8 +1,11 @@
-// XGBoost's JSON and UBJSON models (doc/model.schema in XGBoost 1.7): learner.learner_model_param
-// (base_score, num_class, num_feature), learner.objective.name, and the gradient booster,
-// "gbtree" with its trees or "dart" with a gbtree and one weight_drop per tree.
+// XGBoost's JSON and UBJSON models (doc/model.schema in XGBoost 1.7 to 3.2):
+// learner.learner_model_param (base_score, num_class, num_target, num_feature),
+// learner.objective.name, and the gradient booster, "gbtree" with its trees or "dart" with a
+// gbtree and one weight_drop per tree.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 
 #include "gradscope/core/error.h"
 #include "gradscope/trees/read_model.h"
@@ -33,7 +36,9 @@ struct Objective {
 Objective objective_of(const std::string& name) {
   using M = Objective::Margin;
   if (name == "binary:logistic" || name == "reg:logistic") return {TreeLink::kSigmoid, M::kLogit};
-  if (name == "binary:logitraw") return {TreeLink::kIdentity, M::kLogit};
+  // LogisticRaw::ProbToMargin returns base_score as it is: it is already a margin (measured
+  // against XGBoost 3.2's own margins, tests/python/test_trees_readers_packages.py).
+  if (name == "binary:logitraw") return {TreeLink::kIdentity, M::kIdentity};
   if (name == "multi:softprob") return {TreeLink::kSoftmax, M::kIdentity};
   if (name == "multi:softmax") return {TreeLink::kSoftmaxArgmax, M::kIdentity};
   if (name == "binary:hinge") return {TreeLink::kHinge, M::kIdentity};
@@ -61,6 +66,37 @@ double base_margin(double base_score, Objective::Margin margin, const Field& whe
       return std::log(p);
   }
   return p;
+}
+
+// base_score as XGBoost writes it: one number ("5E-1", XGBoost 1.x and 2.x) for every output,
+// or since 3.1 one per output in brackets ("[5.3E-1]", "[-1E-1,3E-2,7E-2]": the intercept of
+// each class or target). One bracketed value is also every output's.
+std::vector<double> base_scores(const Field& f, int32_t outputs) {
+  const std::size_t n = static_cast<std::size_t>(outputs);
+  if (!f.json().is_string() || f.json().get<std::string>().compare(0, 1, "[") != 0)
+    return std::vector<double>(n, number_or_string(f));
+  const std::string s = f.json().get<std::string>();
+  if (s.size() < 3 || s.back() != ']')
+    f.fail("must be a number or a bracketed list of numbers, got \"" + s.substr(0, 32) + "\"");
+  std::vector<double> values;
+  for (std::size_t at = 1; at < s.size();) {
+    const std::size_t end = std::min(s.find(',', at), s.size() - 1);
+    const std::string item = s.substr(at, end - at);
+    char* stop = nullptr;
+    errno = 0;
+    const double v = std::strtod(item.c_str(), &stop);
+    if (item.empty() || stop != item.c_str() + item.size() || errno == ERANGE || !std::isfinite(v))
+      f.fail("value " + std::to_string(values.size()) + " must be a finite number, got \"" +
+             item.substr(0, 32) + "\"");
+    if (values.size() == n) f.fail("more values than the model's " + std::to_string(n) + " outputs");
+    values.push_back(v);
+    at = end + 1;
+  }
+  if (values.size() == 1) return std::vector<double>(n, values[0]);
+  if (values.size() != n)
+    f.fail(std::to_string(values.size()) + " values for the model's " + std::to_string(n) +
+           " outputs");
+  return values;
 }
 
 // XGBoost keeps every value in float32; the JSON text holds the shortest decimal that reads
@@ -212,8 +248,8 @@ TreeEnsemble parse(const trees_internal::Json& doc) {
           : 1;
   m.num_outputs = std::max({num_class, num_target, 1});
   const Field base = param.at("base_score");
-  m.base_score.assign(static_cast<std::size_t>(m.num_outputs),
-                      base_margin(number_or_string(base), objective.margin, base));
+  for (const double b : base_scores(base, m.num_outputs))
+    m.base_score.push_back(base_margin(b, objective.margin, base));
   if (learner.has("feature_names")) {
     const Field names = learner.at("feature_names");
     for (std::size_t i = 0; i < names.size(); ++i)

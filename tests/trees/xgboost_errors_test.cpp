@@ -99,6 +99,28 @@ TEST(XGBoostJsonErrors, NameTheModelAndTheField) {
             "xgboost model 'm.json': learner.objective: missing");
 }
 
+// XGBoost 3.1 and later write base_score in brackets, one value per output ("[5E-1]"): read as
+// the number itself, and a damaged list is an Error naming the field and the value.
+TEST(XGBoostJsonErrors, BracketedBaseScore) {
+  GRADSCOPE_REQUIRE_DATA(data_file("breast_cancer.csv"));
+  json doc = json::parse(saved_model());
+  const TreeEnsemble plain = parse_xgboost_json(doc.dump(), "m.json");
+  const std::string base = doc["learner"]["learner_model_param"]["base_score"];
+  doc["learner"]["learner_model_param"]["base_score"] = "[" + base + "]";
+  EXPECT_EQ(parse_xgboost_json(doc.dump(), "m.json").base_score, plain.base_score);
+  const std::string field = "xgboost model 'm.json': learner.learner_model_param.base_score: ";
+  auto with_base = [](const std::string& b) {
+    return error_after([&](json& d) { d["learner"]["learner_model_param"]["base_score"] = b; });
+  };
+  EXPECT_EQ(with_base("[5E-1,5E-1]"), field + "more values than the model's 1 outputs");
+  EXPECT_EQ(with_base("[]"), field + "must be a number or a bracketed list of numbers, got \"[]\"");
+  EXPECT_EQ(with_base("[5E-1"), field + "must be a number or a bracketed list of numbers, got \"[5E-1\"");
+  EXPECT_EQ(with_base("[x]"), field + "value 0 must be a finite number, got \"x\"");
+  EXPECT_EQ(with_base("[5E-1,]"), field + "value 1 must be a finite number, got \"\"");
+  EXPECT_EQ(with_base("[nan]"), field + "value 0 must be a finite number, got \"nan\"");
+  EXPECT_EQ(with_base("[2]"), field + "must be between 0 and 1 for a logistic objective, got 2.000000");
+}
+
 TEST(XGBoostJsonErrors, TruncationAndNonFiniteLeaves) {
   GRADSCOPE_REQUIRE_DATA(data_file("breast_cancer.csv"));
   const std::string& text = saved_model();

@@ -123,6 +123,12 @@ INSTANTIATE_TEST_SUITE_P(
              "diabetes.csv",
              {{"objective", "reg:squarederror"}, {"max_depth", "4"}, {"eta", "0.1"}},
              40},
+        // base_score is already a margin for logitraw (LogisticRaw::ProbToMargin), not a
+        // probability: 1.7's margins check the reader as 3.2's do (tests/python).
+        Case{"logitraw",
+             "breast_cancer.csv",
+             {{"objective", "binary:logitraw"}, {"max_depth", "3"}, {"base_score", "0.25"}},
+             10},
         Case{"poisson",
              "diabetes.csv",
              {{"objective", "count:poisson"}, {"max_depth", "3"}, {"eta", "0.1"}},
