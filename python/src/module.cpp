@@ -23,6 +23,7 @@
 #include "gradscope/torch/distributed/rank_merge.h"
 #include "gradscope/torch/tensor.h"
 #include "saved_run.h"
+#include "step_scalars.h"
 #include "trees_engine.h"
 
 namespace py = pybind11;
@@ -734,4 +735,5 @@ PYBIND11_MODULE(_engine, m) {
   bind_embedding(m);
   bind_compress(m);
   gradscope::python::bind_trees(m);
+  gradscope::python::bind_step_scalars(m);
 }

@@ -159,6 +159,38 @@ def test_a_saved_run_logged_after_training_lands_after_the_users_rows(offline):
     assert back.summary()["gradscope/verdict"] == saved.report.verdict().strip()
 
 
+def test_the_charts_are_tensorboards_scalars_flags_included(offline):
+    """One audit writing TensorBoard events and logging to W&B: every gradscope scalar of every
+    step (the per-step flags among them: node 0's ReLU dead from step 0) is the value of the same
+    tag in the event file, read by the tensorboard package."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    model = mlp(3)
+    with torch.no_grad():
+        model[0].bias.fill_(-100.0)
+    run = wandb.init(project="gradscope-test")
+    board = str(offline / "tb")
+    with gradscope.Audit(model, on_step=StepLogger(run), tensorboard=board) as audit:
+        train(model, audit, 12, after=lambda s, loss: run.log({"loss": loss}))
+    run.finish()
+    rows = gradscope_rows(OfflineRun(run_folder(run)))
+    events = EventAccumulator(board, size_guidance={"scalars": 0})
+    events.Reload()
+    assert sorted(rows) == list(range(12))
+    compared = 0
+    for step, row in rows.items():
+        for key, value in row.items():
+            if not key.startswith("gradscope/") or key == "gradscope/step":
+                continue
+            tag = key[len("gradscope/"):]
+            board_value = {e.step: e.value for e in events.Scalars(tag)}[step]  # float32 in the file
+            assert value == pytest.approx(board_value, rel=1e-6, abs=1e-30) or \
+                (math.isnan(value) and math.isnan(board_value)), (step, tag)
+            compared += 1
+    assert compared >= 12 * 8
+    assert all(row["gradscope/flag/DEAD/0"] == 1.0 for row in rows.values())
+    assert all(row["gradscope/flag/DEAD/2"] == 0.0 for row in rows.values())
+
+
 def test_the_findings_table_and_summary_name_the_planted_faults(offline):
     """A dead ReLU (bias -100) and a batch with targets x100 at step 40: DEAD on node 0 with the
     share torch counts, DIVERGENCE at step 40 with the loss fed there against the highest before,

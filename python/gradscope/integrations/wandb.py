@@ -9,21 +9,22 @@ scalars, the findings as a table and the verdict in the run's summary (docs/wand
 
 Where it goes in the run:
 - gradscope/<measure>/<node> (grad_l2, update_ratio, activation_zero_frac,
-  activation_saturated_frac, activation_nonfinite_frac: the TensorBoard tags' measures) in the
-  run's history, one row per audited step, drawn against gradscope/step (the audit's step);
+  activation_saturated_frac, activation_nonfinite_frac) and gradscope/flag/<FLAG>/<node> (1 at a
+  step whose own value crossed the rule's threshold): the TensorBoard tags, computed by the same
+  engine code (_engine.StepScalars), in the run's history, one row per audited step, drawn
+  against gradscope/step (the audit's step);
 - gradscope/findings: a table, one row per flag of a flagged node, then the loss's;
 - gradscope/verdict, gradscope/healthy, gradscope/steps, gradscope/flagged_nodes in the summary.
 
 What it cannot see: the loss and the gradient norms handed to the audit (log them yourself, as
-you do); channel views, histograms, attention heads and the per-step flags, which TensorBoard
+you do); channel views, histograms and attention heads, which TensorBoard
 gets (Audit(tensorboard=...)); the advice of each flag (`gradscope report RUN` prints it).
 """
-from .._engine import Error
+from .._engine import Error, StepScalars, Thresholds
 from .._report import Report
 from .._run import Run
 from ._findings import FINDING_COLUMNS, finding_rows
 from ._requires import require
-from ._step_scalars import step_scalars
 
 # setup.py's extra: wandb>=0.17,<0.32; a newer wandb works, with a warning.
 _wandb = require("wandb", "wandb", (0, 17), "supported: wandb 0.17 to 0.31; tested with 0.31.0", below=(0, 32))
@@ -44,15 +45,17 @@ class StepLogger:
     `run` (None: wandb.run, the run of the last wandb.init). As wandb.watch does, they join the
     row you are filling (your next run.log writes them, or run.finish), so W&B's step stays
     yours; when you did not log since the previous audited step, that row is written first, so
-    no audited step overwrites another."""
+    no audited step overwrites another. `thresholds`: the Audit's, when it was given its own (the
+    per-step flags judge with them)."""
 
-    def __init__(self, run=None):
+    def __init__(self, run=None, thresholds=None):
         self.run = _the_run(run, "StepLogger")
         _define_axis(self.run)
+        self._scalars = _step_scalars(thresholds, "StepLogger")
         self._pending_at = None  # W&B's step when this logger last left a row open
 
     def __call__(self, records):
-        row = _row(records)  # the records of one step
+        row = _row(self._scalars, records)  # the records of one step
         if not row:
             return
         if self._pending_at is not None and self.run.step == self._pending_at:
@@ -61,11 +64,11 @@ class StepLogger:
         self._pending_at = self.run.step
 
 
-def log_steps(records, run=None):
+def log_steps(records, run=None, thresholds=None):
     """Logs the scalars of every step in `records` (audit.records(), which keeps the last
     keep_steps steps, or a gradscope.Run read with load_run(path, records=True)) into `run`,
     step by step; returns the number of rows logged. For a run already trained: the rows are
-    drawn against gradscope/step wherever W&B's own step stands."""
+    drawn against gradscope/step wherever W&B's own step stands. `thresholds` as StepLogger's."""
     if isinstance(records, Run):
         if records.steps and not records.records:
             raise Error(f"log_steps: the run {records.path!r} was read without its records: "
@@ -73,12 +76,13 @@ def log_steps(records, run=None):
         records = records.records
     run = _the_run(run, "log_steps")
     _define_axis(run)
+    scalars = _step_scalars(thresholds, "log_steps")
     by_step = {}
     for r in records:
         by_step.setdefault(r.step, []).append(r)
     logged = 0
     for step in sorted(by_step):
-        row = _row(by_step[step])
+        row = _row(scalars, by_step[step])
         if row:
             run.log(row)  # never step=: a row of its own wherever W&B's step stands
             logged += 1
@@ -124,10 +128,16 @@ def _define_axis(run):
     run.define_metric(PREFIX + "*", step_metric=STEP_KEY)
 
 
-def _row(records):
-    """The W&B row of one step's records: its scalars under PREFIX and the audit's step; {} when
-    they hold none."""
-    scalars = step_scalars(records)
-    if not scalars:
+def _step_scalars(thresholds, who):
+    if thresholds is not None and not isinstance(thresholds, Thresholds):
+        raise Error(f"{who}: thresholds must be a gradscope.Thresholds, got {type(thresholds).__name__}")
+    return StepScalars(thresholds if thresholds is not None else Thresholds())
+
+
+def _row(scalars, records):
+    """The W&B row of one step's records: the TensorBoard tags' scalars under PREFIX and the
+    audit's step; {} when they hold none."""
+    values = scalars.add(records)
+    if not values:
         return {}
-    return {STEP_KEY: records[0].step, **{PREFIX + name: value for name, value in scalars.items()}}
+    return {STEP_KEY: records[0].step, **{PREFIX + name: value for name, value in values.items()}}
