@@ -17,7 +17,7 @@ def snippets():
 
 
 def test_the_readme_has_its_snippets():
-    assert [name for name, _ in snippets()] == ["lightning", "transformers", "wandb"]
+    assert [name for name, _ in snippets()] == ["lightning", "transformers", "wandb", "trees"]
 
 
 @pytest.mark.parametrize("name,code", snippets(), ids=[name for name, _ in snippets()])
