@@ -69,8 +69,8 @@ def optimizer(model, hot_layer=None, hot_lr=3e-2):
 def trainer(model, out, callbacks, steps, seed, hot_layer=None, eval_dataset=None, **args):
     """A Trainer on the CPU with a constant learning rate and clipping at 1 (TrainingArguments'
     `args` override)."""
-    options = dict(output_dir=str(out), per_device_train_batch_size=BATCH, max_steps=steps, lr_scheduler_type="constant",
-                   max_grad_norm=1.0, logging_steps=1, report_to=[], save_strategy="no", use_cpu=True, seed=seed,
+    options = dict(output_dir=str(out), per_device_train_batch_size=BATCH, max_steps=steps,
+                   lr_scheduler_type="constant", max_grad_norm=1.0, logging_steps=1, report_to=[], save_strategy="no", use_cpu=True, seed=seed,
                    disable_tqdm=True, log_level="error")
     options.update(args)
     accumulate = options.get("gradient_accumulation_steps", 1)
