@@ -162,6 +162,38 @@ TEST(TreeRules, GrowingStepsExplodeShrinkingOnesDoNot) {
   EXPECT_EQ(find(analyze_tree_dynamics(shrink, {&d}), TreeFlag::kExploding), nullptr);
 }
 
+// CatBoost's healthy depth-3 model (docs/trees.md, "EXPLODING"): steps shrink to almost nothing
+// by round 70, then a few late rounds move again. Every step pushes the rows toward their labels,
+// so the training loss falls to the end: a converging model, whose window means still jump
+// 100-fold from the quiet windows to the one with the few moving rounds.
+TEST(TreeRules, AConvergingModelsLateCorrectionsDoNotExplode) {
+  const TreeData d = two_points(20);
+  auto converging = [](int r) { return r < 70 ? 0.3 * std::pow(0.93, r) : 2e-4; };
+  const TreeEnsemble few =
+      pushing(100, [&](int r) { return r == 96 || r == 98 ? 0.05 : converging(r); });
+  const TreeDynamicsReport with_labels = analyze_tree_dynamics(few, {&d});
+  ASSERT_EQ(with_labels.window, 5);
+  const double quiet = with_labels.windows[18].contribution;
+  const double late = with_labels.windows[19].contribution;
+  EXPECT_GT(late, 50 * quiet);  // the old window rule's growth: far above exploding_growth
+  EXPECT_LT(with_labels.per_round[99].train_loss, with_labels.per_round[94].train_loss);
+  EXPECT_EQ(find(with_labels, TreeFlag::kExploding), nullptr);
+  // Without labels the rounds alone say it: three of the window's five rounds are as quiet as
+  // the quiet window's.
+  TreeData unlabelled = d;
+  unlabelled.y.clear();
+  EXPECT_EQ(find(analyze_tree_dynamics(few, {&unlabelled}), TreeFlag::kExploding), nullptr);
+  EXPECT_EQ(find(analyze_tree_dynamics(few, {}), TreeFlag::kExploding), nullptr);  // leaf values
+
+  // Late rounds all slightly less tiny (2e-4, then 5e-4 from round 90): every round of the
+  // window is above the quiet ones, but the training loss still falls: corrections.
+  const TreeEnsemble all = pushing(100, [&](int r) { return r >= 90 ? 5e-4 : converging(r); });
+  const TreeDynamicsReport r = analyze_tree_dynamics(all, {&d});
+  // 2.5 to float32 leaf precision.
+  EXPECT_NEAR(r.windows[18].contribution / r.windows[17].contribution, 2.5, 1e-6);
+  EXPECT_EQ(find(r, TreeFlag::kExploding), nullptr);
+}
+
 // Steps shrinking 3% a round with a 2-round burst at 4x (rounds 150-151): windows of 2 see the
 // burst double the smallest window before it, the rules' windows of 10 (200 rounds) do not.
 TEST(TreeRules, TheViewsWindowChangesNoVerdict) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <numeric>
 
 #include "../common/require_data.h"
 #include "gradscope/core/trees/dynamics.h"
@@ -246,19 +247,26 @@ TEST(TreeFaults, ALearningRateAboveTwoExplodesFromTheFirstGrowingWindow) {
   for (int k = 0; k < rounds; ++k)
     EXPECT_NEAR(r.per_round[static_cast<std::size_t>(k)].contribution,
                 c[static_cast<std::size_t>(k)], 1e-4 * c[static_cast<std::size_t>(k)]);
-  // Window means of XGBoost's steps; the first window above twice the smallest one before it.
-  std::vector<double> means;
+  // The rule's definition on XGBoost's steps and losses: the first window whose mean is above
+  // twice the smallest window mean before it, each of whose rounds moved more than any round of
+  // that smallest window, and over which XGBoost's training loss rose.
+  std::vector<double> means, lows, highs;
   for (const WindowDynamics& w : r.windows) {
-    double s = 0;
-    for (int32_t k = w.first_round; k <= w.last_round; ++k) s += c[static_cast<std::size_t>(k)];
-    means.push_back(s / (w.last_round - w.first_round + 1));
+    const auto first = c.begin() + w.first_round, end = c.begin() + w.last_round + 1;
+    means.push_back(std::accumulate(first, end, 0.0) / static_cast<double>(end - first));
+    lows.push_back(*std::min_element(first, end));
+    highs.push_back(*std::max_element(first, end));
   }
-  double low = means[0], ratio = 0;
-  std::size_t first = 0;
+  std::size_t low = 0, first = 0;
+  double ratio = 0;
   for (std::size_t w = 1; w < means.size(); ++w) {
-    ratio = std::max(ratio, means[w] / low);
-    if (first == 0 && means[w] > 2 * low) first = w;
-    low = std::min(low, means[w]);
+    const bool rose = xgb_loss(*t, false, r.windows[w].last_round + 1) >
+                      xgb_loss(*t, false, r.windows[w].first_round);
+    if (means[w] > 2 * means[low] && lows[w] > highs[low] && rose) {
+      ratio = std::max(ratio, means[w] / means[low]);
+      if (first == 0) first = w;
+    }
+    if (means[w] < means[low]) low = w;
   }
   std::cout << "diabetes eta 2.5: step growth " << ratio << " from window " << first << ", flags "
             << flags_of(r) << "\n";

@@ -1,9 +1,11 @@
 // The four tree rules over measured rounds (docs/trees.md, "Rules"). Each finding carries the
 // round it begins at, the value compared, the threshold and the numbers behind it; a rule that
 // lacks the data it needs says so in not_judged instead of guessing.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "gradscope/core/findings/numbers.h"
 #include "trees/internal/parts.h"
@@ -168,21 +170,50 @@ void overfitting(TreeDynamicsReport& r) {
   r.findings.push_back(f);
 }
 
+// The smallest and largest finite per-round measure over the rounds of window `w`.
+std::pair<double, double> round_range(const TreeDynamicsReport& r, const WindowDynamics& w,
+                                      bool data) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (int32_t k = w.first_round; k <= w.last_round; ++k) {
+    const RoundDynamics& d = r.per_round[static_cast<std::size_t>(k)];
+    const double v = data ? d.contribution : d.leaf_mean_abs;
+    if (!std::isfinite(v)) continue;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  return {lo, hi};
+}
+
+// A window grows when its mean exceeds exploding_growth x the smallest window mean before it,
+// and two things rule out a converging model's late corrections (docs/trees.md): every round
+// of the window moves more than any round of that smallest window (CatBoost's converged rounds
+// alternate between near-zero ones and a few that still move, so window means of a few rounds
+// jump by 2-200x with no trend; a diverging model's rounds each overshoot more than the one
+// before), and, with labels, the training loss rose over the window (steps that keep lowering
+// it are corrections; steps that overshoot the residuals raise it).
 void exploding(TreeDynamicsReport& r, const std::vector<WindowDynamics>& windows) {
   const TreeThresholds& t = r.thresholds;
-  const bool data = have_contributions(r);
+  const bool data = have_contributions(r), labels = have_train_loss(r);
   auto measure = [&](const WindowDynamics& w) { return data ? w.contribution : w.leaf_mean_abs; };
+  // NaN after the window (an overflowed loss) counts as a rise.
+  auto loss_rose = [&](const WindowDynamics& w) {
+    return !(loss_after(r, w.last_round + 1, false) <= loss_after(r, w.first_round, false));
+  };
   if (windows.size() < 2) return;
   std::size_t min_w = 0, worst = 0, worst_min = 0, first = 0;
   double ratio = 0;
   for (std::size_t w = 1; w < windows.size(); ++w) {
     const double low = measure(windows[min_w]), now = measure(windows[w]);
-    if (low > 0 && now / low > ratio) {
+    const bool grows = low > 0 && now / low > t.exploding_growth &&
+                       round_range(r, windows[w], data).first >
+                           round_range(r, windows[min_w], data).second &&
+                       (!labels || loss_rose(windows[w]));
+    if (grows && now / low > ratio) {
       ratio = now / low;
       worst = w;
       worst_min = min_w;
     }
-    if (low > 0 && now / low > t.exploding_growth && first == 0) first = w;
+    if (grows && first == 0) first = w;
     if (now < low) min_w = w;
   }
   if (first == 0) return;
@@ -191,10 +222,18 @@ void exploding(TreeDynamicsReport& r, const std::vector<WindowDynamics>& windows
   auto span = [](const WindowDynamics& w) {
     return "rounds " + std::to_string(w.first_round) + "-" + std::to_string(w.last_round);
   };
+  std::string detail = what + " " + num(measure(a)) + " in " + span(a) + ", " +
+                       num(measure(b)) + " in " + span(b) + "; every round of " + span(b) +
+                       " above " + num(round_range(r, a, data).second) + ", the largest of " +
+                       span(a);
+  if (labels)
+    detail += "; training " + std::string(tree_loss_name(r.loss)) + " " +
+              num(loss_after(r, b.first_round, false)) + " before " + span(b) + ", " +
+              num(loss_after(r, b.last_round + 1, false)) + " after";
   r.findings.push_back(
       {TreeFlag::kExploding, windows[first].first_round, ratio, t.exploding_growth,
        "largest window mean of the " + what + " over the smallest window mean before it",
-       what + " " + num(measure(a)) + " in " + span(a) + ", " + num(measure(b)) + " in " + span(b),
+       detail,
        "the rounds' steps grow instead of shrinking from round " +
            std::to_string(windows[first].first_round) +
            ": lower the learning rate (eta), cap the step (max_delta_step), and check the labels' "

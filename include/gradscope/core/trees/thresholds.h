@@ -45,7 +45,9 @@ struct TreeThresholds {
   /// validation set cannot show a real rise at overfit_z). docs/trees.md has the measurements.
   double overfit_large_rise = 0.5;
   /// EXPLODING: a window's mean contribution (mean |leaf value| without data) exceeds this
-  /// many times the smallest window mean before it. Healthy boosting shrinks its steps.
+  /// many times the smallest window mean before it, every round of it moves more than any of
+  /// that window's, and with labels the training loss rose over it. Healthy boosting shrinks
+  /// its steps; a converged model's late corrections come and go while its loss falls.
   double exploding_growth = 2.0;
   /// CONCENTRATED: one feature carries more than this share of the model's split gain (of its
   /// splits when the file has no gains): possible leakage. A label copy with noise of a quarter
