@@ -23,6 +23,9 @@ import integration_checks  # noqa: E402
 import gradscope.integrations.transformers as gt  # noqa: E402
 from gradscope.integrations.transformers import GradscopeCallback, audit_of  # noqa: E402
 
+# ctest runs two test files at once on the two cores: one thread each (and the same numbers).
+torch.set_num_threads(1)
+
 # ATTENTION_LOGIT_GROWTH and ATTENTION_ENTROPY_COLLAPSE's thresholds (the Audit's defaults).
 LOGIT_LIMIT, ENTROPY_LIMIT = 100.0, 0.1
 
