@@ -14,7 +14,7 @@ export CCACHE_NOHASHDIR ?= 1
 # and caches the translation units that use the precompiled LibTorch headers (cmake/torch_pch.cmake).
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 
-.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer bench-compile bench-loss validate validate-compression clean
+.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer bench-compile bench-loss bench-integrations validate validate-compression clean
 
 all: build
 
@@ -81,7 +81,7 @@ fuzz: configure
 # Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
 BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
 
-bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-compile bench-loss
+bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-compile bench-loss bench-integrations
 
 # The Python audit against plain PyTorch steps (bench/python_bench.py; docs/benchmarks.md).
 bench-python: configure
@@ -102,6 +102,11 @@ bench-compile: configure
 bench-loss: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
 	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/loss_bench.py
+
+# Each integration's callback inside its trainer (bench/integrations_bench.py; docs/integrations.md).
+bench-integrations: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
+	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/integrations_bench.py
 
 # bench-compression trains on Fashion-MNIST and the digits: fetch them first.
 bench-compression: configure
