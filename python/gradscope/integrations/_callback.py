@@ -30,3 +30,14 @@ def global_grad_norm(module):
     if not grads:
         return math.nan
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2.0) for g in grads]), 2.0))
+
+
+def end_text(report, what, run_dir, notes=()):
+    """What a callback prints when training ends: the report, or that `what` ("this fit", "this
+    training") ran no optimizer step; each of `notes` on a line; where the run was saved."""
+    if not report.steps:
+        return f"gradscope: no optimizer step ran in {what}, so nothing was judged (healthy by default)"
+    lines = [str(report)] + [f"gradscope: {note}" for note in notes if note]
+    if run_dir:
+        lines.append(f"gradscope: run saved in {run_dir}")
+    return "\n".join(lines)

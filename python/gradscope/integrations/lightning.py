@@ -27,7 +27,7 @@ import os
 import torch
 
 from .._audit import Audit
-from ._callback import checked_options, global_grad_norm
+from ._callback import checked_options, end_text, global_grad_norm
 from ._requires import require
 
 _lightning = require("lightning", "lightning", (2, 0), "tested with lightning 2.6")
@@ -129,11 +129,9 @@ class GradscopeCallback(_pl.Callback):
         self._close()
         if not trainer.is_global_zero:
             return
-        steps = self.report.steps
-        text = str(self.report) if steps else \
-            "gradscope: no optimizer step ran in this fit, so nothing was judged (healthy by default)"
+        text = end_text(self.report, "this fit", None)
         if self._print:
-            print(text + (f"\ngradscope: run saved in {self.run_dir}" if self.run_dir and steps else ""))
+            print(end_text(self.report, "this fit", self.run_dir))
         flagged = sum(1 for flags in self.report.flags().values() if flags != ["HEALTHY"])
         metrics = {"gradscope/unhealthy": float(not self.report.healthy()), "gradscope/flagged_nodes": float(flagged)}
         for logger in trainer.loggers:

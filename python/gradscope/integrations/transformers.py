@@ -34,7 +34,7 @@ from torch import nn
 
 from .._audit import Audit
 from .._engine import Error
-from ._callback import checked_options, global_grad_norm
+from ._callback import checked_options, end_text, global_grad_norm
 from ._requires import require
 
 _transformers = require("transformers", "transformers", (4, 56), "tested with transformers 5.25")
@@ -243,13 +243,8 @@ class GradscopeCallback(TrainerCallback):
             self._close()
         if not state.is_world_process_zero:
             return
-        steps = self.report.steps
-        text = str(self.report) if steps else \
-            "gradscope: no optimizer step ran in this training, so nothing was judged (healthy by default)"
-        if self.attention_note and steps:
-            text += f"\ngradscope: {self.attention_note}"
         if self._print:
-            print(text + (f"\ngradscope: run saved in {self.run_dir}" if self.run_dir and steps else ""))
+            print(end_text(self.report, "this training", self.run_dir, [self.attention_note]))
 
     def _close(self):
         for owner, name in self._restore:
