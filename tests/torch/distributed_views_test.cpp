@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "../common/record_fields.h"
 #include "distributed/wire.h"
 
 namespace gradscope::torch::internal {
@@ -145,6 +146,22 @@ TEST(DistributedViews, AttentionHeadsMergeAsHeadStatsDo) {
   EXPECT_EQ(h1.queries, 1);
   EXPECT_EQ(h1.nonfinite_queries, 3);
   EXPECT_EQ(h1.max_logit, 1);
+}
+
+// A field of kHeadStatsFields that the views forgot fails here, by name: one rank's heads come
+// back as they went, two ranks' as merge() gives.
+TEST(DistributedViews, EveryHeadFieldCrossesAndMerges) {
+  const HeadStats a = gradscope::test::distinct_fields<HeadStats>(kHeadStatsFields);
+  const HeadStats b = gradscope::test::distinct_fields<HeadStats>(kHeadStatsFields, 5000);
+  Rank r0, r1;
+  r0.attention = {{5, "b", {a}}};
+  r1.attention = {{5, "b", {b}}};
+  r0.pack(), r1.pack();
+  std::vector<AttentionRecord> alone = r0.attention;
+  merge_views({r0.words.data()}, r0.channels, r0.histograms, alone);
+  gradscope::test::expect_fields_eq(alone.at(0).heads.at(0), a, kHeadStatsFields);
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms, r0.attention);
+  gradscope::test::expect_fields_eq(r0.attention.at(0).heads.at(0), merge(a, b), kHeadStatsFields);
 }
 
 }  // namespace

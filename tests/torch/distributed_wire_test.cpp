@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "../common/record_fields.h"
+
 namespace gradscope::torch::internal {
 namespace {
 
@@ -33,6 +35,18 @@ TEST(DistributedWire, PackKeepsEveryBit) {
   }
   int64_t absent[kSlotWords] = {0, 0, 5};  // not present: no NaN, whatever the words say
   EXPECT_FALSE(has_nonfinite(absent));
+}
+
+// A field of kStatsFields that the wire forgot fails here, by name.
+TEST(DistributedWire, EveryStatsFieldCrossesAndMerges) {
+  const Stats a = gradscope::test::distinct_fields<Stats>(kStatsFields);
+  const Stats b = gradscope::test::distinct_fields<Stats>(kStatsFields, 5000);
+  std::vector<int64_t> r0(kSlotWords), r1(kSlotWords);
+  pack(a, r0.data()), pack(b, r1.data());
+  gradscope::test::expect_fields_eq(unpack(r0.data()), a, kStatsFields);
+  Stats out;
+  ASSERT_TRUE(merge_slot({r0.data(), r1.data()}, 0, Site::kActivation, out));
+  gradscope::test::expect_fields_eq(out, merge(a, b), kStatsFields);
 }
 
 TEST(DistributedWire, MergesRanksInOrderAndCountsEqualParameterSitesOnce) {

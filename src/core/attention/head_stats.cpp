@@ -15,20 +15,12 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using RowSumsFn = internal::RowSums (*)(const float*, const uint8_t*, int64_t);
 
 RowSumsFn row_sums_for(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::kScalar: return internal::row_sums_scalar;
-    case Kernel::kAvx2:
-      if (!avx2_available()) throw Error("attention logits: avx2 kernel requested but this cpu lacks avx2/fma");
-      break;
-    case Kernel::kAuto:
-      if (!avx2_available()) return internal::row_sums_scalar;
-      break;
-  }
 #if defined(GRADSCOPE_HAVE_AVX2_KERNELS)
-  return internal::row_sums_avx2;
+  if (resolve_kernel(kernel, "attention logits") == Kernel::kAvx2) return internal::row_sums_avx2;
 #else
-  return internal::row_sums_scalar;  // unreachable: avx2_available() is false in such builds
+  resolve_kernel(kernel, "attention logits");  // kAvx2 is an error here as on any CPU without it
 #endif
+  return internal::row_sums_scalar;
 }
 
 // One query row's sums into `h`; log_of[n] = log(n) for n up to the keys. z >= 1 (the largest
@@ -62,17 +54,7 @@ double HeadStats::top_fraction() const {
   return queries ? static_cast<double>(top_queries) / queries : kNaN;
 }
 
-HeadStats merge(const HeadStats& a, const HeadStats& b) {
-  HeadStats r;
-  r.queries = a.queries + b.queries;
-  r.nonfinite_queries = a.nonfinite_queries + b.nonfinite_queries;
-  r.max_logit = a.queries == 0 ? b.max_logit : b.queries == 0 ? a.max_logit : std::max(a.max_logit, b.max_logit);
-  r.entropy_sum = a.entropy_sum + b.entropy_sum;
-  r.fraction_queries = a.fraction_queries + b.fraction_queries;
-  r.entropy_fraction_sum = a.entropy_fraction_sum + b.entropy_fraction_sum;
-  r.top_queries = a.top_queries + b.top_queries;
-  return r;
-}
+HeadStats merge(const HeadStats& a, const HeadStats& b) { return merge_fields<kHeadStatsFields>(a, b); }
 
 std::vector<HeadStats> attention_head_stats(const float* logits, const AttentionShape& shape, const uint8_t* visible,
                                             Kernel kernel) {

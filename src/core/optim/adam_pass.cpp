@@ -27,11 +27,13 @@ AdamCoefficients adam_coefficients(double lr, double beta1, double beta2, double
 
 namespace {
 
+// The update's code follows the same choice as the stats kernels that measure it.
 internal::AdamBlock adam_block(Kernel kernel) {
+  const Kernel resolved = resolve_kernel(kernel, "adam");
 #ifdef GRADSCOPE_HAVE_AVX2_KERNELS
-  if (kernel != Kernel::kScalar && avx2_available()) return internal::adam_block_avx2;
+  if (resolved == Kernel::kAvx2) return internal::adam_block_avx2;
 #endif
-  (void)kernel;
+  (void)resolved;
   return internal::adam_block_portable;
 }
 

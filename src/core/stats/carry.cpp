@@ -14,7 +14,7 @@ CarriedUpdate compute_update_and_carry(const TensorView& after, float* before, c
     throw Error("compute_update_and_carry: needs a contiguous float32 view");
   internal::check_options(options, "update");
   const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
-  const internal::ContiguousKernel kernel = internal::kernels(options.kernel).f32;
+  const internal::ContiguousKernel kernel = internal::kernels(options.kernel, "stats").f32;
   constexpr int64_t kBlock = 2048;
   const float* a = static_cast<const float*>(after.data());
   // Large tensors in ranges on their own threads, as compute_difference splits them.

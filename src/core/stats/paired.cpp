@@ -30,7 +30,7 @@ Stats compute_and_copy(const TensorView& view, void* out, const StatsOptions& op
   internal::check_options(options, view.name());
   require_contiguous(view, "compute_and_copy");
   if (view.numel() > 0 && out == nullptr) throw Error("tensor '" + view.name() + "': null copy destination");
-  const internal::ContiguousKernel kernel = internal::kernels(options.kernel).for_dtype(view.dtype());
+  const internal::ContiguousKernel kernel = internal::kernels(options.kernel, "stats").for_dtype(view.dtype());
   const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
   const auto esize = static_cast<int64_t>(dtype_size(view.dtype()));
   const auto* src = static_cast<const unsigned char*>(view.data());
@@ -51,7 +51,7 @@ Stats compute_difference(const TensorView& a, const TensorView& b, const StatsOp
   if (a.dtype() != b.dtype() || a.numel() != b.numel())
     throw Error("tensor '" + a.name() + "': difference with '" + b.name() + "' needs the same dtype and size");
   const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
-  const internal::KernelTable& table = internal::kernels(options.kernel);
+  const internal::KernelTable& table = internal::kernels(options.kernel, "stats");
   return internal::parallel_ranges(a.numel(), options.threads, [&](int64_t begin, int64_t end, Stats& acc) {
     // float32 holds a difference of two halves or bfloat16s exactly in range and nearly
     // always exactly in value; float64 differences stay in double.

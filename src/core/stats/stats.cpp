@@ -11,38 +11,16 @@
 #include "gradscope/core/error.h"
 #include "stats/internal/kernels.h"
 
-#if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#endif
 
 namespace gradscope {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Counts read from a damaged run file can be anything an int64 holds: they saturate at the
-// limits instead of overflowing (undefined behaviour).
-int64_t add_counts(int64_t a, int64_t b) {
-  int64_t r = 0;
-  if (!__builtin_add_overflow(a, b, &r)) return r;
-  return a < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
-}
-
 // Below this many elements per thread, starting a thread costs more than it saves.
 constexpr int64_t kMinElementsPerThread = int64_t{1} << 18;
 // Strided elements are gathered into a buffer of this many elements, then run contiguously.
 constexpr int64_t kGatherElements = 4096;
-
-const internal::KernelTable& kernels_for(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::kScalar: return internal::scalar_kernels();
-    case Kernel::kAvx2:
-      if (!avx2_available()) throw Error("avx2 kernel requested but this cpu lacks avx2/fma/f16c");
-      return internal::avx2_kernels();
-    case Kernel::kAuto: break;
-  }
-  return avx2_available() ? internal::avx2_kernels() : internal::scalar_kernels();
-}
 
 // Runs the kernel over logical elements [begin, end) of a strided view, in row-major order.
 void run_strided(const TensorView& view, int64_t begin, int64_t end,
@@ -111,18 +89,6 @@ void run_range(const TensorView& view, int64_t begin, int64_t end,
 
 }  // namespace
 
-bool avx2_available() {
-#if defined(GRADSCOPE_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
-  // F16C from CPUID leaf 1 itself: clang before 16 rejects __builtin_cpu_supports("f16c").
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-  return available;
-#else
-  return false;
-#endif
-}
-
 namespace internal {
 
 void check_options(const StatsOptions& options, const std::string& name) {
@@ -134,7 +100,14 @@ void check_options(const StatsOptions& options, const std::string& name) {
     throw Error("tensor '" + name + "': threads must be >= 1, got " + std::to_string(options.threads));
 }
 
-const KernelTable& kernels(Kernel kernel) { return kernels_for(kernel); }
+const KernelTable& kernels(Kernel kernel, std::string_view who) {
+#if defined(GRADSCOPE_HAVE_AVX2_KERNELS)
+  if (resolve_kernel(kernel, who) == Kernel::kAvx2) return avx2_kernels();
+#else
+  resolve_kernel(kernel, who);  // kAvx2 is an error here as on any CPU without it
+#endif
+  return scalar_kernels();
+}
 
 std::vector<Range> split_ranges(int64_t n, int max_threads) {
   const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(max_threads, n / kMinElementsPerThread));
@@ -167,7 +140,7 @@ Stats parallel_ranges(int64_t n, int max_threads, const std::function<void(int64
 
 Stats compute(const TensorView& view, const StatsOptions& options) {
   internal::check_options(options, view.name());
-  const internal::ContiguousKernel kernel = kernels_for(options.kernel).for_dtype(view.dtype());
+  const internal::ContiguousKernel kernel = internal::kernels(options.kernel, "stats").for_dtype(view.dtype());
   const internal::KernelParams kp = internal::make_kernel_params(options.dead_eps, options.saturation);
   return internal::parallel_ranges(view.numel(), options.threads, [&](int64_t begin, int64_t end, Stats& acc) {
     run_range(view, begin, end, kernel, kp, acc);
@@ -176,23 +149,8 @@ Stats compute(const TensorView& view, const StatsOptions& options) {
 
 int64_t Stats::inf() const { return add_counts(pos_inf, neg_inf); }
 
-Stats merge(const Stats& a, const Stats& b) {
-  Stats r;
-  r.count = add_counts(a.count, b.count);
-  r.finite = add_counts(a.finite, b.finite);
-  r.nan = add_counts(a.nan, b.nan);
-  r.pos_inf = add_counts(a.pos_inf, b.pos_inf);
-  r.neg_inf = add_counts(a.neg_inf, b.neg_inf);
-  r.zero = add_counts(a.zero, b.zero);
-  r.saturated = add_counts(a.saturated, b.saturated);
-  r.sum = a.sum + b.sum;
-  r.sum_sq = a.sum_sq + b.sum_sq;
-  r.sum_abs = a.sum_abs + b.sum_abs;
-  r.min = std::min(a.min, b.min);
-  r.max = std::max(a.max, b.max);
-  r.max_abs = std::max(a.max_abs, b.max_abs);
-  return r;
-}
+// Counts saturate (add_counts): those read from a damaged run file can be anything.
+Stats merge(const Stats& a, const Stats& b) { return merge_fields<kStatsFields>(a, b); }
 
 double Stats::mean() const { return finite ? sum / static_cast<double>(finite) : kNaN; }
 double Stats::mean_abs() const { return finite ? sum_abs / static_cast<double>(finite) : kNaN; }

@@ -28,18 +28,6 @@ ElementHistogram unpack_histogram(const int64_t* w, const ElementHistogram& like
   return h;
 }
 
-void pack_head(const HeadStats& h, int64_t* w) {
-  w[0] = h.queries, w[1] = h.nonfinite_queries, w[2] = double_bits(h.max_logit), w[3] = double_bits(h.entropy_sum);
-  w[4] = h.fraction_queries, w[5] = double_bits(h.entropy_fraction_sum), w[6] = h.top_queries;
-}
-
-HeadStats unpack_head(const int64_t* w) {
-  HeadStats h;
-  h.queries = w[0], h.nonfinite_queries = w[1], h.max_logit = bits_double(w[2]), h.entropy_sum = bits_double(w[3]);
-  h.fraction_queries = w[4], h.entropy_fraction_sum = bits_double(w[5]), h.top_queries = w[6];
-  return h;
-}
-
 // Merges n Stats of kSlotWords each at `offset` of every rank into `out`, with merge_slot
 // (sample-side sites: every rank's counts).
 void merge_stats(const std::vector<const int64_t*>& ranks, std::size_t offset, std::vector<Stats>& out) {
@@ -92,7 +80,7 @@ std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vecto
   }
   for (const ElementHistogram& h : histograms) pack_histogram(h, w), w += histogram_words();
   for (const AttentionRecord& a : attention)
-    for (const HeadStats& h : a.heads) pack_head(h, w), w += kHeadWords;
+    for (const HeadStats& h : a.heads) pack_fields<kHeadStatsFields>(h, w), w += kHeadWords;
   return out;
 }
 
@@ -122,7 +110,7 @@ void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRe
   for (AttentionRecord& a : attention)
     for (HeadStats& h : a.heads) {
       HeadStats merged;
-      for (const int64_t* r : ranks) merged = merge(merged, unpack_head(r + offset));
+      for (const int64_t* r : ranks) merged = merge(merged, unpack_fields<kHeadStatsFields>(r + offset));
       h = merged;
       offset += kHeadWords;
     }

@@ -18,9 +18,8 @@ namespace gradscope::torch::internal {
 /// bucket of histogram_bucket_limits() (dense, so every rank's layout is the same).
 std::size_t histogram_words();
 
-/// Words of one attention head: queries, non-finite queries, largest logit, entropy sum,
-/// fraction queries, entropy-fraction sum, one-key queries.
-inline constexpr std::size_t kHeadWords = 7;
+/// Words of one attention head: one a field of kHeadStatsFields (wire.h's pack_fields).
+inline constexpr std::size_t kHeadWords = kHeadStatsFields.size();
 
 /// Sorts `channels` and `attention` by node and `histograms` by (node, site) with
 /// `node_index` (the order every rank packs and merges in) and returns their words: a hash of

@@ -43,22 +43,16 @@ std::map<std::string, std::string> parse(const std::string& text, std::vector<st
 
 void pack(const Stats& s, int64_t* w) {
   w[0] = 1;
-  w[1] = s.count, w[2] = s.finite, w[3] = s.nan, w[4] = s.pos_inf, w[5] = s.neg_inf, w[6] = s.zero;
-  w[7] = s.saturated;
-  w[8] = double_bits(s.sum), w[9] = double_bits(s.sum_sq), w[10] = double_bits(s.sum_abs);
-  w[11] = double_bits(s.min), w[12] = double_bits(s.max), w[13] = double_bits(s.max_abs);
+  pack_fields<kStatsFields>(s, w + 1);
 }
 
-Stats unpack(const int64_t* w) {
-  Stats s;
-  s.count = w[1], s.finite = w[2], s.nan = w[3], s.pos_inf = w[4], s.neg_inf = w[5], s.zero = w[6];
-  s.saturated = w[7];
-  s.sum = bits_double(w[8]), s.sum_sq = bits_double(w[9]), s.sum_abs = bits_double(w[10]);
-  s.min = bits_double(w[11]), s.max = bits_double(w[12]), s.max_abs = bits_double(w[13]);
-  return s;
-}
+Stats unpack(const int64_t* w) { return unpack_fields<kStatsFields>(w + 1); }
 
-bool has_nonfinite(const int64_t* w) { return w[0] != 0 && (w[3] > 0 || w[4] > 0 || w[5] > 0); }
+bool has_nonfinite(const int64_t* w) {
+  if (w[0] == 0) return false;
+  const Stats s = unpack(w);
+  return s.nan > 0 || s.pos_inf > 0 || s.neg_inf > 0;
+}
 
 bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out) {
   const std::size_t offset = slot * kSlotWords;

@@ -5,9 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gradscope/core/audit/record.h"
+#include "gradscope/core/record_field.h"
 #include "gradscope/core/stats/stats.h"
 
 namespace gradscope::torch::internal {
@@ -19,8 +21,8 @@ inline constexpr std::size_t kHeaderWords = 5;
 inline constexpr int64_t kMagic = 0x6772616473636f70;  // "gradscop"
 /// Sites a slot can hold: kActivation .. kPreActivation (the tree sites are never merged).
 inline constexpr std::size_t kSlotSites = 8;
-/// A slot: present flag, the seven counts, the six doubles as their bits.
-inline constexpr std::size_t kSlotWords = 14;
+/// A slot: present flag, then the fields of kStatsFields (pack_fields).
+inline constexpr std::size_t kSlotWords = 1 + kStatsFields.size();
 
 /// Writes `s` into `slot` (kSlotWords words) and marks it present.
 void pack(const Stats& s, int64_t* slot);
@@ -45,5 +47,30 @@ std::string describe_difference(const std::vector<std::string>& texts);
 /// A double's bits as one int64 word of a buffer, and back: exact, NaN payloads kept.
 int64_t double_bits(double x);
 double bits_double(int64_t w);
+
+/// Writes `o`'s fields as its table lists them (core/record_field.h), one word each: a count
+/// as it is, a double as its bits. A record crosses the wire only this way, so a field in the
+/// table cannot be dropped between ranks.
+template <const auto& kFields, class Owner>
+void pack_fields(const Owner& o, int64_t* w) {
+  for_each_field<kFields>([&](auto i) {
+    constexpr RecordField<Owner> f = kFields[i];
+    if constexpr (f.real != nullptr) w[i] = double_bits(o.*f.real);
+    else w[i] = o.*f.count;
+  });
+}
+
+/// Reads what pack_fields() wrote.
+template <const auto& kFields>
+auto unpack_fields(const int64_t* w) {
+  using Owner = typename std::decay_t<decltype(kFields[0])>::owner_type;
+  Owner o;
+  for_each_field<kFields>([&](auto i) {
+    constexpr RecordField<Owner> f = kFields[i];
+    if constexpr (f.real != nullptr) o.*f.real = bits_double(w[i]);
+    else o.*f.count = w[i];
+  });
+  return o;
+}
 
 }  // namespace gradscope::torch::internal

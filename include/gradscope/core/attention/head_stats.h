@@ -13,9 +13,11 @@
 // s = sum exp(l - m) (l - m), the entropy is log z - s / z and the largest weight is 1 / z.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "gradscope/core/record_field.h"
 #include "gradscope/core/stats/stats.h"
 
 namespace gradscope {
@@ -40,6 +42,20 @@ struct HeadStats {
   /// Share of counted rows whose largest weight > kTopWeight (NaN when none).
   double top_fraction() const;
 };
+
+/// Every field of HeadStats, in declaration order, with how it merges: merge(), the run store
+/// (io/store/internal/channel_codec.cpp) and the ranks' wire (torch/distributed/views.cpp)
+/// loop over it. A new statistic is a member above and its row here.
+inline constexpr std::array<RecordField<HeadStats>, 7> kHeadStatsFields = {
+    count_field("queries", &HeadStats::queries),
+    count_field("nonfinite_queries", &HeadStats::nonfinite_queries),
+    real_field("max_logit", &HeadStats::max_logit, FieldMerge::kMax, &HeadStats::queries),  // 0: no row
+    real_field("entropy_sum", &HeadStats::entropy_sum),
+    count_field("fraction_queries", &HeadStats::fraction_queries),
+    real_field("entropy_fraction_sum", &HeadStats::entropy_fraction_sum),
+    count_field("top_queries", &HeadStats::top_queries),
+};
+static_assert(fields_cover<HeadStats>(kHeadStatsFields), "a HeadStats member has no row in kHeadStatsFields");
 
 /// Sums the counts, takes the larger max_logit (of those with counted rows). Associative.
 HeadStats merge(const HeadStats& a, const HeadStats& b);

@@ -9,22 +9,22 @@
 // one pass over all the data: exactly for counts, min and max, within rounding for sums.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 
+#include "gradscope/core/record_field.h"
+#include "gradscope/core/stats/kernel.h"
 #include "gradscope/core/stats/tensor_view.h"
 
 namespace gradscope {
-
-/// Which kernel computes the pass; kAuto picks the fastest this CPU supports.
-enum class Kernel : uint8_t { kAuto, kScalar, kAvx2 };
 
 /// What counts as zero and saturated, and how many threads share one tensor.
 struct StatsOptions {
   double dead_eps = 1e-7;    ///< |x| <= dead_eps counts as zero
   double saturation = 50.0;  ///< finite |x| > saturation counts as saturated
   int threads = 1;           ///< threads for one tensor (large tensors only)
-  Kernel kernel = Kernel::kAuto;
+  Kernel kernel = Kernel::kAuto;  ///< resolve_kernel() (kernel.h) says what runs
 };
 
 /// Mergeable summary of tensor values. Value statistics cover finite values only.
@@ -61,6 +61,26 @@ struct Stats {
   double frac_saturated() const;
 };
 
+/// Every field of Stats, in declaration order, with how it merges: merge(), the run store
+/// (io/store/internal/record_codec.cpp, which keeps count - finite) and the ranks' wire
+/// (torch/distributed/wire.cpp) loop over it. A new field is a member above and its row here.
+inline constexpr std::array<RecordField<Stats>, 13> kStatsFields = {
+    count_field("count", &Stats::count),
+    count_field("finite", &Stats::finite, &Stats::count),
+    count_field("nan", &Stats::nan),
+    count_field("pos_inf", &Stats::pos_inf),
+    count_field("neg_inf", &Stats::neg_inf),
+    count_field("zero", &Stats::zero),
+    count_field("saturated", &Stats::saturated),
+    real_field("sum", &Stats::sum),
+    real_field("sum_sq", &Stats::sum_sq),
+    real_field("sum_abs", &Stats::sum_abs),
+    real_field("min", &Stats::min, FieldMerge::kMin),
+    real_field("max", &Stats::max, FieldMerge::kMax),
+    real_field("max_abs", &Stats::max_abs, FieldMerge::kMax),
+};
+static_assert(fields_cover<Stats>(kStatsFields), "a Stats member has no row in kStatsFields");
+
 /// Summarises every element of `view` in one pass. Throws Error for an invalid view.
 Stats compute(const TensorView& view, const StatsOptions& options = {});
 
@@ -75,8 +95,5 @@ Stats compute_difference(const TensorView& a, const TensorView& b, const StatsOp
 /// Combines two summaries; associative and commutative up to floating-point rounding of sums.
 /// Counts saturate at the int64 limits (only a damaged run file gets near them).
 Stats merge(const Stats& a, const Stats& b);
-
-/// True when this CPU and build can run the AVX2 kernel.
-bool avx2_available();
 
 }  // namespace gradscope

@@ -15,13 +15,14 @@ template <class Update>
 void measured_blocks(const float* p, const float* g, int64_t n, const StatsOptions& options, FusedStats* stats,
                      const char* name, const Update& update) {
   float delta[kAdamBlock];
+  // Resolved whether or not stats are taken: kAvx2 on a CPU without it is an error either way.
+  const ContiguousKernel kernel = kernels(options.kernel, name).f32;
   if (!stats) {
     for (int64_t k = 0; k < n; k += kAdamBlock) update(k, std::min(kAdamBlock, n - k), delta);
     return;
   }
   check_options(options, name);
   const KernelParams kp = make_kernel_params(options.dead_eps, options.saturation);
-  const ContiguousKernel kernel = kernels(options.kernel).f32;
   FusedStats s;
   for (int64_t k = 0; k < n; k += kAdamBlock) {
     const int64_t len = std::min(kAdamBlock, n - k);

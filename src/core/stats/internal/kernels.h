@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gradscope/core/stats/stats.h"
@@ -34,8 +35,9 @@ struct KernelTable {
 };
 
 const KernelTable& scalar_kernels();
-/// The table a Kernel choice selects (kAuto: the fastest this CPU runs).
-const KernelTable& kernels(Kernel kernel);
+/// The table resolve_kernel(kernel, who) selects (kernel.h: kAuto the fastest this CPU runs;
+/// kAvx2 on a CPU without it throws Error naming `who`).
+const KernelTable& kernels(Kernel kernel, std::string_view who);
 
 /// Throws Error naming `name` for options no kernel can honour.
 void check_options(const StatsOptions& options, const std::string& name);

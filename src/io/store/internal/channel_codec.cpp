@@ -1,5 +1,6 @@
 #include "store/internal/channel_codec.h"
 
+#include "store/internal/field_codec.h"
 #include "store/internal/record_codec.h"
 
 namespace gradscope::internal {
@@ -59,15 +60,7 @@ void append_similarity(std::string& blob, uint32_t node, const SimilarityRecord&
 void append_attention(std::string& blob, uint32_t node, const AttentionRecord& a) {
   append_varint(blob, node);
   append_varint(blob, a.heads.size());
-  for (const HeadStats& h : a.heads) {
-    append_varint(blob, static_cast<uint64_t>(h.queries));
-    append_varint(blob, static_cast<uint64_t>(h.nonfinite_queries));
-    append_double(blob, h.max_logit);
-    append_double(blob, h.entropy_sum);
-    append_varint(blob, static_cast<uint64_t>(h.fraction_queries));
-    append_double(blob, h.entropy_fraction_sum);
-    append_varint(blob, static_cast<uint64_t>(h.top_queries));
-  }
+  for (const HeadStats& h : a.heads) append_fields<kHeadStatsFields>(blob, h);
 }
 
 bool decode_channels(std::string_view blob, uint64_t count, std::vector<StoredWithNode<ChannelRecord>>& out) {
@@ -89,13 +82,14 @@ bool decode_similarities(std::string_view blob, uint64_t count,
 
 namespace {
 
-constexpr uint64_t kMinHeadBytes = 4 + 3 * 8;  // four varints of a byte at least, three doubles
+constexpr uint64_t kMinHeadBytes = min_field_bytes(kHeadStatsFields);
 
-bool count(BlobReader& in, int64_t& out) {
-  uint64_t v;
-  if (!in.varint(v) || v > static_cast<uint64_t>(INT64_MAX)) return false;
-  out = static_cast<int64_t>(v);
-  return true;
+// A head whose counts no writer could have written: negative (a varint past INT64_MAX), or more
+// queries with a property than queries counted.
+bool head_ok(const HeadStats& h) {
+  for (const RecordField<HeadStats>& f : kHeadStatsFields)
+    if (f.count && h.*f.count < 0) return false;
+  return h.fraction_queries <= h.queries && h.top_queries <= h.queries;
 }
 
 }  // namespace
@@ -105,13 +99,8 @@ bool decode_attention(std::string_view blob, uint64_t n, std::vector<StoredWithN
     uint64_t heads;
     if (!in.varint(heads) || heads > in.left() / kMinHeadBytes) return false;
     a.heads.resize(static_cast<std::size_t>(heads));
-    for (HeadStats& h : a.heads) {
-      if (!count(in, h.queries) || !count(in, h.nonfinite_queries) || !in.f64(h.max_logit) ||
-          !in.f64(h.entropy_sum) || !count(in, h.fraction_queries) || !in.f64(h.entropy_fraction_sum) ||
-          !count(in, h.top_queries))
-        return false;
-      if (h.fraction_queries > h.queries || h.top_queries > h.queries) return false;
-    }
+    for (HeadStats& h : a.heads)
+      if (!read_fields<kHeadStatsFields>(in, h) || !head_ok(h)) return false;
     return true;
   });
 }

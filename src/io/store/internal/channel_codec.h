@@ -6,8 +6,9 @@
 // as a record stores it (record_codec.h), varint output-gradient channels, each a
 // Stats, f64 effective rank (NaN when not measured). Per similarity record: varint node id,
 // varint length of `other`, its bytes, f64 CKA. Per attention record: varint node id, varint
-// heads, per head varint queries, varint non-finite queries, f64 max logit, f64 entropy sum,
-// varint fraction queries, f64 entropy-fraction sum, varint top queries. Per scalar (schema 7,
+// heads, per head the fields of kHeadStatsFields in its order (field_codec.h: a count as a
+// varint, a double as f64): queries, non-finite queries, max logit, entropy sum, fraction
+// queries, entropy-fraction sum, top queries. Per scalar (schema 7,
 // table scalars): varint (row step - its step), varint length of its name, the name's bytes, f64
 // value. Doubles keep their IEEE bits, so the report
 // built from a saved run equals the one built in memory.

@@ -2,80 +2,30 @@
 
 #include <cstring>
 
+#include "store/internal/field_codec.h"
+
 namespace gradscope::internal {
-namespace {
-
-inline void put_varint(std::string& out, uint64_t v) {
+void append_varint(std::string& blob, uint64_t v) {
   char buf[10];
-  int n = 0;
-  while (v >= 0x80) {
-    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  buf[n++] = static_cast<char>(v);
-  out.append(buf, static_cast<std::size_t>(n));
+  blob.append(buf, static_cast<std::size_t>(write_varint(buf, v) - buf));
 }
-
-inline void put_double(char* at, double v) {
-  // The build targets little-endian hosts (x86-64, aarch64); memcpy keeps the IEEE bits.
-  std::memcpy(at, &v, sizeof v);
-}
-
-}  // namespace
-
-void append_varint(std::string& blob, uint64_t v) { put_varint(blob, v); }
 
 void append_double(std::string& blob, double v) {
   char buf[8];
-  put_double(buf, v);
-  blob.append(buf, sizeof buf);
+  blob.append(buf, static_cast<std::size_t>(write_double(buf, v) - buf));
 }
 
-void append_stats(std::string& blob, const Stats& s) {
-  put_varint(blob, static_cast<uint64_t>(s.count));
-  put_varint(blob, static_cast<uint64_t>(s.count - s.finite));
-  put_varint(blob, static_cast<uint64_t>(s.nan));
-  put_varint(blob, static_cast<uint64_t>(s.pos_inf));
-  put_varint(blob, static_cast<uint64_t>(s.neg_inf));
-  put_varint(blob, static_cast<uint64_t>(s.zero));
-  put_varint(blob, static_cast<uint64_t>(s.saturated));
-  char buf[48];
-  put_double(buf, s.sum);
-  put_double(buf + 8, s.sum_sq);
-  put_double(buf + 16, s.sum_abs);
-  put_double(buf + 24, s.min);
-  put_double(buf + 32, s.max);
-  put_double(buf + 40, s.max_abs);
-  blob.append(buf, sizeof buf);
-}
+void append_stats(std::string& blob, const Stats& s) { append_fields<kStatsFields>(blob, s); }
 
 void append_record(std::string& blob, uint32_t node, uint8_t site, const Stats& s) {
-  put_varint(blob, node);
+  append_varint(blob, node);
   blob.push_back(static_cast<char>(site));
   append_stats(blob, s);
-}
-
-bool BlobReader::varint(uint64_t& v) {
-  v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (p_ == end_) return false;
-    const unsigned char b = *p_++;
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
 }
 
 bool BlobReader::byte(uint8_t& v) {
   if (p_ == end_) return false;
   v = *p_++;
-  return true;
-}
-
-bool BlobReader::f64(double& v) {
-  if (end_ - p_ < 8) return false;
-  std::memcpy(&v, p_, sizeof v);
-  p_ += 8;
   return true;
 }
 
@@ -86,29 +36,7 @@ bool BlobReader::bytes(std::size_t n, std::string_view& out) {
   return true;
 }
 
-bool BlobReader::stats(Stats& s) {
-  uint64_t count, nonfinite, nan, pinf, ninf, zero, sat;
-  if (!varint(count) || !varint(nonfinite) || !varint(nan) || !varint(pinf) || !varint(ninf) || !varint(zero) ||
-      !varint(sat) || end_ - p_ < 48 || nonfinite > count)
-    return false;
-  s.count = static_cast<int64_t>(count);
-  s.finite = static_cast<int64_t>(count - nonfinite);
-  s.nan = static_cast<int64_t>(nan);
-  s.pos_inf = static_cast<int64_t>(pinf);
-  s.neg_inf = static_cast<int64_t>(ninf);
-  s.zero = static_cast<int64_t>(zero);
-  s.saturated = static_cast<int64_t>(sat);
-  double d[6];
-  std::memcpy(d, p_, sizeof d);
-  p_ += sizeof d;
-  s.sum = d[0];
-  s.sum_sq = d[1];
-  s.sum_abs = d[2];
-  s.min = d[3];
-  s.max = d[4];
-  s.max_abs = d[5];
-  return true;
-}
+bool BlobReader::stats(Stats& s) { return read_fields<kStatsFields>(*this, s); }
 
 StepDecoder::StepDecoder(std::string_view blob, uint64_t count) : in_(blob), count_(count) {
   if (count_ > blob.size()) ok_ = false;  // every record takes well over one byte

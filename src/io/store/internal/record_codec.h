@@ -2,13 +2,15 @@
 // and the checksums stored beside each row.
 //
 // A step is one row (its record count in a column); its blob is, little endian, per record:
-//   varint node id, u8 site id, varint count, varint (count - finite), varint nan,
-//   varint pos_inf, varint neg_inf, varint zero, varint saturated,
-//   f64 sum, sum_sq, sum_abs, min, max, max_abs (IEEE bits, so values round-trip exactly).
+//   varint node id, u8 site id, then the Stats as kStatsFields lists it (field_codec.h):
+//   varint count, varint (count - finite), varint nan, varint pos_inf, varint neg_inf,
+//   varint zero, varint saturated, f64 sum, sum_sq, sum_abs, min, max, max_abs (IEEE bits,
+//   so values round-trip exactly). tests/io/store_format_test.cpp pins these bytes.
 // Small counts take one byte, so a record is about 60 bytes.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -26,14 +28,37 @@ struct StoredRecord {
 
 void append_record(std::string& blob, uint32_t node, uint8_t site, const Stats& stats);
 
+/// A varint (7 bits a byte, low first; at most 10 bytes) and a double (its IEEE bytes, little
+/// endian) written at `at`; each returns the end of what it wrote.
+inline char* write_varint(char* at, uint64_t v) {
+  while (v >= 0x80) {
+    *at++ = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *at++ = static_cast<char>(v);
+  return at;
+}
+inline char* write_double(char* at, double v) {
+  // The build targets little-endian hosts (x86-64, aarch64); memcpy keeps the IEEE bits.
+  std::memcpy(at, &v, sizeof v);
+  return at + sizeof v;
+}
+
 /// The pieces of a record, for the other blobs (channel_codec.h): a varint, an f64,
-/// and a Stats as a record stores it after its site byte (7 varints, 6 f64).
+/// and a Stats as a record stores it after its site byte (its kStatsFields: 7 varints, 6 f64).
 void append_varint(std::string& blob, uint64_t v);
 void append_double(std::string& blob, double v);
 void append_stats(std::string& blob, const Stats& stats);
 
-/// The fewest bytes append_stats writes: a bound on how many summaries a blob can hold.
-inline constexpr std::size_t kMinStatsBytes = 7 + 48;
+/// The fewest bytes a record's fields take as field_codec.h writes them (a count one byte, a
+/// double eight): a bound on how many records a blob can hold.
+template <class Fields>
+constexpr std::size_t min_field_bytes(const Fields& fields) {
+  std::size_t n = 0;
+  for (const auto& f : fields) n += f.real ? 8 : 1;
+  return n;
+}
+inline constexpr std::size_t kMinStatsBytes = min_field_bytes(kStatsFields);
 
 /// Reads those pieces back; each returns false, leaving the value unspecified, when the blob
 /// ends first or the data cannot be what the writer wrote.
@@ -41,9 +66,24 @@ class BlobReader {
  public:
   explicit BlobReader(std::string_view blob)
       : p_(reinterpret_cast<const unsigned char*>(blob.data())), end_(p_ + blob.size()) {}
-  bool varint(uint64_t& v);
+  // varint and f64 inline: the record codecs call them once a field (field_codec.h).
+  bool varint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) return false;
+      const unsigned char b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
   bool byte(uint8_t& v);
-  bool f64(double& v);
+  bool f64(double& v) {
+    if (end_ - p_ < 8) return false;
+    std::memcpy(&v, p_, sizeof v);
+    p_ += 8;
+    return true;
+  }
   bool bytes(std::size_t n, std::string_view& out);
   bool stats(Stats& s);
   std::size_t left() const { return static_cast<std::size_t>(end_ - p_); }
