@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/element_histogram.h"
 #include "gradscope/core/stats/stats.h"
 #include "gradscope/core/stats/tensor_view.h"
 

@@ -26,7 +26,7 @@
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/torch/audit/attention_logits.h"
 #include "gradscope/torch/audit/attention_query_key.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/tee_sink.h"
 #include "gradscope/io/store/run_writer.h"

@@ -11,7 +11,7 @@
 #include "engine.h"
 #include "gradscope/core/compress/rule.h"
 #include "gradscope/core/error.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/io/compress/json.h"
 #include "gradscope/io/compress/packed_file.h"
 #include "gradscope/torch/compress/packed.h"
@@ -117,7 +117,7 @@ void bind_thresholds(py::module_& m) {
       .def("to_json", [](const Thresholds& x) { return thresholds_to_json(x); })
       .def_static("from_json", [](const std::string& s) { return thresholds_from_json(s); })
       .def("validate", &Thresholds::validate);
-// Every threshold of the one table (core/audit/thresholds.h) is an attribute.
+// Every threshold of the one table (core/vocabulary/thresholds.h) is an attribute.
   for (const ThresholdField<Thresholds>& f : threshold_fields()) {
     if (f.is_integer()) t.def_readwrite(f.name, f.integer);
     else t.def_readwrite(f.name, f.real);

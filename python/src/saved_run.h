@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/store/run_metadata.h"

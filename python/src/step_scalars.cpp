@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/record.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/tensorboard/step_scalars.h"
 
 namespace py = pybind11;

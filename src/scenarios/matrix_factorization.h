@@ -24,7 +24,7 @@
 #include "gradscope/core/embedding/profile.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/embedding/rows.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "interactions.h"
 #include "mf_faults.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "digits.h"
-#include "gradscope/core/audit/flags.h"
+#include "gradscope/core/vocabulary/flags.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/torch/audit/audit.h"

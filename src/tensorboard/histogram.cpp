@@ -4,7 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/element_histogram.h"
 
 namespace gradscope::tensorboard {
 namespace {

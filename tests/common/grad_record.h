@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 
 namespace gradscope::test {
 

@@ -1,7 +1,7 @@
 // Element histograms: the bucket search against upper_bound over the limits (every limit, its
 // neighbours, signs, zero, denormals, DBL_MAX), the limits against TensorFlow's definition, the
 // counter against a naive count, NaN and Inf, and merging.
-#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/element_histogram.h"
 
 #include <gtest/gtest.h>
 

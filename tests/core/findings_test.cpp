@@ -13,7 +13,7 @@
 #include "../common/stats_fixture.h"
 #include "gradscope/core/audit/rules.h"
 #include "gradscope/core/findings/kinds.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 namespace gradscope {
 namespace {

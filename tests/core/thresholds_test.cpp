@@ -1,4 +1,4 @@
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/run_sink.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 namespace gradscope::fuzz {
 

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "gradscope/core/audit/rules.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "golden_util.h"
 #include "gradscope/io/render/csv.h"
 #include "gradscope/io/render/json.h"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 
 namespace gradscope::test {
 

@@ -10,7 +10,7 @@
 #include "../core/tree_builders.h"
 #include "gradscope/core/audit/rules.h"
 #include "gradscope/core/findings/kinds.h"
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/numbers.h"
 #include "gradscope/io/html/report.h"
 #include "gradscope/io/render/run_report.h"
 #include "gradscope/io/render/table.h"

@@ -11,7 +11,7 @@
 
 #include <stdexcept>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/report.h"
 
 namespace gradscope::torch::audit_test {

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/element_histogram.h"
 
 namespace gradscope::tensorboard {
 

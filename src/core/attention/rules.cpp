@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/numbers.h"
 
 namespace gradscope {
 

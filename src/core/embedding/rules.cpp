@@ -5,8 +5,8 @@
 #include <limits>
 #include <string>
 
-#include "gradscope/core/findings/kinds.h"
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/finding_types.h"
+#include "gradscope/core/vocabulary/numbers.h"
 #include "gradscope/core/embedding/math.h"
 #include "gradscope/core/embedding/report.h"
 #include "gradscope/core/embedding/zombie_null.h"

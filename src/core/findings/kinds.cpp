@@ -1,6 +1,6 @@
 #include "gradscope/core/findings/kinds.h"
 
-#include "gradscope/core/audit/flags.h"
+#include "gradscope/core/vocabulary/flags.h"
 #include "gradscope/core/trees/dynamics.h"
 
 namespace gradscope {

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/numbers.h"
 #include "trees/internal/parts.h"
 
 namespace gradscope::tree_internal {

@@ -13,7 +13,7 @@
 namespace gradscope {
 namespace {
 
-// The registry's comparison (core/audit/flag_info.h), not a list of flags kept here.
+// The registry's comparison (core/vocabulary/flag_info.h), not a list of flags kept here.
 const char* comparison(Flag f) { return flag_comparison(flag_info(f).margin); }
 
 }  // namespace

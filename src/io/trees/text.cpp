@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/numbers.h"
 #include "gradscope/io/render/safe_text.h"
 #include "gradscope/io/render/table.h"
 #include "trees/internal/codec.h"

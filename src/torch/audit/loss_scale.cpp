@@ -8,7 +8,7 @@
 
 #include "audit/state.h"
 #include "gradscope/core/error.h"
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/numbers.h"
 #include "gradscope/core/stats/scaled.h"
 
 namespace gradscope::torch {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/torch/distributed/rank_merge.h"
 
 namespace gradscope::torch::internal {

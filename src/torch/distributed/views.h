@@ -10,7 +10,7 @@
 
 #include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
-#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/element_histogram.h"
 
 namespace gradscope::torch::internal {
 

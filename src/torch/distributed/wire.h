@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/record_field.h"
 #include "gradscope/core/stats/stats.h"
 

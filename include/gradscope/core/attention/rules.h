@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "gradscope/core/attention/head_stats.h"
-#include "gradscope/core/audit/flags.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/flags.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 namespace gradscope {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/core/series/rules.h"
 
 namespace gradscope {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "gradscope/core/error.h"
-#include "gradscope/core/audit/flags.h"
+#include "gradscope/core/vocabulary/flags.h"
 #include "gradscope/core/audit/loss_scale.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/core/series/rules.h"
 
 namespace gradscope {

@@ -19,10 +19,10 @@
 #include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/architecture.h"
 #include "gradscope/core/audit/channels.h"
-#include "gradscope/core/stats/element_histogram.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/element_histogram.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/report.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/core/series/rules.h"
 
 namespace gradscope {

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 
 namespace gradscope {
 

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "gradscope/core/audit/flags.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/flags.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/core/stats/stats.h"
 
 namespace gradscope {

@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/record.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 namespace gradscope {
 

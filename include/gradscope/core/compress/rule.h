@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gradscope/core/compress/recipe.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 
 namespace gradscope::compress {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "gradscope/core/embedding/rows.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 namespace gradscope {
 

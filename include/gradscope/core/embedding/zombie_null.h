@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/core/embedding/rows.h"
 
 namespace gradscope {

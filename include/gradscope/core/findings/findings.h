@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "gradscope/core/findings/kinds.h"
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/numbers.h"
 #include "gradscope/core/embedding/report.h"
-#include "gradscope/core/audit/flags.h"
+#include "gradscope/core/vocabulary/flags.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/timeline.h"
 #include "gradscope/core/trees/dynamics.h"

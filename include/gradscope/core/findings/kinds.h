@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "gradscope/core/vocabulary/finding_types.h"
+
 namespace gradscope {
 
 /// Where a finding comes from: the module audit, gradient flow, embedding tables, boosted
@@ -38,19 +40,5 @@ std::vector<std::string> finding_types(FindingKind kind);
 
 /// Whether some kind has a finding type `type` (EXPLODING and STAGNANT belong to two kinds).
 bool is_finding_type(const std::string& type);
-
-/// The embedding rules' finding types (EmbeddingDiagnostic::type).
-inline constexpr const char* kZombieRows = "ZOMBIE_ROWS";
-inline constexpr const char* kDeadRows = "DEAD_ROWS";
-inline constexpr const char* kPopularityBias = "POPULARITY_BIAS";
-inline constexpr const char* kNegativeSamplerSkew = "NEGATIVE_SAMPLER_SKEW";
-inline constexpr const char* kRepresentationCollapse = "REPRESENTATION_COLLAPSE";
-/// The flow and loss-scale findings' types.
-inline constexpr const char* kGradientFlow = "GRADIENT_FLOW";
-inline constexpr const char* kLossScaleOverflow = "LOSS_SCALE_OVERFLOW";
-/// The loss series' finding types (core/series/rules.h).
-inline constexpr const char* kLossSpike = "LOSS_SPIKE";
-inline constexpr const char* kDivergence = "DIVERGENCE";
-inline constexpr const char* kLossOutOfRange = "LOSS_OUT_OF_RANGE";
 
 }  // namespace gradscope

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 #include "gradscope/core/series/band.h"
 
 namespace gradscope {

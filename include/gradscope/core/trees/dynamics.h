@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/stats/stats.h"
 #include "gradscope/core/trees/data.h"
 #include "gradscope/core/trees/interactions.h"

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/timeline.h"
 
 namespace gradscope {

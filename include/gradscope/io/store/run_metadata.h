@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 namespace gradscope {
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "gradscope/core/audit/channels.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/store/read_damage.h"
 #include "gradscope/io/store/run_metadata.h"

@@ -34,7 +34,7 @@
 
 #include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/io/store/run_metadata.h"
 

@@ -39,7 +39,7 @@ class MultiheadAttentionImpl;
 
 #include "gradscope/core/audit/architecture.h"
 #include "gradscope/core/audit/channels.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/report.h"
 #include "gradscope/core/audit/run_sink.h"
 #include "gradscope/torch/distributed/rank_merge.h"
@@ -84,7 +84,7 @@ struct AuditOptions {
   /// steps where channel views sample (every `leakage_every` audited steps).
   std::vector<std::pair<std::string, std::string>> leakage_pairs;
   int leakage_every = 10;
-  /// Element histograms (TensorBoard's default buckets, core/stats/element_histogram.h) of every
+  /// Element histograms (TensorBoard's default buckets, core/audit/element_histogram.h) of every
   /// tapped node's activation and output gradient and of each node's parameter gradients
   /// (all its parameters together), every N-th audited step; 0 = off. Handed to the sink in
   /// StepRecords::histograms. At a sampled step each tensor is read once more (f16/bf16 and

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
-#include "gradscope/core/audit/thresholds.h"
+#include "gradscope/core/vocabulary/record.h"
+#include "gradscope/core/vocabulary/thresholds.h"
 
 namespace gradscope::torch {
 

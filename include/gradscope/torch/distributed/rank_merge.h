@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/audit/run_sink.h"
 
 namespace gradscope::torch {

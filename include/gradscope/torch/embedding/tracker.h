@@ -50,7 +50,7 @@
 #include <vector>
 
 #include "gradscope/core/embedding/report.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/torch/distributed/rank_merge.h"
 
 namespace gradscope::torch {

@@ -4,7 +4,7 @@
 // Little endian, per histogram: varint node id, u8 site id (as in a record), varint num, varint
 // nonfinite, f64 min, max, sum, sum_squares, varint bucket count, then per non-empty bucket: varint
 // (index - previous index - 1, the first from -1), varint count. Indices are into
-// histogram_bucket_limits() (core/stats/element_histogram.h), ascending; the counts add up to num.
+// histogram_bucket_limits() (core/audit/element_histogram.h), ascending; the counts add up to num.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/element_histogram.h"
 
 namespace gradscope::internal {
 

@@ -9,8 +9,8 @@
 
 #include "gradscope/core/attention/rules.h"
 #include "gradscope/core/audit/channels.h"
-#include "gradscope/core/stats/element_histogram.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/audit/element_histogram.h"
+#include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/series/rules.h"
 #include "store/internal/sqlite_db.h"
 

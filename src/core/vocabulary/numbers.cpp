@@ -1,4 +1,4 @@
-#include "gradscope/core/findings/numbers.h"
+#include "gradscope/core/vocabulary/numbers.h"
 
 #include <charconv>
 #include <cmath>

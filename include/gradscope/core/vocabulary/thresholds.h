@@ -115,7 +115,7 @@ struct Thresholds {
 };
 
 /// Every field of Thresholds with its valid range, in declaration order: a new threshold is a
-/// member above and a row in this table (src/core/audit/thresholds.cpp); validation, the run's
+/// member above and a row in this table (src/core/vocabulary/thresholds.cpp); validation, the run's
 /// metadata, report.json and the Python binding read the table.
 const std::vector<ThresholdField<Thresholds>>& threshold_fields();
 

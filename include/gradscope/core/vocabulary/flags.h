@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "gradscope/core/audit/flag_info.h"
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/flag_info.h"
+#include "gradscope/core/vocabulary/record.h"
 
 namespace gradscope {
 

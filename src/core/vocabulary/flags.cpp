@@ -1,4 +1,4 @@
-#include "gradscope/core/audit/flags.h"
+#include "gradscope/core/vocabulary/flags.h"
 
 namespace gradscope {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "gradscope/core/audit/record.h"
+#include "gradscope/core/vocabulary/record.h"
 
 namespace gradscope {
 

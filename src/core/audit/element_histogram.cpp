@@ -1,4 +1,4 @@
-#include "gradscope/core/stats/element_histogram.h"
+#include "gradscope/core/audit/element_histogram.h"
 
 #include <algorithm>
 #include <cfloat>
