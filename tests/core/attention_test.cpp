@@ -193,10 +193,10 @@ TEST(AttentionRules, LogitGrowthNeedsPersistenceAndAStartBelowTheThreshold) {
   for (int i = 0; i < 7; ++i) grows.add(10 * i, head(grow[i], 0.8), t);
   for (int i = 0; i < 8; ++i) blip.add(10 * i, head(spike[i], 0.8), t);
   for (int i = 0; i < 7; ++i) born_large.add(10 * i, head(300, 0.8), t);
-  EXPECT_EQ(grows.first_growth, 30);  // 150, 400, 900: three samples in a row from step 30
-  EXPECT_DOUBLE_EQ(grows.peak_logit, 1400);
-  EXPECT_EQ(blip.first_growth, -1);   // never three in a row
-  EXPECT_EQ(born_large.first_growth, -1);
+  EXPECT_EQ(grows.since(Flag::kAttentionLogitGrowth), 30);  // 150, 400, 900: three samples in a row from step 30
+  EXPECT_DOUBLE_EQ(grows.run(Flag::kAttentionLogitGrowth)->worst, 1400);
+  EXPECT_EQ(blip.since(Flag::kAttentionLogitGrowth), -1);   // never three in a row
+  EXPECT_EQ(born_large.since(Flag::kAttentionLogitGrowth), -1);
 }
 
 TEST(AttentionRules, CollapseIsAgainstTheHeadsOwnEarlyLevelAndTheFloor) {
@@ -208,11 +208,11 @@ TEST(AttentionRules, CollapseIsAgainstTheHeadsOwnEarlyLevelAndTheFloor) {
   for (int i = 0; i < 8; ++i) sharp_from_start.add(i, head(5, 0.08), t);
   const double once[] = {0.9, 0.9, 0.9, 0.05, 0.05, 0.9, 0.05, 0.9};
   for (int i = 0; i < 8; ++i) dip.add(i, head(5, once[i]), t);
-  EXPECT_EQ(collapses.first_collapse, 4);
-  EXPECT_DOUBLE_EQ(collapses.lowest_fraction, 0.01);
-  EXPECT_DOUBLE_EQ(collapses.top_fraction_at_lowest, 0.9);
-  EXPECT_EQ(sharp_from_start.first_collapse, -1);
-  EXPECT_EQ(dip.first_collapse, -1);
+  EXPECT_EQ(collapses.since(Flag::kAttentionEntropyCollapse), 4);
+  EXPECT_DOUBLE_EQ(collapses.run(Flag::kAttentionEntropyCollapse)->worst, 0.01);
+  EXPECT_DOUBLE_EQ(collapses.run(Flag::kAttentionEntropyCollapse)->at_worst.top_fraction(), 0.9);
+  EXPECT_EQ(sharp_from_start.since(Flag::kAttentionEntropyCollapse), -1);
+  EXPECT_EQ(dip.since(Flag::kAttentionEntropyCollapse), -1);
 }
 
 TEST(AttentionRules, ReportNamesTheNodeTheHeadsAndTheStep) {

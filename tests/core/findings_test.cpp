@@ -343,7 +343,7 @@ TEST(FlagTable, EveryRowReachesEveryReader) {
   for (const FlagInfo& row : kFlags) {
     SCOPED_TRACE(row.name);
     EXPECT_STREQ(flag_name(row.flag), row.name);
-    EXPECT_EQ(flag_severity(row.flag), row.severity);
+    EXPECT_EQ(kSeverityOrder[flag_severity(row.flag)], row.flag);
     EXPECT_STREQ(flag_guidance(row.flag).action, row.guidance.action);
     if (row.flag == Flag::kHealthy) continue;
     EXPECT_TRUE(is_finding_type(row.name));
@@ -357,6 +357,52 @@ TEST(FlagTable, EveryRowReachesEveryReader) {
     }
   }
   EXPECT_STREQ(flag_name(static_cast<Flag>(kFlagCount)), "INVALID");
+}
+
+// The ranking written out here, as the table's severities were numbered before it became a
+// list: a reordering of kSeverityOrder shows up as a change of this test.
+TEST(FlagTable, SeveritiesRankCausesAboveTheirEffects) {
+  const std::vector<std::pair<Flag, int>> expected = {
+      {Flag::kHealthy, 0},          {Flag::kNoData, 1},       {Flag::kFrozen, 2},
+      {Flag::kLeakage, 3},          {Flag::kIgnoredChannels, 4}, {Flag::kSaturated, 5},
+      {Flag::kDeadChannels, 6},     {Flag::kStagnant, 7},     {Flag::kVanishing, 8},
+      {Flag::kDead, 9},             {Flag::kExploding, 10},   {Flag::kAttentionEntropyCollapse, 11},
+      {Flag::kAttentionLogitGrowth, 12}, {Flag::kInf, 13},    {Flag::kNaN, 14},
+      {Flag::kGradientSpike, 15},   {Flag::kDepthGradientImbalance, 16}};
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(kFlagCount));
+  for (const auto& [flag, severity] : expected) EXPECT_EQ(flag_severity(flag), severity) << flag_name(flag);
+}
+
+// Every rule raises through NodeReport::raise: HEALTHY goes, and a flag does not join one it
+// yields to (DEAD_CHANNELS on a DEAD node; DEPTH_GRADIENT_IMBALANCE on a VANISHING node).
+TEST(FlagTable, RaiseClearsHealthyAndYieldsToTheFlagThatSaysMore) {
+  NodeReport r;
+  r.flags.insert(Flag::kHealthy);
+  EXPECT_TRUE(r.raise({Flag::kDeadChannels, Site::kActivation, 3, 5, 0.95, "channels", "channels 1, 2"}));
+  EXPECT_FALSE(r.flags.contains(Flag::kHealthy));
+  EXPECT_TRUE(r.flags.contains(Flag::kDeadChannels));
+  ASSERT_EQ(r.evidence.size(), 1u);
+  EXPECT_EQ(r.evidence[0].first_step, 3);
+
+  NodeReport dead;
+  ASSERT_TRUE(dead.raise({Flag::kDead, Site::kActivation, 2, 0.99, 0.95, "zeros", {}}));
+  EXPECT_FALSE(dead.raise({Flag::kDeadChannels, Site::kActivation, 3, 5, 0.95, "channels", {}}));
+  EXPECT_FALSE(dead.flags.contains(Flag::kDeadChannels));
+  EXPECT_EQ(dead.evidence.size(), 1u);
+
+  NodeReport vanishing;
+  ASSERT_TRUE(vanishing.raise({Flag::kVanishing, Site::kParamGrad, 0, 1e-9, 1e-7, "grad", {}}));
+  EXPECT_FALSE(vanishing.raise({Flag::kDepthGradientImbalance, Site::kParamGrad, 0, 500, 100, "depth", {}}));
+  // Raised the other way round, the flag that says more replaces the one that yields to it.
+  NodeReport later;
+  ASSERT_TRUE(later.raise({Flag::kDeadChannels, Site::kActivation, 3, 5, 0.95, "channels", {}}));
+  ASSERT_TRUE(later.raise({Flag::kLeakage, Site::kActivation, 4, 0.97, 0.9, "cka", {}}));
+  EXPECT_TRUE(later.raise({Flag::kDead, Site::kActivation, 2, 0.99, 0.95, "zeros", {}}));
+  EXPECT_FALSE(later.flags.contains(Flag::kDeadChannels));
+  EXPECT_TRUE(later.flags.contains(Flag::kLeakage));
+  ASSERT_EQ(later.evidence.size(), 2u);
+  EXPECT_EQ(later.evidence[0].flag, Flag::kLeakage);
+  EXPECT_EQ(later.evidence[1].flag, Flag::kDead);
 }
 
 // The registry of finding kinds and types (core/findings/kinds.h) holds what the rules make:

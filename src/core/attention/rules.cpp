@@ -2,44 +2,59 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "gradscope/core/vocabulary/numbers.h"
 
 namespace gradscope {
 
-void HeadTrack::add(int64_t step, const HeadStats& s, const Thresholds& t) {
-  if (s.queries == 0) return;  // nothing finite to judge
-  const double fraction = s.mean_entropy_fraction();
-  if (samples == 0) first_max_logit = s.max_logit;
-  if (samples < kEarlySamples && std::isfinite(fraction)) early_fraction = std::max(early_fraction, fraction);
-  ++samples;
-
-  if (s.max_logit > peak_logit) peak_logit = s.max_logit, peak_step = step;
-  const bool grown = first_max_logit <= t.attention_logit_hi && s.max_logit > t.attention_logit_hi;
-  if (grown) {
-    if (logit_run++ == 0) logit_run_start = step;
-    if (first_growth < 0 && logit_run >= t.attention_persist_steps) first_growth = logit_run_start;
-  } else {
-    logit_run = 0;
-  }
-
-  if (!std::isfinite(fraction)) return;  // no query sees two keys: no entropy to compare
-  if (fraction < lowest_fraction) {
-    lowest_fraction = fraction;
-    top_fraction_at_lowest = s.top_fraction();
-    lowest_step = step;
-  }
-  const bool collapsed = fraction < t.attention_entropy_floor && fraction < t.attention_entropy_drop * early_fraction;
-  if (collapsed) {
-    if (collapse_run++ == 0) collapse_run_start = step;
-    if (first_collapse < 0 && collapse_run >= t.attention_persist_steps) first_collapse = collapse_run_start;
-  } else {
-    collapse_run = 0;
-  }
-}
-
 namespace {
+
+/// How one sample reads against a rule: past it, within it, or silent (the sample cannot say:
+/// the run neither grows nor breaks).
+enum class Reading : uint8_t { kPast, kWithin, kSilent };
+
+/// One per-head rule: a flag raised when `read` is kPast at attention_persist_steps sampled
+/// steps in a row.
+struct HeadRule {
+  Flag flag;
+  Reading (*read)(const HeadTrack& head, const HeadStats& s, const Thresholds& t);
+  double (*value)(const HeadStats& s);  ///< the evidence's value at a sample (NaN: none)
+  bool larger_is_worse;                 ///< which sample is the head's worst
+  double Thresholds::*threshold;        ///< the evidence's threshold
+  std::string (*measure)(const HeadTrack& head, const HeadRun& run, int index);  ///< what `value` is
+};
+
+const HeadRule kHeadRules[] = {
+    {Flag::kAttentionLogitGrowth,
+     [](const HeadTrack& h, const HeadStats& s, const Thresholds& t) {
+       return h.first_max_logit <= t.attention_logit_hi && s.max_logit > t.attention_logit_hi ? Reading::kPast
+                                                                                               : Reading::kWithin;
+     },
+     [](const HeadStats& s) { return s.max_logit; }, true, &Thresholds::attention_logit_hi,
+     [](const HeadTrack& h, const HeadRun& run, int index) {
+       return "largest pre-softmax logit of head " + std::to_string(index) + " (step " +
+              std::to_string(run.worst_step) + "; " + shown_number(h.first_max_logit) + " at its first sample)";
+     }},
+    {Flag::kAttentionEntropyCollapse,
+     [](const HeadTrack& h, const HeadStats& s, const Thresholds& t) {
+       const double fraction = s.mean_entropy_fraction();
+       if (!std::isfinite(fraction)) return Reading::kSilent;  // no query sees two keys
+       return fraction < t.attention_entropy_floor && fraction < t.attention_entropy_drop * h.early_fraction
+                  ? Reading::kPast
+                  : Reading::kWithin;
+     },
+     [](const HeadStats& s) { return s.mean_entropy_fraction(); }, false, &Thresholds::attention_entropy_floor,
+     [](const HeadTrack& h, const HeadRun& run, int index) {
+       return "lowest mean attention entropy / log(keys seen) of head " + std::to_string(index) + " (step " +
+              std::to_string(run.worst_step) + "; " + shown_number(h.early_fraction) + " early; " +
+              shown_number(100 * run.at_worst.top_fraction()) +
+              "% of queries with one key above 0.99 of the weight)";
+     }},
+};
+constexpr std::size_t kHeadRuleCount = std::size(kHeadRules);
 
 std::string head_list(const std::vector<int>& heads, std::size_t of) {
   std::string s = heads.size() == 1 ? "head " : "heads ";
@@ -49,43 +64,69 @@ std::string head_list(const std::vector<int>& heads, std::size_t of) {
 
 }  // namespace
 
+void HeadTrack::add(int64_t step, const HeadStats& s, const Thresholds& t) {
+  if (s.queries == 0) return;  // nothing finite to judge
+  const double fraction = s.mean_entropy_fraction();
+  if (samples == 0) first_max_logit = s.max_logit;
+  if (samples < kEarlySamples && std::isfinite(fraction)) early_fraction = std::max(early_fraction, fraction);
+  ++samples;
+  runs.resize(kHeadRuleCount);
+  for (std::size_t i = 0; i < kHeadRuleCount; ++i) {
+    const HeadRule& rule = kHeadRules[i];
+    HeadRun& run = runs[i];
+    const double v = rule.value(s);
+    if (!std::isnan(v) && (run.worst_step < 0 || (rule.larger_is_worse ? v > run.worst : v < run.worst))) {
+      run.worst = v;
+      run.worst_step = step;
+      run.at_worst = s;
+    }
+    switch (rule.read(*this, s, t)) {
+      case Reading::kPast:
+        if (run.length++ == 0) run.start = step;
+        if (run.since < 0 && run.length >= t.attention_persist_steps) run.since = run.start;
+        break;
+      case Reading::kWithin: run.length = 0; break;
+      case Reading::kSilent: break;
+    }
+  }
+}
+
+const HeadRun* HeadTrack::run(Flag flag) const {
+  for (std::size_t i = 0; i < kHeadRuleCount && i < runs.size(); ++i)
+    if (kHeadRules[i].flag == flag) return &runs[i];
+  return nullptr;
+}
+
+bool raised_per_head(Flag flag) {
+  for (const HeadRule& rule : kHeadRules)
+    if (rule.flag == flag) return true;
+  return false;
+}
+
+int64_t HeadTrack::since(Flag flag) const {
+  const HeadRun* r = run(flag);
+  return r ? r->since : -1;
+}
+
 std::vector<Evidence> judge_attention(const std::vector<HeadTrack>& heads, const Thresholds& t) {
   std::vector<Evidence> out;
-  std::vector<int> grown, collapsed;
-  int worst_grown = -1, worst_collapsed = -1;
-  int64_t first_grown = -1, first_collapsed = -1;
-  for (std::size_t i = 0; i < heads.size(); ++i) {
-    const HeadTrack& h = heads[i];
-    const int head = static_cast<int>(i);
-    if (h.first_growth >= 0) {
-      grown.push_back(head);
-      if (worst_grown < 0 || h.peak_logit > heads[static_cast<std::size_t>(worst_grown)].peak_logit) worst_grown = head;
-      if (first_grown < 0 || h.first_growth < first_grown) first_grown = h.first_growth;
+  for (std::size_t i = 0; i < kHeadRuleCount; ++i) {
+    const HeadRule& rule = kHeadRules[i];
+    std::vector<int> flagged;
+    int worst = -1;
+    int64_t since = -1;
+    for (std::size_t h = 0; h < heads.size(); ++h) {
+      if (heads[h].runs.size() <= i || heads[h].runs[i].since < 0) continue;
+      const HeadRun& run = heads[h].runs[i];
+      flagged.push_back(static_cast<int>(h));
+      const double w = worst < 0 ? 0 : heads[static_cast<std::size_t>(worst)].runs[i].worst;
+      if (worst < 0 || (rule.larger_is_worse ? run.worst > w : run.worst < w)) worst = static_cast<int>(h);
+      if (since < 0 || run.since < since) since = run.since;
     }
-    if (h.first_collapse >= 0) {
-      collapsed.push_back(head);
-      if (worst_collapsed < 0 || h.lowest_fraction < heads[static_cast<std::size_t>(worst_collapsed)].lowest_fraction)
-        worst_collapsed = head;
-      if (first_collapsed < 0 || h.first_collapse < first_collapsed) first_collapsed = h.first_collapse;
-    }
-  }
-  if (worst_grown >= 0) {
-    const HeadTrack& w = heads[static_cast<std::size_t>(worst_grown)];
-    out.push_back({Flag::kAttentionLogitGrowth, Site::kAttentionLogits, first_grown, w.peak_logit,
-                   t.attention_logit_hi,
-                   "largest pre-softmax logit of head " + std::to_string(worst_grown) + " (step " +
-                       std::to_string(w.peak_step) + "; " + shown_number(w.first_max_logit) + " at its first sample)",
-                   head_list(grown, heads.size())});
-  }
-  if (worst_collapsed >= 0) {
-    const HeadTrack& w = heads[static_cast<std::size_t>(worst_collapsed)];
-    out.push_back({Flag::kAttentionEntropyCollapse, Site::kAttentionLogits, first_collapsed, w.lowest_fraction,
-                   t.attention_entropy_floor,
-                   "lowest mean attention entropy / log(keys seen) of head " + std::to_string(worst_collapsed) +
-                       " (step " + std::to_string(w.lowest_step) + "; " + shown_number(w.early_fraction) +
-                       " early; " + shown_number(100 * w.top_fraction_at_lowest) +
-                       "% of queries with one key above 0.99 of the weight)",
-                   head_list(collapsed, heads.size())});
+    if (worst < 0) continue;
+    const HeadTrack& w = heads[static_cast<std::size_t>(worst)];
+    out.push_back({rule.flag, Site::kAttentionLogits, since, w.runs[i].worst, t.*rule.threshold,
+                   rule.measure(w, w.runs[i], worst), head_list(flagged, heads.size())});
   }
   return out;
 }

@@ -66,12 +66,64 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
   r.grad_param_ratio = r.param_grad_l2 / r.param_l2;  // NaN when either is absent
   if (n.update_steps) r.update_ratio = n.sum_update_ratio / static_cast<double>(n.update_steps);
 
-  auto raise = [&](Evidence e) {
-    r.flags.insert(e.flag);
-    r.evidence.push_back(std::move(e));
-  };
+  judge_nonfinite(n, r);
 
-  // NAN / INF: the site where they appeared first.
+  // The attention rules, per head (core/attention/rules.h).
+  for (Evidence& e : judge_attention(n.heads, t)) r.raise(std::move(e));
+
+  // VANISHING / EXPLODING on parameter gradients, else output gradients.
+  const SiteAccum& g = site(grad_site);
+  if (g.steps) {
+    const double m = mean_l2(g);
+    const std::string measure = std::string("mean ") + site_name(grad_site) + " L2 over " +
+                                std::to_string(g.finite_steps) + " steps";
+    if (m < t.grad_lo) {
+      r.raise({Flag::kVanishing, grad_site, g.first_below_lo, m, t.grad_lo, measure, {}});
+    } else if (m > t.grad_hi) {
+      r.raise({Flag::kExploding, grad_site, g.first_above_hi, m, t.grad_hi, measure, {}});
+    }
+  }
+
+  // GRADIENT_SPIKE: the first step the node's gradient burst out of its band.
+  if (n.grad_spikes > 0) {
+    const SeriesSpike& sp = n.grad_spike_list.front();
+    const std::string count = std::to_string(n.grad_spikes) + (n.grad_spikes == 1 ? " step" : " steps");
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "gradient L2 %.4g after at most %.4g; z %.3g against its band", sp.value,
+                  sp.window_max, sp.z);
+    r.raise({Flag::kGradientSpike, grad_site, sp.step, sp.value / sp.window_max, t.grad_spike_ratio,
+             "gradient L2 / the largest of its last " + std::to_string(t.spike_window) + " steps",
+             std::string(buf) + "; " + count + " with such a burst"});
+  }
+
+  if (act.steps && act.max_frac_zero > t.dead_frac) {
+    r.raise({Flag::kDead, Site::kActivation, act.first_dead, act.max_frac_zero, t.dead_frac,
+             "max over steps of the activation fraction with |x| <= dead_eps", {}});
+  }
+  // SATURATED only on the pre-activation: the input of a squashing function (tanh, sigmoid,
+  // hardtanh, softsign), recorded only where one follows. A large output elsewhere (a Linear
+  // feeding a residual stream and a LayerNorm) is no saturation: its gradient is not flat.
+  const SiteAccum& pre = site(Site::kPreActivation);
+  if (pre.steps && pre.max_frac_saturated > t.saturation_frac) {
+    r.raise({Flag::kSaturated, Site::kPreActivation, pre.first_saturated, pre.max_frac_saturated, t.saturation_frac,
+             "max over steps of the pre-activation fraction with |x| > activation_saturation", {}});
+  }
+  if (n.first_stagnant >= 0) {
+    r.raise({Flag::kStagnant, Site::kUpdate, n.first_stagnant, n.stagnant_max_ratio, t.update_ratio_lo,
+             "largest ||update|| / ||param|| over " + std::to_string(t.stagnant_steps) +
+                 " consecutive steps",
+             "longest run " + std::to_string(n.longest_stagnant) + " steps"});
+  }
+  judge_channels(n, r);
+  judge_leakage(n, r);
+
+  judge_presence(n, param_grad_site, r);
+  if (r.flags.empty()) r.flags.insert(Flag::kHealthy);
+  return r;
+}
+
+// NAN / INF: counted over every site, each with the site where it appeared first.
+void ReportBuilder::judge_nonfinite(const NodeAccum& n, NodeReport& r) const {
   Evidence nan_ev, inf_ev;
   nan_ev.flag = Flag::kNaN;
   inf_ev.flag = Flag::kInf;
@@ -97,63 +149,22 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     nan_ev.value = static_cast<double>(r.nan);
     nan_ev.measure = "NaN elements over all sites and steps" + left_out;
     left_out.clear();
-    raise(nan_ev);
+    r.raise(nan_ev);
   }
   if (r.inf > 0) {
     inf_ev.value = static_cast<double>(r.inf);
     inf_ev.measure = "Inf elements over all sites and steps" + left_out;
-    raise(inf_ev);
+    r.raise(inf_ev);
   }
+}
 
-  // The attention rules, per head (core/attention/rules.h).
-  for (Evidence& e : judge_attention(n.heads, t)) raise(std::move(e));
-
-  // VANISHING / EXPLODING on parameter gradients, else output gradients.
-  const SiteAccum& g = site(grad_site);
-  if (g.steps) {
-    const double m = mean_l2(g);
-    const std::string measure = std::string("mean ") + site_name(grad_site) + " L2 over " +
-                                std::to_string(g.finite_steps) + " steps";
-    if (m < t.grad_lo) {
-      raise({Flag::kVanishing, grad_site, g.first_below_lo, m, t.grad_lo, measure, {}});
-    } else if (m > t.grad_hi) {
-      raise({Flag::kExploding, grad_site, g.first_above_hi, m, t.grad_hi, measure, {}});
-    }
-  }
-
-  // GRADIENT_SPIKE: the first step the node's gradient burst out of its band.
-  if (n.grad_spikes > 0) {
-    const SeriesSpike& sp = n.grad_spike_list.front();
-    const std::string count = std::to_string(n.grad_spikes) + (n.grad_spikes == 1 ? " step" : " steps");
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "gradient L2 %.4g after at most %.4g; z %.3g against its band", sp.value,
-                  sp.window_max, sp.z);
-    raise({Flag::kGradientSpike, grad_site, sp.step, sp.value / sp.window_max, t.grad_spike_ratio,
-           "gradient L2 / the largest of its last " + std::to_string(t.spike_window) + " steps",
-           std::string(buf) + "; " + count + " with such a burst"});
-  }
-
-  if (act.steps && act.max_frac_zero > t.dead_frac) {
-    raise({Flag::kDead, Site::kActivation, act.first_dead, act.max_frac_zero, t.dead_frac,
-           "max over steps of the activation fraction with |x| <= dead_eps", {}});
-  }
-  // SATURATED only on the pre-activation: the input of a squashing function (tanh, sigmoid,
-  // hardtanh, softsign), recorded only where one follows. A large output elsewhere (a Linear
-  // feeding a residual stream and a LayerNorm) is no saturation: its gradient is not flat.
-  const SiteAccum& pre = site(Site::kPreActivation);
-  if (pre.steps && pre.max_frac_saturated > t.saturation_frac) {
-    raise({Flag::kSaturated, Site::kPreActivation, pre.first_saturated, pre.max_frac_saturated, t.saturation_frac,
-           "max over steps of the pre-activation fraction with |x| > activation_saturation", {}});
-  }
-  if (n.first_stagnant >= 0) {
-    raise({Flag::kStagnant, Site::kUpdate, n.first_stagnant, n.stagnant_max_ratio, t.update_ratio_lo,
-           "largest ||update|| / ||param|| over " + std::to_string(t.stagnant_steps) +
-               " consecutive steps",
-           "longest run " + std::to_string(n.longest_stagnant) + " steps"});
-  }
-  judge_channels(n, r);
-  judge_leakage(n, r);
-
+// FROZEN (parameters that never got a gradient) or NO_DATA (nothing recorded): what the audit
+// could not see, judged last.
+void ReportBuilder::judge_presence(const NodeAccum& n, Site param_grad_site, NodeReport& r) const {
+  auto site = [&](Site which) -> const SiteAccum& { return n.sites[static_cast<std::size_t>(which)]; };
+  const SiteAccum& act = site(Site::kActivation);
+  const SiteAccum& param = site(Site::kParam);
+  const SiteAccum& frozen = site(Site::kFrozenParam);
   const bool has_params = param.steps > 0 || frozen.steps > 0;
   const bool saw_grad = site(param_grad_site).seen;
   const bool saw_activity = act.seen || site(Site::kOutputGrad).seen || saw_grad;
@@ -164,16 +175,14 @@ NodeReport ReportBuilder::judge(NodeAccum n) const {
     tree_node = tree_node || (is_tree_site(static_cast<Site>(i)) && seen);
   }
   if (has_params && !saw_grad && (frozen.steps > 0 || act.seen)) {
-    raise({Flag::kFrozen, frozen.steps ? Site::kFrozenParam : Site::kParam, n.first_step, 0, 0,
-           "parameter gradients recorded",
-           frozen.steps ? "parameters do not require gradients" : "ran forward, no gradient reached it"});
+    r.raise({Flag::kFrozen, frozen.steps ? Site::kFrozenParam : Site::kParam, n.first_step, 0, 0,
+             "parameter gradients recorded",
+             frozen.steps ? "parameters do not require gradients" : "ran forward, no gradient reached it"});
   } else if (!tree_node && (!saw_activity ||
              (act.total.count == 0 && site(Site::kOutputGrad).total.count == 0 &&
               site(param_grad_site).total.count == 0))) {
-    raise({Flag::kNoData, Site::kActivation, -1, 0, 0, "activation or gradient elements recorded", {}});
+    r.raise({Flag::kNoData, Site::kActivation, -1, 0, 0, "activation or gradient elements recorded", {}});
   }
-  if (r.flags.empty()) r.flags.insert(Flag::kHealthy);
-  return r;
 }
 
 void ReportBuilder::judge_channels(const NodeAccum& n, NodeReport& r) const {
@@ -206,20 +215,16 @@ void ReportBuilder::judge_channels(const NodeAccum& n, NodeReport& r) const {
   r.dead_channels = static_cast<int64_t>(dead.size());
   r.ignored_channels = static_cast<int64_t>(ignored.size());
   const double enough = t.channel_frac * static_cast<double>(n.channel_act.size());
-  if (static_cast<double>(dead.size()) > enough && !r.flags.contains(Flag::kDead)) {
-    r.flags.insert(Flag::kDeadChannels);
-    r.evidence.push_back({Flag::kDeadChannels, Site::kActivation, r.first_step,
-                          static_cast<double>(dead.size()), t.dead_frac,
-                          "channels (more than channel_frac of them) with activation zero fraction above dead_frac",
-                          channel_list(dead, n.channel_act.size())});
-  }
-  if (static_cast<double>(ignored.size()) > enough) {
-    r.flags.insert(Flag::kIgnoredChannels);
-    r.evidence.push_back({Flag::kIgnoredChannels, Site::kOutputGrad, r.first_step,
-                          static_cast<double>(ignored.size()), t.dead_frac,
-                          "live channels (more than channel_frac of them) with output-gradient L2 below ignored_channel_ratio x the median channel",
-                          channel_list(ignored, n.channel_act.size())});
-  }
+  if (static_cast<double>(dead.size()) > enough)
+    r.raise({Flag::kDeadChannels, Site::kActivation, r.first_step, static_cast<double>(dead.size()), t.dead_frac,
+             "channels (more than channel_frac of them) with activation zero fraction above dead_frac",
+             channel_list(dead, n.channel_act.size())});
+  if (static_cast<double>(ignored.size()) > enough)
+    r.raise({Flag::kIgnoredChannels, Site::kOutputGrad, r.first_step, static_cast<double>(ignored.size()),
+             t.dead_frac,
+             "live channels (more than channel_frac of them) with output-gradient L2 below ignored_channel_ratio x "
+             "the median channel",
+             channel_list(ignored, n.channel_act.size())});
 }
 
 void ReportBuilder::judge_leakage(const NodeAccum& n, NodeReport& r) const {
@@ -234,10 +239,8 @@ void ReportBuilder::judge_leakage(const NodeAccum& n, NodeReport& r) const {
   }
   if (!worst) return;
   const auto first = n.first_leak.find(*worst);
-  r.flags.insert(Flag::kLeakage);
-  r.evidence.push_back({Flag::kLeakage, Site::kActivation, first == n.first_leak.end() ? -1 : first->second,
-                        worst_mean, thresholds_.leakage_cka, "mean linear CKA over sampled steps",
-                        "with " + *worst});
+  r.raise({Flag::kLeakage, Site::kActivation, first == n.first_leak.end() ? -1 : first->second, worst_mean,
+           thresholds_.leakage_cka, "mean linear CKA over sampled steps", "with " + *worst});
 }
 
 NonFiniteOrigin ReportBuilder::find_origin(const std::vector<NodeAccum>& nodes) {

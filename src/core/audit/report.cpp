@@ -2,10 +2,28 @@
 
 #include <algorithm>
 #include <unordered_set>
+#include <utility>
 
 #include "gradscope/core/error.h"
 
 namespace gradscope {
+
+bool NodeReport::raise(Evidence e) {
+  if (flags.contains_any(flag_info(e.flag).yields_to)) return false;
+  // A flag raised earlier that yields to this one goes, with its evidence: the order the rules
+  // run in does not decide what the node shows.
+  const uint32_t bit = flag_bits({e.flag});
+  for (Flag f : flags.list())
+    if (flag_info(f).yields_to & bit) {
+      flags.erase(f);
+      evidence.erase(std::remove_if(evidence.begin(), evidence.end(), [f](const Evidence& x) { return x.flag == f; }),
+                     evidence.end());
+    }
+  flags.erase(Flag::kHealthy);
+  flags.insert(e.flag);
+  evidence.push_back(std::move(e));
+  return true;
+}
 
 int NodeReport::severity() const {
   int worst = 0;

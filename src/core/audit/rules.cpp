@@ -221,14 +221,11 @@ void ReportBuilder::judge_depth(const std::vector<NodeAccum>& nodes, Report& rep
   for (const NodeAccum& n : nodes) grads.push_back({n.node, &n.early_grad});
   const std::optional<DepthImbalance> d = find_depth_imbalance(grads, report.series, thresholds_);
   if (!d) return;
-  // A first block already VANISHING, DEAD, non-finite or STAGNANT (its parameters do not move:
-  // the learning rate, not the depth) is named by that flag, which says more.
+  // A first block with a flag that says more (the depth row's yields_to) keeps that flag alone.
+  const uint32_t says_more = flag_info(Flag::kDepthGradientImbalance).yields_to;
   for (const NodeReport& r : report.nodes)
     for (const std::string& first : d->first_nodes)
-      if ((r.node == first || node_inside(r.node, first)) &&
-          (r.flags.contains(Flag::kVanishing) || r.flags.contains(Flag::kDead) || r.flags.contains(Flag::kNaN) ||
-           r.flags.contains(Flag::kInf) || r.flags.contains(Flag::kStagnant)))
-        return;
+      if ((r.node == first || node_inside(r.node, first)) && r.flags.contains_any(says_more)) return;
   char buf[240];
   std::snprintf(buf, sizeof buf,
                 "%s's gradient L2 over %.4g x %s's at each of %d audited steps from step %lld (%lld blocks); the "
@@ -238,13 +235,10 @@ void ReportBuilder::judge_depth(const std::vector<NodeAccum>& nodes, Report& rep
                 SeriesReport::kLateLosses, d->early_loss);
   for (NodeReport& r : report.nodes) {
     if (std::find(d->first_nodes.begin(), d->first_nodes.end(), r.node) == d->first_nodes.end()) continue;
-    r.flags.erase(Flag::kHealthy);
-    r.flags.insert(Flag::kDepthGradientImbalance);
-    r.evidence.push_back({Flag::kDepthGradientImbalance, Site::kParamGrad, d->since, d->ratio,
-                          thresholds_.depth_grad_ratio,
-                          "smallest " + d->last_block + " / " + d->first_block + " gradient L2 over the " +
-                              std::to_string(thresholds_.depth_window) + " steps where it is largest",
-                          buf});
+    r.raise({Flag::kDepthGradientImbalance, Site::kParamGrad, d->since, d->ratio, thresholds_.depth_grad_ratio,
+             "smallest " + d->last_block + " / " + d->first_block + " gradient L2 over the " +
+                 std::to_string(thresholds_.depth_window) + " steps where it is largest",
+             buf});
   }
 }
 

@@ -139,36 +139,6 @@ double flow_ratio_threshold(FlowHealth h, const Thresholds& t) {
   }
 }
 
-const char* tree_implies(TreeFlag f) {
-  switch (f) {
-    case TreeFlag::kStagnant:
-      return "Boosting rounds add (almost) nothing: they cost time and size without learning.";
-    case TreeFlag::kOverfitting:
-      return "Later rounds fit the training rows at the expense of unseen ones.";
-    case TreeFlag::kExploding:
-      return "Round contributions grow instead of shrinking: the boosting diverges.";
-    case TreeFlag::kConcentrated:
-      return "One feature carries most of the gain: the model rests on it, possibly a leak of the "
-             "label.";
-  }
-  return "";
-}
-
-const char* tree_effect(TreeFlag f) {
-  switch (f) {
-    case TreeFlag::kStagnant:
-      return "Fewer rounds (or a higher learning rate) give the same loss.";
-    case TreeFlag::kOverfitting:
-      return "The validation loss stops rising after its lowest point.";
-    case TreeFlag::kExploding:
-      return "Round contributions shrink from window to window.";
-    case TreeFlag::kConcentrated:
-      return "The top feature's share of the gain falls below concentrated_share, or the feature "
-             "is confirmed legitimate.";
-  }
-  return "";
-}
-
 }  // namespace
 
 Confidence module_confidence(const Evidence& e, const NodeReport& n, const Thresholds& t) {
@@ -303,17 +273,18 @@ std::vector<Finding> tree_findings(const TreeDynamicsReport& r) {
     Finding f;
     f.kind = FindingKind::kTrees;
     f.type = tree_flag_name(t.flag);
-    f.node = t.flag == TreeFlag::kConcentrated && t.feature >= 0
+    const TreeFlagInfo& info = tree_flag_info(t.flag);
+    f.node = info.names_feature && t.feature >= 0
                  ? "features/" + r.feature_name(t.feature)
                  : std::string("trees");
     f.since_step = t.first_round;
-    const char* cmp = t.flag == TreeFlag::kStagnant ? "<" : ">";
+    const char* cmp = info.comparison;
     f.premise = t.measure + " = " + shown_number(t.value) + " " + cmp + " " +
                 shown_number(t.threshold) + margin_text(t.value, t.threshold) + ", from round " + std::to_string(t.first_round) +
                 " of " + std::to_string(r.rounds) + ": " + t.detail;
-    f.implies = tree_implies(t.flag);
+    f.implies = info.implies;
     f.action = t.advice;  // the tree rules name the round or feature in it
-    f.expected_effect = tree_effect(t.flag);
+    f.expected_effect = info.expected_effect;
     // Relative margin past the threshold: 1 (twice, or all the way to 0) is high.
     const double margin =
         t.threshold != 0 ? std::fabs(t.value - t.threshold) / std::fabs(t.threshold) : kNone;

@@ -1,5 +1,5 @@
 // The guidance that depends on more than the flag: where a NaN was born, what the loss scaler
-// did. Each flag's own guidance is its row in kFlags (audit/flag_info.h).
+// did. Each flag's own guidance is its row in kFlags (vocabulary/flag_info.h).
 #include "gradscope/core/findings/findings.h"
 
 #include <string>

@@ -6,18 +6,14 @@
 namespace gradscope {
 
 const char* finding_kind_name(FindingKind kind) {
-  switch (kind) {
-    case FindingKind::kModule: return "module";
-    case FindingKind::kFlow: return "flow";
-    case FindingKind::kEmbedding: return "embedding";
-    case FindingKind::kTrees: return "trees";
-    case FindingKind::kLossScale: return "loss_scale";
-    case FindingKind::kLoss: return "loss";
-  }
-  return "?";
+  const int i = static_cast<int>(kind);
+  return i >= 0 && i < kFindingKindCount ? kFindingKindRows[i].name : "?";
 }
 
-const char* finding_since_unit(FindingKind kind) { return kind == FindingKind::kTrees ? "round" : "step"; }
+const char* finding_since_unit(FindingKind kind) {
+  const int i = static_cast<int>(kind);
+  return i >= 0 && i < kFindingKindCount ? kFindingKindRows[i].since_unit : "step";
+}
 
 std::optional<FindingKind> parse_finding_kind(const std::string& name) {
   for (FindingKind k : kFindingKinds)
@@ -41,6 +37,7 @@ std::vector<std::string> finding_types(FindingKind kind) {
       break;
     case FindingKind::kLossScale: types = {kLossScaleOverflow}; break;
     case FindingKind::kLoss: types = {kLossSpike, kDivergence, kLossOutOfRange}; break;
+    case FindingKind::kEnd: break;
   }
   return types;
 }

@@ -34,19 +34,7 @@ std::vector<std::string> names_for(const TreeEnsemble& model, const TreeDynamics
 
 }  // namespace
 
-const char* tree_flag_name(TreeFlag flag) {
-  switch (flag) {
-    case TreeFlag::kStagnant:
-      return "STAGNANT";
-    case TreeFlag::kOverfitting:
-      return "OVERFITTING";
-    case TreeFlag::kExploding:
-      return "EXPLODING";
-    case TreeFlag::kConcentrated:
-      return "CONCENTRATED";
-  }
-  return "?";
-}
+const char* tree_flag_name(TreeFlag flag) { return tree_flag_info(flag).name; }
 
 bool TreeFinding::tentative() const { return confidence < kTreeConfident; }  // NaN: false
 

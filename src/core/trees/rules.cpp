@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -266,6 +267,85 @@ void concentrated(TreeDynamicsReport& r) {
 
 }  // namespace
 
+namespace {
+
+/// What every tree rule judges from: the report and the rules' own windows.
+struct RuleInput {
+  TreeDynamicsReport& report;
+  const std::vector<WindowDynamics>& windows;
+  int32_t window;  ///< rounds a window
+};
+
+// Each rule raises its findings, or says in not_judged what it lacked.
+void judge_stagnant(const RuleInput& in) {
+  TreeDynamicsReport& r = in.report;
+  if (have_train_loss(r)) {
+    if (!stalled(r) && have_contributions(r)) stagnant_tail(r, in.windows);
+  } else {
+    r.not_judged.push_back("STAGNANT from the start: " +
+                           loss_missing(r, "labelled reference rows (--data with --label)"));
+    if (have_contributions(r)) stagnant_tail(r, in.windows);
+  }
+  if (!have_contributions(r)) r.not_judged.push_back("STAGNANT later rounds: needs reference rows (--data)");
+}
+
+void judge_overfitting(const RuleInput& in) {
+  TreeDynamicsReport& r = in.report;
+  if (have_train_loss(r) && have_valid_loss(r))
+    overfitting(r);
+  else
+    r.not_judged.push_back(
+        "OVERFITTING: " +
+        loss_missing(r,
+                     "labelled reference rows (--data with --label) and labelled validation rows "
+                     "(--valid)"));
+}
+
+void judge_exploding(const RuleInput& in) {
+  exploding(in.report, in.windows);
+  if (in.windows.size() < 2)
+    in.report.not_judged.push_back("EXPLODING: needs at least 2 windows (" + rounds_text(in.report.rounds) +
+                                   ", windows of " + std::to_string(in.window) + ")");
+}
+
+void judge_concentrated(const RuleInput& in) {
+  TreeDynamicsReport& r = in.report;
+  if (r.features.empty())
+    r.not_judged.push_back("CONCENTRATED: the model has no splits");
+  else if (r.num_features < 2)
+    r.not_judged.push_back("CONCENTRATED: the model has one feature: it rests on it by design");
+  else
+    concentrated(r);
+}
+
+/// One tree rule: its flag, how it judges, and the flag it yields to (kEnd: none) with why.
+struct TreeRule {
+  TreeFlag flag;
+  void (*judge)(const RuleInput& in);
+  TreeFlag yields_to = TreeFlag::kEnd;
+  const char* yield_reason = "";
+};
+
+// In this order: a rule that yields comes after the one it yields to.
+const TreeRule kTreeRules[] = {
+    {TreeFlag::kStagnant, judge_stagnant},
+    {TreeFlag::kOverfitting, judge_overfitting},
+    {TreeFlag::kExploding, judge_exploding},
+    // Gains grow with the residuals: a diverging model's last rounds hold nearly all of it, so
+    // the share says which feature those rounds split on, not what the model rests on.
+    {TreeFlag::kConcentrated, judge_concentrated, TreeFlag::kExploding,
+     "the gain of an exploding model is its last rounds'"},
+};
+static_assert(std::size(kTreeRules) == kTreeFlagCount, "kTreeRules: one rule per tree flag");
+
+bool raised(const TreeDynamicsReport& r, TreeFlag flag) {
+  for (const TreeFinding& f : r.findings)
+    if (f.flag == flag) return true;
+  return false;
+}
+
+}  // namespace
+
 void judge_trees(TreeDynamicsReport& r) {
   r.findings.clear();
   r.not_judged.clear();
@@ -278,39 +358,13 @@ void judge_trees(TreeDynamicsReport& r) {
     r.not_judged.push_back("all rules: the model has no trees");
     return;
   }
-  if (have_train_loss(r)) {
-    if (!stalled(r) && have_contributions(r)) stagnant_tail(r, windows);
-  } else {
-    r.not_judged.push_back("STAGNANT from the start: " +
-                           loss_missing(r, "labelled reference rows (--data with --label)"));
-    if (have_contributions(r)) stagnant_tail(r, windows);
+  for (const TreeRule& rule : kTreeRules) {
+    if (rule.yields_to != TreeFlag::kEnd && raised(r, rule.yields_to)) {
+      r.not_judged.push_back(std::string(tree_flag_name(rule.flag)) + ": " + rule.yield_reason);
+      continue;
+    }
+    rule.judge({r, windows, window});
   }
-  if (!have_contributions(r))
-    r.not_judged.push_back("STAGNANT later rounds: needs reference rows (--data)");
-  if (have_train_loss(r) && have_valid_loss(r))
-    overfitting(r);
-  else
-    r.not_judged.push_back(
-        "OVERFITTING: " +
-        loss_missing(r,
-                     "labelled reference rows (--data with --label) and labelled validation rows "
-                     "(--valid)"));
-  const std::size_t before = r.findings.size();
-  exploding(r, windows);
-  const bool diverging = r.findings.size() > before;
-  if (windows.size() < 2)
-    r.not_judged.push_back("EXPLODING: needs at least 2 windows (" + rounds_text(r.rounds) +
-                           ", windows of " + std::to_string(window) + ")");
-  // Gains grow with the residuals: a diverging model's last rounds hold nearly all of it, so
-  // the share says which feature those rounds split on, not what the model rests on.
-  if (r.features.empty())
-    r.not_judged.push_back("CONCENTRATED: the model has no splits");
-  else if (r.num_features < 2)
-    r.not_judged.push_back("CONCENTRATED: the model has one feature: it rests on it by design");
-  else if (diverging)
-    r.not_judged.push_back("CONCENTRATED: the gain of an exploding model is its last rounds'");
-  else
-    concentrated(r);
 }
 
 }  // namespace gradscope::tree_internal

@@ -26,7 +26,11 @@ const char* flag_name(Flag flag) {
   return i >= 0 && i < kFlagCount ? kFlags[i].name : "INVALID";
 }
 
-int flag_severity(Flag flag) { return flag_info(flag).severity; }
+int flag_severity(Flag flag) {
+  for (int i = 0; i < kFlagCount; ++i)
+    if (kSeverityOrder[i] == flag) return i;
+  return 0;
+}
 
 const char* flag_advice(Flag flag) { return flag_info(flag).guidance.action; }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "gradscope/core/attention/rules.h"
 #include "gradscope/core/error.h"
 #include "gradscope/io/html/report.h"
 #include "gradscope/io/render/table.h"
@@ -254,7 +255,7 @@ json attention_findings(const Report& report) {
   json lines = json::array();
   for (const NodeReport& n : report.nodes)
     for (const Evidence& e : n.evidence)
-      if (e.flag == Flag::kAttentionLogitGrowth || e.flag == Flag::kAttentionEntropyCollapse)
+      if (raised_per_head(e.flag))
         lines.push_back(n.node + ": " + flag_name(e.flag) + " since step " + std::to_string(e.first_step) + " (" +
                         e.detail + ")");
   return lines;

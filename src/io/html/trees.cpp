@@ -67,7 +67,7 @@ void contribution_chart(const TreeRunSummary& s, std::vector<Chart>& out) {
   }
   if (values.empty()) return;
   for (const TreeFinding& f : r.findings)
-    if (f.flag != TreeFlag::kConcentrated && f.first_round >= 0)
+    if (!tree_flag_info(f.flag).names_feature && f.first_round >= 0)
       marks.push_back({{"round", f.first_round}, {"label", tree_finding_label(r, f)}});
   json spec =
       spec_base("Round contributions",

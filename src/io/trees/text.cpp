@@ -28,7 +28,7 @@ std::string interaction_test_text(const InteractionPair& p) {
 }
 
 std::string tree_finding_label(const TreeDynamicsReport& r, const TreeFinding& f) {
-  if (f.flag == TreeFlag::kConcentrated)
+  if (tree_flag_info(f.flag).names_feature)
     return fmt::format("{} on '{}'", tree_flag_name(f.flag), feature(r, f.feature));
   return fmt::format("{} from round {}", tree_flag_name(f.flag), f.first_round);
 }

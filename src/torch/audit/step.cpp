@@ -1,5 +1,6 @@
 // Audit::step: parameter gradients (after backward has accumulated them), parameter values,
-// and the real update across the optimizer step; then the step's channel and branch views.
+// and the real update across the optimizer step; then the step's channel and branch views. One
+// function a phase: begin_step, measure_before_update, measure_updates, write_records, end_step.
 #include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 
@@ -48,44 +49,59 @@ void Audit::step(::torch::optim::Optimizer& optimizer) {
 
 void Audit::step(const std::function<void()>& apply_update) { step(apply_update, nullptr); }
 
-void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimizer* measuring) {
-  State& s = *state_;
-  if (!s.audited()) {
-    apply_update();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.no_grad_forwards.clear();
-    ++s.step;
-    return;
-  }
+namespace {
+
+using State = Audit::State;
+using Sums = State::EntrySums;
+using To = State::Deferred::To;
+
+// One audited step's phases (docs/architecture.md, "The audited step"): gather the step's
+// settings, measure what the optimizer is about to read, let it update, measure what it
+// changed, write the step's records, and end the step (judge, merge, hand over). What the
+// phases share:
+struct StepPass {
+  State& s;
+  int64_t step;
+  double grad_scale;                 ///< the factor the gradients carry now (1 once unscaled)
+  StatsOptions grad_options;         ///< the statistics' options for gradients at that scale
+  bool histogram;                    ///< this step keeps element histograms
+  InstrumentedOptimizer* measuring;  ///< the optimizer's fused pass, or nullptr
+};
+
+// Gather: the grad scale (mixed precision) and the step's buffers, kept across steps (no
+// allocation).
+StepPass begin_step(State& s, InstrumentedOptimizer* measuring) {
   const int64_t step = s.step;
-  // Mixed precision: the factor the parameter gradients carry now (1 once unscaled).
   double grad_scale = 1;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!s.param_grads_unscaled) grad_scale = s.loss_scale;
   }
-  const StatsOptions grad_options = s.options_for(grad_scale);
-  const bool histogram = s.histogram_step();
   if (s.options.gradient_snr) check_snr_shapes(s);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.first_audited < 0) s.first_audited = step;
   }
-  // Per-entry sums and flags of this step, in buffers kept across steps (no allocation).
-  using Sums = State::EntrySums;
-  std::vector<Sums>& sums = s.sums;
-  sums.assign(s.entries.size(), Sums{});
+  s.sums.assign(s.entries.size(), Sums{});
   s.snapshotted.assign(s.params.size(), 0);
   s.fused.assign(s.params.size(), 0);
+  s.had_grad.assign(s.entries.size(), 0);
   // Loss-scaled gradients are measured against scaled thresholds: the audit's own pass.
   if (measuring && grad_scale == 1) measuring->measure_next_step(s.stats_options);
   else measuring = nullptr;
-  s.had_grad.assign(s.entries.size(), 0);
-  auto into = [&](const State::Param& p, auto&& add) { s.into_sums(p, add); };
-  // The ATen path (aten_stats.h) queues its tensors on the step's batch instead: they join
-  // `sums` in this same order as the batch resolves, before the records are built below.
-  using To = State::Deferred::To;
+  return {s, step, grad_scale, s.options_for(grad_scale), s.histogram_step(), measuring};
+}
 
+// Measure before the update: each parameter's value and gradient, and a snapshot of those the
+// optimizer will update. The ATen path (aten_stats.h) queues its tensors on the step's batch
+// instead: they join the sums in this same order as the batch resolves (write_records).
+void measure_before_update(StepPass& pass) {
+  State& s = pass.s;
+  InstrumentedOptimizer* measuring = pass.measuring;
+  const double grad_scale = pass.grad_scale;
+  const StatsOptions& grad_options = pass.grad_options;
+  const bool histogram = pass.histogram;
+  auto into = [&](const State::Param& p, auto&& add) { s.into_sums(p, add); };
   // The parameters' data are read in place: a detached alias (a new TensorImpl a parameter,
   // every step) is only made on the rare paths that hand the tensor to LibTorch ops.
   for (std::size_t i = 0; i < s.params.size(); ++i) {
@@ -161,9 +177,14 @@ void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimize
   }
   for (std::size_t e = 0; e < s.entries.size(); ++e)
     if (s.had_grad[e]) ++s.entries[e].snr_steps;
+}
 
-  apply_update();
-
+// Measure after the update: the real change of each snapshotted parameter (or the fused
+// pass's figures), and the value the next step starts from.
+void measure_updates(StepPass& pass) {
+  State& s = pass.s;
+  InstrumentedOptimizer* measuring = pass.measuring;
+  auto into = [&](const State::Param& p, auto&& add) { s.into_sums(p, add); };
   for (std::size_t i = 0; i < s.params.size(); ++i) {
     if (!s.snapshotted[i]) continue;
     State::Param& p = s.params[i];
@@ -204,7 +225,14 @@ void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimize
     into(p, [&](Sums& x) { x.update = merge(x.update, d), x.any_update = true; });
   }
 
-  std::unique_lock<std::mutex> lock(s.mutex);
+}
+
+// Write, under the state's lock: the step's records from the per-entry sums, its channel and
+// branch views.
+void write_records(StepPass& pass) {
+  State& s = pass.s;
+  const int64_t step = pass.step;
+  std::vector<Sums>& sums = s.sums;
   s.resolve_stats();  // the step's one device-to-host copy (per device) of the ATen path
   std::vector<Record>& records = s.current.records;
   for (std::size_t e = 0; e < s.entries.size(); ++e) {
@@ -233,6 +261,13 @@ void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimize
   // Execution order is known once the first audited backward has run.
   for (auto& [tensor, handle] : s.order_hooks) tensor.remove_hook(handle);
   s.order_hooks.clear();
+}
+
+// End the step: judged and kept (records.cpp), or merged across ranks first
+// (distributed.cpp), then handed to the callbacks without the lock.
+void end_step(StepPass& pass, std::unique_lock<std::mutex>& lock) {
+  State& s = pass.s;
+  const int64_t step = pass.step;
   // The step that ends here, judged and kept (records.cpp). Many processes: the job's
   // records (distributed.cpp); with merge_async that is the previous audited step, and
   // this one's collective is left in flight.
@@ -265,6 +300,26 @@ void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimize
     }
   } reset{in_flight ? &s : nullptr};
   s.hand_over(*ended);
+}
+
+}  // namespace
+
+void Audit::step(const std::function<void()>& apply_update, InstrumentedOptimizer* measuring) {
+  State& s = *state_;
+  if (!s.audited()) {
+    apply_update();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.no_grad_forwards.clear();
+    ++s.step;
+    return;
+  }
+  StepPass pass = begin_step(s, measuring);
+  measure_before_update(pass);
+  apply_update();
+  measure_updates(pass);
+  std::unique_lock<std::mutex> lock(s.mutex);
+  write_records(pass);
+  end_step(pass, lock);
 }
 
 }  // namespace gradscope::torch

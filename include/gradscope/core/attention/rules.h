@@ -13,6 +13,11 @@
 //                             attention_persist_steps sampled steps in a row.
 // "Since" is the first step of the first qualifying run. A sample whose rows were all
 // non-finite (NaN or +Inf logits) says nothing of the head and is skipped.
+//
+// Each rule is one row of kHeadRules (rules.cpp): the flag, how a sample reads against it,
+// the value its evidence reports and which way is worse, its threshold and its words. One loop
+// keeps every rule's run per head (HeadTrack::add) and one loop judges them (judge_attention):
+// a new per-head rule is a row there, its flag's row (vocabulary/flag_info.h) and a test.
 #pragma once
 
 #include <cstdint>
@@ -33,24 +38,33 @@ struct AttentionRecord {
   std::vector<HeadStats> heads;
 };
 
-/// What the rules keep of one head across its samples (steps increasing).
+/// One rule's run of sampled steps past it, and the head's worst sample for it.
+struct HeadRun {
+  int64_t length = 0, start = -1;  ///< the current run of samples past the rule
+  int64_t since = -1;              ///< first step of the first run of attention_persist_steps
+  double worst = std::numeric_limits<double>::quiet_NaN();  ///< the rule's value at its worst sample
+  int64_t worst_step = -1;
+  HeadStats at_worst;  ///< that sample, for the evidence's words
+};
+
+/// What the rules keep of one head across its samples (steps increasing): what every rule
+/// compares with (the head's first samples), and one HeadRun per rule (kHeadRules, rules.cpp).
 struct HeadTrack {
   static constexpr int kEarlySamples = 3;
   int64_t samples = 0;
   double first_max_logit = 0;  ///< the head's first sample: the level growth is measured from
   double early_fraction = 0;   ///< highest entropy fraction over the first kEarlySamples
-
-  int64_t logit_run = 0, logit_run_start = -1, first_growth = -1;
-  double peak_logit = -std::numeric_limits<double>::infinity();
-  int64_t peak_step = -1;
-
-  int64_t collapse_run = 0, collapse_run_start = -1, first_collapse = -1;
-  double lowest_fraction = std::numeric_limits<double>::infinity();
-  double top_fraction_at_lowest = 0;  ///< share of one-key queries at the lowest sample
-  int64_t lowest_step = -1;
+  std::vector<HeadRun> runs;   ///< one per rule, in the rules' order
 
   void add(int64_t step, const HeadStats& s, const Thresholds& t);
+  /// The rule raising `flag`: its run (nullptr for a flag no per-head rule raises).
+  const HeadRun* run(Flag flag) const;
+  /// The first step of `flag`'s first qualifying run; -1: the head does not have it.
+  int64_t since(Flag flag) const;
 };
+
+/// Whether a per-head rule (kHeadRules) raises `flag`: what the attention charts show.
+bool raised_per_head(Flag flag);
 
 /// The attention evidence of one node from its heads' tracks: at most one Evidence per flag,
 /// naming the heads that have it and the worst one, with the step the first of them began.

@@ -46,6 +46,10 @@ struct NodeReport {
   FlagSet flags;
   std::vector<Evidence> evidence;   ///< one entry per flag other than HEALTHY
 
+  /// Adds the flag of `e` with its evidence, unless the node already has a flag it yields to
+  /// (FlagInfo::yields_to); removes a flag raised before that yields to it, and HEALTHY. Every
+  /// rule raises through it. Returns whether the flag was raised.
+  bool raise(Evidence e);
   /// Severity of the worst flag (see flag_severity).
   int severity() const;
   /// Flags joined by `sep`, with counts where a flag has one: "DEAD_CHANNELS(3),SATURATED".

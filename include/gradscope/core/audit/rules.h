@@ -124,6 +124,8 @@ class ReportBuilder {
 
   NodeAccum& node(const std::string& name);
   NodeReport judge(NodeAccum node) const;
+  void judge_nonfinite(const NodeAccum& n, NodeReport& r) const;
+  void judge_presence(const NodeAccum& n, Site param_grad_site, NodeReport& r) const;
   void judge_channels(const NodeAccum& n, NodeReport& r) const;
   void judge_leakage(const NodeAccum& n, NodeReport& r) const;
   static NonFiniteOrigin find_origin(const std::vector<NodeAccum>& nodes);

@@ -7,10 +7,15 @@
 //   gradscope::is_finding_type("NANN");   // false: a typo, not a type
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "gradscope/core/enum_table.h"
 
 #include "gradscope/core/vocabulary/finding_types.h"
 
@@ -18,11 +23,35 @@ namespace gradscope {
 
 /// Where a finding comes from: the module audit, gradient flow, embedding tables, boosted
 /// trees, the loss scaler, the loss and global gradient norm series (core/series).
-enum class FindingKind : uint8_t { kModule, kFlow, kEmbedding, kTrees, kLossScale, kLoss };
+enum class FindingKind : uint8_t {
+  kModule, kFlow, kEmbedding, kTrees, kLossScale, kLoss,
+  kEnd,  ///< not a kind: the count (a kind before it without a row does not compile)
+};
+
+struct FindingKindInfo {
+  FindingKind kind;
+  const char* name;        ///< Finding::kind
+  const char* since_unit;  ///< what since_step counts
+};
+
+/// One row per kind, in the order findings are listed.
+inline constexpr FindingKindInfo kFindingKindRows[] = {
+    {FindingKind::kModule, "module", "step"},     {FindingKind::kFlow, "flow", "step"},
+    {FindingKind::kEmbedding, "embedding", "step"}, {FindingKind::kTrees, "trees", "round"},
+    {FindingKind::kLossScale, "loss_scale", "step"}, {FindingKind::kLoss, "loss", "step"},
+};
+inline constexpr int kFindingKindCount = static_cast<int>(FindingKind::kEnd);
+
+static_assert(std::size(kFindingKindRows) == kFindingKindCount, "kFindingKindRows: every kind has one row");
+static_assert(rows_in_enum_order(kFindingKindRows, &FindingKindInfo::kind),
+              "kFindingKindRows: row i must describe FindingKind(i)");
 
 /// Every kind, in the order findings are listed.
-inline constexpr FindingKind kFindingKinds[] = {FindingKind::kModule, FindingKind::kFlow, FindingKind::kEmbedding,
-                                                FindingKind::kTrees, FindingKind::kLossScale, FindingKind::kLoss};
+inline constexpr auto kFindingKinds = [] {
+  std::array<FindingKind, kFindingKindCount> kinds{};
+  for (int i = 0; i < kFindingKindCount; ++i) kinds[static_cast<std::size_t>(i)] = kFindingKindRows[i].kind;
+  return kinds;
+}();
 
 /// "module", "flow", "embedding", "trees", "loss_scale", "loss" (Finding::kind).
 const char* finding_kind_name(FindingKind kind);

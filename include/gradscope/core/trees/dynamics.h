@@ -24,6 +24,7 @@
 #include "gradscope/core/vocabulary/record.h"
 #include "gradscope/core/stats/stats.h"
 #include "gradscope/core/trees/data.h"
+#include "gradscope/core/trees/flag_info.h"
 #include "gradscope/core/trees/interactions.h"
 #include "gradscope/core/trees/loss.h"
 #include "gradscope/core/trees/model.h"
@@ -31,16 +32,7 @@
 
 namespace gradscope {
 
-/// What a tree rule concluded.
-enum class TreeFlag : uint8_t {
-  kStagnant,      ///< the rounds add (almost) nothing: from the start, or from round N on
-  kOverfitting,   ///< validation loss rose after round N while training loss fell
-  kExploding,     ///< round contributions (or leaf values) grow instead of shrinking
-  kConcentrated,  ///< one feature carries most of the gain: possible leakage
-};
-inline constexpr int kTreeFlagCount = 4;
-
-/// "STAGNANT", "OVERFITTING", "EXPLODING", "CONCENTRATED".
+/// "STAGNANT", "OVERFITTING", "EXPLODING", "CONCENTRATED": the row's name (trees/flag_info.h).
 const char* tree_flag_name(TreeFlag flag);
 
 /// One finding with the evidence a reader can check.

@@ -17,7 +17,7 @@ namespace gradscope {
 /// Upper-case name as printed: "HEALTHY", "VANISHING", "NAN", "NO_DATA", ...
 const char* flag_name(Flag flag);
 
-/// Higher is worse (the order is written down with kFlags, audit/flag_info.h).
+/// Higher is worse: the place of `flag` in kSeverityOrder (flag_info.h); HEALTHY 0.
 int flag_severity(Flag flag);
 
 /// What to try first for a node with this flag, one sentence ("" for HEALTHY): the action of
@@ -31,6 +31,8 @@ class FlagSet {
   void erase(Flag f) { bits_ &= ~bit(f); }
   bool contains(Flag f) const { return (bits_ & bit(f)) != 0; }
   bool empty() const { return bits_ == 0; }
+  /// Whether any flag of `bits` (flag_bits, flag_info.h) is in the set.
+  bool contains_any(uint32_t bits) const { return (bits_ & bits) != 0; }
   std::vector<Flag> list() const;
   /// Names joined by `sep`, e.g. "VANISHING,DEAD".
   std::string join(const char* sep = ",") const;
