@@ -38,6 +38,7 @@ from ._loss_scale import _LossScale, _grads_unscaled
 from ._run import run_spec
 from ._report import Report
 from ._scope import resolve_scopes, scoped_submodules
+from ._shards import Shards, module_type_name
 
 def _scalar(what, value):
     """`value` as a float: a real number, or a real tensor of one element (read with item()).
@@ -94,12 +95,14 @@ def _resolve_nodes(model, nodes):
     return resolved
 
 
-def _node_spec(node_id, module):
-    subs = [(path, type(m).__name__) for path, m in module.named_modules() if path]
-    params = list(module.named_parameters())
+def _node_spec(node_id, module, measured):
+    """The engine's view of a node: its type, submodules and parameters, each parameter the
+    tensor `measured` gives (a sharded one's local shard, _shards.py)."""
+    subs = [(path, module_type_name(m)) for path, m in module.named_modules() if path]
+    params = [(path, measured(p)) for path, p in module.named_parameters()]
     if not params:
-        raise Error(f"audit: node '{node_id}' ({type(module).__name__}) has no parameters")
-    return (node_id, type(module).__name__, subs, params)
+        raise Error(f"audit: node '{node_id}' ({module_type_name(module)}) has no parameters")
+    return (node_id, module_type_name(module), subs, params)
 
 
 def _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs, leakage_every,
@@ -185,12 +188,16 @@ class Audit(_Hooks, _LossScale):
             raise Error(f"audit: sample_every must be an integer >= 1, got {sample_every!r}")
         self._model = model
         self._nodes = _resolve_nodes(model, nodes)
-        specs = [_node_spec(i, m) for i, m in self._nodes]
+        process_group = resolve_process_group(process_group, "audit")
+        self._shards = Shards(model, [(f"{i}.{path}", p) for i, m in self._nodes for path, p in m.named_parameters()],
+                              process_group, gradient_snr)
+        specs = [_node_spec(i, m, self._shards.measured) for i, m in self._nodes]
         spec = run_spec(run, run_name, overwrite, "audit")
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
                            leakage_every, free_nodes, gradient_snr, threads, keep_records, keep_steps,
                            resolve_scopes(self._nodes, scopes), on_step, histogram_every, process_group,
                            ranks_average_gradients, attention_every)
+        options.parameter_shards = self._shards.options
         if tensorboard is not None:
             tensorboard = os.fspath(tensorboard)
         self._engine = _engine.AuditEngine(specs, options, spec, tensorboard)
@@ -216,6 +223,8 @@ class Audit(_Hooks, _LossScale):
                 if id(p) not in seen:
                     seen.add(id(p))
                     self._params.append(p)
+        # What the engine measures for each of them (a DTensor's local shard, else itself).
+        self._measured = [self._shards.measured(p) for p in self._params]
         # Whether a forward reached any hook since the last step, and the gradients then: a step
         # with new gradients that no hook saw is refused (_check_forward_seen).
         self._hooks_ran = False
@@ -245,7 +254,7 @@ class Audit(_Hooks, _LossScale):
         if self._mode == "step" or not self._audited or self._snapshot_step == self._step:
             return
         with torch.no_grad():
-            self._snapshot = [p.detach().clone() for p in self._params]
+            self._snapshot = [p.detach().clone() for p in self._measured]
         self._snapshot_step = self._step
 
     def step_begins(self):
@@ -404,11 +413,15 @@ class Audit(_Hooks, _LossScale):
         self._mode = "step"
         self._snapshot = None
         passes = None if function else getattr(optimizer, "_gradscope_passes", None)
-        if passes is not None:  # gradscope.optim: its fused pass measures for the audit
-            optimizer._prepare_passes()
-            self._engine.step_measured(lambda: update(), passes)
-        else:
-            self._engine.step(lambda: update())
+        self._shards.take_grads()
+        try:
+            if passes is not None:  # gradscope.optim: its fused pass measures for the audit
+                optimizer._prepare_passes()
+                self._engine.step_measured(lambda: update(), passes)
+            else:
+                self._engine.step(lambda: update())
+        finally:
+            self._shards.drop_grads()
         self._next_step()
 
     def _check_optimizer(self, optimizer):
@@ -419,6 +432,9 @@ class Audit(_Hooks, _LossScale):
         if not any(id(p) in audited for g in groups for p in g.get("params", ())):
             raise Error(f"audit: step(): the optimizer holds none of the audited model's {len(self._params)} "
                         "parameters; pass the optimizer of the audited model (or audit the model it trains)")
+        if self._shards and getattr(optimizer, "_gradscope_passes", None) is not None:
+            raise Error("audit: step(): gradscope.optim's fused passes do not take DTensor parameters (FSDP2, tensor "
+                        "parallelism); use a torch.optim optimizer: the audit measures its update from the shards")
 
     @contextlib.contextmanager
     def paused(self):
@@ -451,22 +467,24 @@ class Audit(_Hooks, _LossScale):
                         "after_step(), once per step")
         # The engine measures before/after an update it runs: put the old values back, and
         # let its update restore the new ones (set_data swaps storage; nothing is copied).
-        after = [p.data for p in self._params]
+        self._shards.take_grads()
+        after = [p.data for p in self._measured]
         restored = [False]
 
         def restore():
-            for p, a in zip(self._params, after):
+            for p, a in zip(self._measured, after):
                 p.data = a
             restored[0] = True
 
         with torch.no_grad():
-            for p, b in zip(self._params, self._snapshot):
+            for p, b in zip(self._measured, self._snapshot):
                 p.data = b
             try:
                 self._engine.step(restore)
             finally:
                 if not restored[0]:
                     restore()
+                self._shards.drop_grads()
         self._snapshot = None
         self._next_step()
 

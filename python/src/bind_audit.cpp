@@ -96,6 +96,12 @@ void bind_audit_options(py::module_& m) {
       .def_readonly("node", &SimilarityRecord::node)
       .def_readonly("other", &SimilarityRecord::other)
       .def_readonly("cka", &SimilarityRecord::cka);
+  // A parameter this rank holds a shard of (FSDP2, tensor parallel): _shards.py builds them.
+  py::class_<gt::ParameterShard>(m, "ParameterShard")
+      .def(py::init([](std::vector<int64_t> shape, bool counted) { return gt::ParameterShard{std::move(shape), counted}; }),
+           py::arg("shape"), py::arg("counted") = true)
+      .def_readonly("shape", &gt::ParameterShard::shape)
+      .def_readonly("counted", &gt::ParameterShard::counted);
   py::class_<gt::AuditOptions>(m, "AuditOptions")
       .def(py::init<>())
       .def_readwrite("thresholds", &gt::AuditOptions::thresholds)
@@ -114,6 +120,7 @@ void bind_audit_options(py::module_& m) {
       .def_readwrite("scopes", &gt::AuditOptions::scopes)
       .def_readwrite("on_step", &gt::AuditOptions::on_step)
       .def_readwrite("ranks_average_gradients", &gt::AuditOptions::ranks_average_gradients)
+      .def_readwrite("parameter_shards", &gt::AuditOptions::parameter_shards)
       .def_property(
           "process_group", [](const gt::AuditOptions& o) { return process_group_object(o.process_group); },
           [](gt::AuditOptions& o, const py::object& g) { o.process_group = process_group_of(g, "audit"); });

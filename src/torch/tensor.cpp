@@ -49,8 +49,12 @@ TensorView view_of(const at::Tensor& tensor, const std::string& name) {
 
 std::string shape_of(const at::Tensor& tensor) {
   if (!tensor.defined()) return "undefined";  // LibTorch would say [0]
+  return shape_of(tensor.sizes());
+}
+
+std::string shape_of(c10::IntArrayRef sizes) {
   std::string out = "[";
-  for (int64_t d = 0; d < tensor.dim(); ++d) out += (d ? ", " : "") + std::to_string(tensor.size(d));
+  for (std::size_t d = 0; d < sizes.size(); ++d) out += (d ? ", " : "") + std::to_string(sizes[d]);
   return out + "]";
 }
 

@@ -21,13 +21,14 @@ JOB_TIMEOUT = 150  # seconds for a whole job, torch imports included (20 s and m
 # 2-core machine); a hang fails here
 
 
-def run_job(mode, world, out):
-    """Starts `world` ranks of `mode`; returns their exit codes and output (a rank still running
-    past JOB_TIMEOUT is killed, code -9: the test fails, showing where the ranks got to)."""
+def run_job(mode, world, out, worker_script="distributed_worker.py"):
+    """Starts `world` ranks of `mode` (of `worker_script`, here); returns their exit codes and
+    output (a rank still running past JOB_TIMEOUT is killed, code -9: the test fails, showing
+    where the ranks got to)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]),
                GRADSCOPE_RANK_TIMEOUT=str(JOB_TIMEOUT - 5))
     logs = [open(os.path.join(out, f"rank{r}.log"), "w+") for r in range(world)]  # no pipe to fill
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "distributed_worker.py"), mode, str(r), str(world),
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, worker_script), mode, str(r), str(world),
                                str(out)], env=env, stdout=logs[r], stderr=subprocess.STDOUT, text=True)
              for r in range(world)]
     deadline = time.monotonic() + JOB_TIMEOUT

@@ -97,6 +97,26 @@ TEST(DistributedViews, ParameterGradientsThatDifferAreAddedAndOtherSitesNeverDed
   EXPECT_EQ(by_site[Site::kOutputGrad].num, 4u);  // equal, but each rank saw its own samples
 }
 
+// A sharded node's gradient histograms add bin for bin even when the shards' bits agree.
+TEST(DistributedViews, ShardedNodesAddParameterGradientHistogramsWithTheSameBits) {
+  Rank r0, r1;
+  for (Rank* r : {&r0, &r1})
+    r->histograms = {histogram_of({0, 0.5, -1}, "a", Site::kParamGrad), histogram_of({0, 0.5, -1}, "b", Site::kParamGrad)};
+  r0.pack(), r1.pack();
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms, r0.attention,
+              [](const std::string& node) { return node == "a"; });
+  const ElementHistogram twice = [] {
+    ElementHistogram x = histogram_of({0, 0.5, -1}, "a", Site::kParamGrad);
+    merge_into(x, histogram_of({0, 0.5, -1}, "a", Site::kParamGrad));
+    return x;
+  }();
+  ASSERT_EQ(r0.histograms[0].node, "a");
+  EXPECT_EQ(r0.histograms[0].num, 6u);  // sharded: both halves
+  EXPECT_EQ(r0.histograms[0].buckets, twice.buckets);
+  EXPECT_EQ(r0.histograms[0].sum_squares, twice.sum_squares);
+  EXPECT_EQ(r0.histograms[1].num, 3u);  // "b" replicated: once
+}
+
 TEST(DistributedViews, LayoutNamesNodesChannelCountsAndSites) {
   const auto layout = [](std::vector<ChannelRecord> c, std::vector<ElementHistogram> h,
                           std::vector<AttentionRecord> a = {}) {

@@ -72,6 +72,23 @@ TEST(DistributedWire, MergesRanksInOrderAndCountsEqualParameterSitesOnce) {
   EXPECT_FALSE(merge_slot(ranks, 1, Site::kUpdate, out));
 }
 
+// Shards (FSDP2): two ranks' shards of a dead layer's gradient are all zeros of one size, the
+// same bits, yet two halves of the parameter: every site adds, none is taken once.
+TEST(DistributedWire, ShardedParameterSitesAlwaysAdd) {
+  const Stats zeros = stats_of({0, 0, 0});
+  std::vector<int64_t> r0(kSlotWords), r1(kSlotWords);
+  pack(zeros, r0.data()), pack(zeros, r1.data());
+  const std::vector<const int64_t*> ranks = {r0.data(), r1.data()};
+  for (Site site : {Site::kParamGrad, Site::kParam, Site::kUpdate, Site::kFrozenParam}) {
+    Stats out;
+    ASSERT_TRUE(merge_slot(ranks, 0, site, out, /*sharded=*/true));
+    EXPECT_EQ(out.count, 6) << site_name(site);
+    EXPECT_EQ(out.zero, 6) << site_name(site);
+    ASSERT_TRUE(merge_slot(ranks, 0, site, out));  // replicated: the same tensor twice, once
+    EXPECT_EQ(out.count, 3) << site_name(site);
+  }
+}
+
 TEST(DistributedWire, NamesHowRanksDiffer) {
   const std::string zero = join_nodes({"enc", "dec"}, {"Float[4]", "Float[2]"});
   EXPECT_EQ(hash_nodes({"enc", "dec"}, {"Float[4]", "Float[2]"}), hash_nodes({"enc", "dec"}, {"Float[4]", "Float[2]"}));

@@ -27,6 +27,8 @@ TensorView view_of(const at::Tensor& tensor, const std::string& name);
 
 /// The shape as error messages write it: "[50, 8]"; "[]" for a scalar, "undefined".
 std::string shape_of(const at::Tensor& tensor);
+/// "[2, 3]" for these sizes.
+std::string shape_of(c10::IntArrayRef sizes);
 
 /// One fused pass over a CPU tensor (see gradscope::compute); on any other device, ATen
 /// reductions there and one small copy of their result. Throws Error naming `name` for an

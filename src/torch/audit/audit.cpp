@@ -34,6 +34,34 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// Parameters held as shards (FSDP2, tensor parallelism): each names an audited parameter, and
+// its node (and submodule) merge their parameter sites as sums (docs/distributed.md).
+void init_shards(Audit::State& s) {
+  const auto& shards = s.options.parameter_shards;
+  if (shards.empty()) return;
+  if (!s.options.process_group)
+    throw Error("audit: parameter_shards needs a process_group: a shard's statistics are the parameter's only "
+                "once merged with the other ranks'");
+  for (const auto& [name, shard] : shards) {
+    Audit::State::Param* found = nullptr;
+    for (Audit::State::Param& p : s.params)
+      if (p.name == name) found = &p;
+    if (!found) {
+      std::string names;
+      for (std::size_t i = 0; i < s.params.size() && i < 8; ++i) names += (i ? ", '" : "'") + s.params[i].name + "'";
+      throw Error("audit: parameter_shards names '" + name + "', which is no audited parameter (parameters: " +
+                  names + (s.params.size() > 8 ? ", ..." : "") + ")");
+    }
+    for (int64_t d : shard.shape)
+      if (d < 0) throw Error("audit: parameter_shards: '" + name + "' has a negative dimension in its shape");
+    found->shard = true;
+    found->counted = shard.counted;
+    found->whole_shape = shard.shape;
+    s.entries[static_cast<std::size_t>(found->node)].sharded = true;
+    if (found->sub >= 0) s.entries[static_cast<std::size_t>(found->sub)].sharded = true;
+  }
+}
+
 void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, ModulePtr>>& nodes) {
   const AuditOptions& o = s.options;
   o.thresholds.validate();
@@ -122,6 +150,7 @@ void init_nodes(Audit::State& s, const std::vector<std::pair<std::string, Module
     }
   for (auto& [id, view] : s.options.channels) s.entries[static_cast<std::size_t>(s.by_id.at(id))].channel_view = &view;
   for (Audit::State::Entry& e : s.entries) e.grad_name = e.id + " output gradient";
+  init_shards(s);
 }
 
 // Execution order is learnt from the first audited backward: gradients reach parameters in

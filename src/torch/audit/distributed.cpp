@@ -12,12 +12,16 @@ void Audit::State::init_ranks() {
   if (!options.process_group) return;
   // A node's parameters' dtypes and shapes: ranks that differ there would merge statistics of
   // different things, so they must agree before anything is merged.
+  // A shard is described by its whole parameter's shape (ranks hold shards of other sizes), and
+  // marked: every rank must merge the node's parameter sites the same way.
   std::vector<std::string> ids, descriptions;
+  std::vector<char> sharded;
   for (const Entry& e : entries) {
     std::string d = e.module ? "" : "free node";
     for (std::size_t pi : e.params) {
-      const at::Tensor& t = params[pi].tensor;
-      d += (d.empty() ? "" : ", ") + std::string(c10::toString(t.scalar_type())) + shape_of(t);
+      const Param& p = params[pi];
+      d += (d.empty() ? "" : ", ") + std::string(c10::toString(p.tensor.scalar_type())) +
+           (p.shard ? shape_of(p.whole_shape) + " sharded" : shape_of(p.tensor));
     }
     if (d.empty()) d = "no parameters";
     // What sizes the views part of each step's buffer: ranks whose buffers differ in size
@@ -30,8 +34,10 @@ void Audit::State::init_ranks() {
     if (e.channel_view || options.histogram_every > 0) d += " of every " + std::to_string(options.sample_every) + " steps";
     ids.push_back(e.id);
     descriptions.push_back(d);
+    sharded.push_back(e.sharded);
   }
-  ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions));
+  ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions),
+                                      std::move(sharded));
   if (options.ranks_average_gradients) output_grad_factor = static_cast<double>(ranks->job().world_size);
   spectra = std::make_unique<internal::SpectraMerge>(options.process_group, "audit", options.merge_spectra_max_bytes);
 }

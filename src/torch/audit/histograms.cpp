@@ -32,7 +32,10 @@ void Audit::State::add_histogram(ElementHistogram h) {
 }
 
 void Audit::State::param_grad_histogram(const Param& p, const at::Tensor& grad) {
-  const ElementHistogram h = element_histogram(grad, step, "", Site::kParamGrad);
+  // A shard another rank counts still sends its node's histogram, empty: every rank's views
+  // must have the same layout to meet in one allgather.
+  const ElementHistogram h = p.counted ? element_histogram(grad, step, "", Site::kParamGrad)
+                                        : HistogramCounter().take(step, "", Site::kParamGrad);
   const auto into = [&](int index) {
     auto [it, fresh] = pending_param_histograms.try_emplace(index);
     if (fresh) {

@@ -37,6 +37,7 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
     bool leakage = false;     // in a leakage pair
     std::string grad_name;    // "<id> output gradient", for error messages
     std::vector<std::size_t> params;  // indices into State::params
+    bool sharded = false;     // holds a parameter shard: its parameter sites merge as sums
     // Gradient SNR state (opt-in): sum over steps of ||g||^2, and the step count.
     double snr_sq_sum = 0;
     int64_t snr_steps = 0;
@@ -53,6 +54,11 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
     bool carried = false;
     int64_t carried_version = 0;
     Stats carried_value;
+    // A shard of a larger parameter (AuditOptions::parameter_shards): the whole one's shape,
+    // and whether this rank's shard counts in the job's sums. Its value is never carried: the
+    // version counter of a DTensor's local tensor does not move when the optimizer writes it.
+    bool shard = false, counted = true;
+    std::vector<int64_t> whole_shape;
   };
 
   AuditOptions options;
@@ -128,6 +134,7 @@ struct Audit::State : std::enable_shared_from_this<Audit::State> {
   /// Adds to the step's sums of p's node, and of its submodule when that one is audited.
   template <class F>
   void into_sums(const Param& p, F&& add) {
+    if (!p.counted) return;  // another rank's shard counts this copy
     add(sums[static_cast<std::size_t>(p.node)]);
     if (p.sub >= 0 && entry_audited(entries[static_cast<std::size_t>(p.sub)])) add(sums[static_cast<std::size_t>(p.sub)]);
   }

@@ -129,7 +129,7 @@ void measure_before_update(StepPass& pass) {
     Stats v;
     // Nothing wrote the parameter since the last update pass carried it: its value statistics
     // and snapshot are already there.
-    const bool carried = !fused && grad.defined() && view && p.carried && value._version() == p.carried_version &&
+    const bool carried = !fused && !p.shard && grad.defined() && view && p.carried && value._version() == p.carried_version &&
                          p.snapshot.defined() && p.snapshot.sizes().equals(value.sizes());
     p.carried = false;
     if (fused) {

@@ -118,11 +118,13 @@ JobInfo job_info(const ProcessGroupPtr& group) {
 }
 
 RankMerge::RankMerge(ProcessGroupPtr group, std::string who, std::vector<std::string> nodes,
-                     std::vector<std::string> descriptions)
+                     std::vector<std::string> descriptions, std::vector<char> sharded)
     : group_(std::move(group)), who_(std::move(who)), nodes_(std::move(nodes)),
-      descriptions_(std::move(descriptions)) {
+      descriptions_(std::move(descriptions)), sharded_(std::move(sharded)) {
   if (!group_) throw Error(who_ + ": process_group is null");
   GRADSCOPE_INTERNAL_ASSERT(nodes_.size() == descriptions_.size());
+  if (sharded_.empty()) sharded_.assign(nodes_.size(), 0);
+  GRADSCOPE_INTERNAL_ASSERT(sharded_.size() == nodes_.size());
   job_ = job_info(group_);
   for (std::size_t i = 0; i < nodes_.size(); ++i) index_.emplace(nodes_[i], static_cast<int>(i));
   // Checked now, while every rank is constructing: before the first step, a rank with another
@@ -299,7 +301,8 @@ StepRecords RankMerge::finish() {
   if (p->work_views) {
     std::vector<const int64_t*> rank_views;
     for (const at::Tensor& t : p->out_views[0]) rank_views.push_back(t.data_ptr<int64_t>());
-    internal::merge_views(rank_views, step.channels, step.histograms, step.attention);
+    internal::merge_views(rank_views, step.channels, step.histograms, step.attention,
+                          [&](const std::string& node) { return sharded_[static_cast<std::size_t>(index_.at(node))] != 0; });
   }
 
   std::vector<Record> merged;
@@ -307,7 +310,8 @@ StepRecords RankMerge::finish() {
   std::vector<char> emitted(slots, 0);
   const auto emit = [&](std::size_t slot) {
     Stats out;
-    const bool any = internal::merge_slot(ranks, slot, static_cast<Site>(slot % kSlotSites), out);
+    const bool any = internal::merge_slot(ranks, slot, static_cast<Site>(slot % kSlotSites), out,
+                                          sharded_[slot / kSlotSites] != 0);
     if (!any) return;
     merged.push_back({step.step, nodes_[slot / kSlotSites], static_cast<Site>(slot % kSlotSites), out});
     emitted[slot] = 1;

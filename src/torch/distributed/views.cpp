@@ -85,7 +85,8 @@ std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vecto
 }
 
 void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
-                 std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention) {
+                 std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention,
+                 const std::function<bool(const std::string& node)>& sharded) {
   std::size_t offset = 1;
   for (ChannelRecord& c : channels) {
     merge_stats(ranks, offset, c.activation);
@@ -98,7 +99,7 @@ void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRe
     bool same = true;
     for (const int64_t* r : ranks) same = same && std::memcmp(r + offset, ranks.front() + offset, n * sizeof(int64_t)) == 0;
     // Averaged gradients are one tensor held N times (the rule of merge_slot).
-    if (same && h.site == Site::kParamGrad) {
+    if (same && h.site == Site::kParamGrad && !(sharded && sharded(h.node))) {
       h = unpack_histogram(ranks.front() + offset, h);
     } else {
       ElementHistogram merged = unpack_histogram(ranks.front() + offset, h);

@@ -37,10 +37,12 @@ inline int64_t views_layout(const int64_t* views) { return views[0]; }
 /// over every rank's views (`ranks[r]` points at rank r's first view word; every layout the
 /// same): per-channel Stats merged in rank order, histogram counts, sums, min and max combined;
 /// a parameter-gradient histogram with the same bits on every rank (after a gradient
-/// all-reduce) is taken once. Effective ranks pass through: they are not mergeable from
+/// all-reduce) is taken once, unless `sharded` says its node's parameters are shards (then
+/// every rank's counts add). Effective ranks pass through: they are not mergeable from
 /// summaries (spectra.h merges them). Attention heads merge as HeadStats do (counts and sums
 /// add, the largest logit is the largest of any rank's): each rank saw its own batch rows.
 void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
-                 std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention);
+                 std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention,
+                 const std::function<bool(const std::string& node)>& sharded = nullptr);
 
 }  // namespace gradscope::torch::internal

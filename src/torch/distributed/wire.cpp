@@ -54,7 +54,7 @@ bool has_nonfinite(const int64_t* w) {
   return s.nan > 0 || s.pos_inf > 0 || s.neg_inf > 0;
 }
 
-bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out) {
+bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out, bool sharded) {
   const std::size_t offset = slot * kSlotWords;
   bool any = false, everywhere = true, same = true;
   for (const int64_t* r : ranks) {
@@ -69,7 +69,7 @@ bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site
   }
   // Averaged gradients (and the parameters and updates they make) are one tensor held N
   // times: counting it N times would multiply its counts and sums by N.
-  if (any && everywhere && same && parameter_site(site)) out = unpack(ranks.front() + offset);
+  if (any && everywhere && same && parameter_site(site) && !sharded) out = unpack(ranks.front() + offset);
   return any;
 }
 

@@ -33,8 +33,11 @@ bool has_nonfinite(const int64_t* slot);
 /// Merges slot `slot` of every rank's buffer (`ranks[r]` points at rank r's first slot) into
 /// `out`, in rank order. Parameter sites (values, gradients, updates) whose bits are the same
 /// on every rank are taken once: after a gradient all-reduce each rank holds the same tensor.
+/// Not when `sharded`: each rank holds a different shard of the node's parameters, which add
+/// up even when two shards happen to have the same bits (two all-zero gradient shards).
 /// Returns false when no rank has the slot.
-bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out);
+bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out,
+                bool sharded = false);
 
 /// FNV-1a over the nodes and their descriptions, in order.
 uint64_t hash_nodes(const std::vector<std::string>& nodes, const std::vector<std::string>& descriptions);

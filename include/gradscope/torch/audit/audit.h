@@ -59,6 +59,16 @@ struct ChannelView {
   std::vector<std::pair<int64_t, int64_t>> groups;
 };
 
+/// A parameter of which this process holds a shard (docs/distributed.md, "Sharded
+/// parameters"): what FSDP2 and tensor parallelism leave a rank of a DTensor parameter.
+struct ParameterShard {
+  /// The whole parameter's shape: what every rank's node check compares.
+  std::vector<int64_t> shape;
+  /// Whether this rank's shard counts in the job's statistics: false for a copy that another
+  /// rank's shard already counts (a replicated dimension of the device mesh).
+  bool counted = true;
+};
+
 /// What the audit measures and how it judges.
 struct AuditOptions {
   Thresholds thresholds;
@@ -147,6 +157,13 @@ struct AuditOptions {
   /// (docs/distributed.md); a measurement that would pass it keeps each rank's own value, with
   /// a warning. Every rank needs the same value. 0: none is merged.
   int64_t merge_spectra_max_bytes = int64_t{16} << 20;
+
+  /// Many processes: the parameters this rank holds a shard of, by name ("<node id>.<parameter
+  /// path>"; the tensor registered is the shard). A node holding one merges its parameter
+  /// statistics (values, gradients, updates, gradient histograms) as the sum of the ranks'
+  /// counted shards, never "once when every rank has the same bits", so the job's record is the
+  /// whole parameter's. Needs process_group; the Python Audit fills it from DTensor parameters.
+  std::map<std::string, ParameterShard> parameter_shards;
 };
 
 class Audit {

@@ -61,9 +61,12 @@ class RankMerge {
   /// `who` starts every error message ("audit"). `nodes` are this rank's node ids in a fixed
   /// order and `descriptions` what must agree across ranks for each (its parameters' dtypes
   /// and shapes). A collective: every rank constructs it, and every rank throws Error naming
-  /// the difference when they disagree (or for a null group).
+  /// the difference when they disagree (or for a null group). `sharded` (empty: none) marks
+  /// the nodes whose ranks hold shards of their parameters: their parameter sites merge as
+  /// sums (each rank's shard is a different part), never "once when the bits agree"; it must
+  /// agree across ranks, so `descriptions` should say it.
   RankMerge(ProcessGroupPtr group, std::string who, std::vector<std::string> nodes,
-            std::vector<std::string> descriptions);
+            std::vector<std::string> descriptions, std::vector<char> sharded = {});
   ~RankMerge();
 
   /// Starts merging `step` (this rank's records of step `step.step`) and returns without
@@ -120,6 +123,7 @@ class RankMerge {
   JobInfo job_;
   std::vector<std::string> nodes_, descriptions_;
   std::unordered_map<std::string, int> index_;  // node id -> position in nodes_
+  std::vector<char> sharded_;                   // per node: its parameters are shards
   // Where NaN/Inf began: the earliest step any rank saw one, and per (node, site) slot the
   // lowest rank that saw one then.
   int64_t nonfinite_step_ = -1;

@@ -1,0 +1,219 @@
+"""FSDP2 (fully_shard): each rank holds a shard of every parameter and of its gradient; the audit
+measures the shards and merges them into the whole parameter. At 2 and 4 ranks (Gloo over
+loopback), every rank's merged records of the parameter sites equal the statistics torch computes
+from the whole parameter (full_tensor(), gathered without gradscope): counts, zeros, min and max
+exactly, sums to 1e-9 relative (another order of the same double sums). Judged as a node, a
+shard would count a fraction of the elements and fail. Against one unsharded process fed every
+rank's rows: every record to 1e-4 (FSDP's reduce-scatter sums the gradients in another order),
+and the same flags, the planted faults named on the same node and step."""
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fsdp_worker as worker  # noqa: E402
+from test_distributed import JOB_TIMEOUT, read, run_job  # noqa: E402
+
+PARAM_SITES = ("param_grad", "param", "update")
+
+
+def run_ranks(case, world, out):
+    codes, logs = run_job(case, world, out, "fsdp_worker.py")
+    assert codes == [0] * world, logs
+    return [read(out, r) for r in range(world)]
+
+
+def keyed(records):
+    return {(step, node, site): s for step, node, site, s in records}
+
+
+def close(a, b, rel):
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+def check_against_truth(got, truth):
+    """The merged parameter sites against torch's statistics of the whole tensors."""
+    records = keyed(got["records"])
+    for step, node, site, t in truth:
+        r = records[(step, node, site)]
+        assert (r["count"], r["zero"], r["nan"]) == (t["count"], t["zero"], t["nan"]), (step, node, site, r, t)
+        if t["min"] is not None:
+            # An update is after - before: the engine subtracts in the parameter's dtype or in
+            # double; a last bit either way.
+            rel = 1e-6 if site == "update" else 0
+            assert close(r["min"], t["min"], rel) and close(r["max"], t["max"], rel), (step, node, site, r, t)
+        rel = 1e-6 if site == "update" else 1e-9
+        assert close(r["sum"], t["sum"], rel) and close(r["sum_sq"], t["sum_sq"], rel), (step, node, site, r, t)
+
+
+def check_against_one_process(got, single, values=True):
+    """values=False: counts and flags only (a bf16 forward against the fp32 one)."""
+    a, b = keyed(got["records"]), keyed(single["records"])
+    assert a.keys() == b.keys()
+    for key in a:
+        for field in ("count", "finite", "nan", "zero") if values else ("count", "nan"):
+            assert a[key][field] == b[key][field], (key, field, a[key], b[key])
+        for field in ("sum", "sum_sq", "min", "max") if values else ():
+            assert close(a[key][field], b[key][field], 1e-4) or abs(a[key][field] - b[key][field]) < 1e-6, \
+                (key, field, a[key], b[key])
+    assert got["flags"] == single["flags"]
+    assert got["origin"][:3] == single["origin"][:3] if single["origin"] else got["origin"] is None
+
+
+@pytest.mark.parametrize("case,world", [("fsdp", 2), ("fsdp", 4), ("keep", 2), ("bf16", 2), ("dead", 2),
+                                        ("after", 2)])
+def test_sharded_parameters_are_judged_whole(case, world, tmp_path):
+    ranks = run_ranks(case, world, tmp_path)
+    single = worker.run(case, 0, world, str(tmp_path))
+    check_against_truth(single, single["truth"])  # the truth's own check, in one process
+    for rank, got in enumerate(ranks):
+        assert got["truth"] == ranks[0]["truth"], rank  # full_tensor() is the same on every rank
+        check_against_truth(got, got["truth"])
+        check_against_one_process(got, single, values=case != "bf16")
+        assert got["flags"] == ranks[0]["flags"] and got["records"] == ranks[0]["records"], rank
+    if case == "dead":
+        # The dead ReLU: every shard of node '0''s gradient is zeros of one size (the same bits on
+        # both ranks), and still both halves count.
+        assert ranks[0]["flags"]["0"] == single["flags"]["0"] and "DEAD" in single["flags"]["0"], single["flags"]
+    else:
+        assert all(f == ["HEALTHY"] for f in single["flags"].values()), single["flags"]
+
+
+def test_a_nan_in_one_ranks_rows_is_named_with_that_rank(tmp_path):
+    ranks = run_ranks("nan", 2, tmp_path)
+    single = worker.run("nan", 0, 2, str(tmp_path))
+    assert single["origin"] == [1, "0", "activation", -1], single["origin"]
+    for got in ranks:
+        assert got["origin"] == [1, "0", "activation", 1], got["origin"]  # rank 1's rows carried it
+        assert got["flags"] == single["flags"] and "NAN" in got["flags"]["0"], got["flags"]
+
+
+def test_ranks_with_another_model_get_an_error_naming_it_not_a_hang(tmp_path):
+    ranks = run_ranks("other", 2, tmp_path)
+    for got in ranks:  # at construction, before FSDP's first all-gather would meet other sizes
+        assert "ranks disagree on the nodes" in got["error"], got["error"]
+        assert "Float[8, 8] sharded" in got["error"] and "Float[9, 8] sharded" in got["error"], got["error"]
+
+
+@pytest.fixture
+def world_of_one(tmp_path):
+    """torch.distributed in this process, a group of one rank (Gloo), torn down after the test."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method="file://" + str(tmp_path / "store"), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def sharded_model(case="fsdp"):
+    net = worker.model(case)
+    worker.shard(net, case)
+    return net
+
+
+def test_a_world_of_one_equals_the_unsharded_process(world_of_one, tmp_path):
+    import torch
+    import gradscope
+    runs = []
+    for net, group in ((sharded_model(), True), (worker.model("fsdp"), None)):
+        opt = torch.optim.SGD(net.parameters(), lr=0.05)
+        audit = gradscope.Audit(net, process_group=group)
+        for step in range(worker.STEPS):
+            opt.zero_grad()
+            net(worker.job_batch(step, 1)).pow(2).mean().backward()
+            audit.step(opt)
+        audit.close()
+        runs.append({(r.step, r.node, r.site): worker.stats_dict(r.stats) for r in audit.records()})
+    assert runs[0] == runs[1]  # one shard is the whole parameter: the same bits
+
+
+def test_sharded_parameters_without_a_group_or_with_what_cannot_merge_are_errors(world_of_one):
+    import gradscope
+    net = sharded_model()
+    with pytest.raises(gradscope.Error, match=r"parameter '0.weight' is a DTensor .* pass process_group=True"):
+        gradscope.Audit(net)
+    with pytest.raises(gradscope.Error, match="gradient_snr is not merged across shards"):
+        gradscope.Audit(net, process_group=True, gradient_snr=True)
+    audit = gradscope.Audit(net, process_group=True)
+    opt = gradscope.optim.Adam(net.parameters(), lr=1e-3)
+    net(worker.job_batch(0, 1)).pow(2).mean().backward()
+    with pytest.raises(gradscope.Error, match="fused passes do not take DTensor parameters"):
+        audit.step(opt)
+    audit.close()
+    assert not any(r.site == "param_grad" for r in audit.records())  # refused before measuring
+
+
+def test_tensor_parallel_parameters_are_merged_whole_with_a_warning_about_activations(world_of_one):
+    import torch
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
+    import gradscope
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 6), nn.Tanh())
+    plain = nn.Sequential(nn.Linear(4, 6), nn.Tanh())
+    plain.load_state_dict(net.state_dict())
+    parallelize_module(net, init_device_mesh("cpu", (1,)), {"0": ColwiseParallel(output_layouts=None)})
+    with pytest.warns(UserWarning, match="tensor parallelism"):
+        audit = gradscope.Audit(net, process_group=True)
+    alone = gradscope.Audit(plain)
+    x = torch.randn(3, 4)
+    for model, a in ((net, audit), (plain, alone)):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(x).sum().backward()
+        a.step(opt)
+        a.close()
+    got = {(r.node, r.site): worker.stats_dict(r.stats) for r in audit.records() if r.site.startswith("param")}
+    want = {(r.node, r.site): worker.stats_dict(r.stats) for r in alone.records() if r.site.startswith("param")}
+    assert got == want and got[("0", "param_grad")]["count"] == 30
+
+
+def test_the_fsdp_example_of_the_docs_runs_under_torchrun(tmp_path):
+    import re
+    import socket
+    with open(os.path.join(os.environ.get("GRADSCOPE_SOURCE_DIR", "."), "docs", "distributed.md"), encoding="utf-8") as f:
+        code = re.search(r"<!-- fsdp-example -->\n```python\n(.*?)```", f.read(), re.S).group(1)
+    (tmp_path / "fsdp_audit.py").write_text(code)
+    with socket.socket() as s:  # a free port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr",
+                           "127.0.0.1", "--master-port", str(port), "fsdp_audit.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=JOB_TIMEOUT, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = done.stdout.splitlines()
+    for want in re.findall(r"^\s*print\(.*\)\s+# (.+?)(?: \(.*\))?$", code, re.M):
+        assert want in printed, (want, printed)
+    assert os.path.exists(tmp_path / "runs" / "fsdp" / "run.db")
+
+
+def test_the_engines_parameter_shards_are_checked(world_of_one):
+    """AuditOptions::parameter_shards as the C++ engine takes it (the Python Audit fills it)."""
+    import torch
+    import torch.distributed as dist
+    from gradscope import _engine
+
+    def engine(shards, group):
+        o = _engine.AuditOptions()
+        o.parameter_shards = shards
+        if group:
+            o.process_group = dist.group.WORLD
+        weight = torch.nn.Parameter(torch.zeros(2, 3))
+        return _engine.AuditEngine([("x", "Linear", [], [("weight", weight)])], o, None, None)
+
+    with pytest.raises(_engine.Error, match="parameter_shards needs a process_group"):
+        engine({"x.weight": _engine.ParameterShard([4, 3])}, False)
+    with pytest.raises(_engine.Error, match=r"parameter_shards names 'x.bias', which is no audited parameter "
+                                            r"\(parameters: 'x.weight'\)"):
+        engine({"x.bias": _engine.ParameterShard([4])}, True)
+    with pytest.raises(_engine.Error, match="negative dimension"):
+        engine({"x.weight": _engine.ParameterShard([-1, 3])}, True)
+    shard = _engine.ParameterShard([4, 3], counted=False)
+    assert (shard.shape, shard.counted) == ([4, 3], False)
+    engine({"x.weight": shard}, True)  # accepted
