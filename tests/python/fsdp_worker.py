@@ -129,12 +129,17 @@ def run(case, rank, world, out):
     return result
 
 
-if __name__ == "__main__":
-    limit = float(os.environ.get("GRADSCOPE_RANK_TIMEOUT", "35"))
-    faulthandler.dump_traceback_later(limit, exit=True)
+def main(run_rank):
+    """A rank's process: joins the job's group (a FileStore in DIR) and runs run_rank(CASE,
+    RANK, WORLD, DIR) from the command line, under a time limit that prints where it hung."""
+    faulthandler.dump_traceback_later(float(os.environ.get("GRADSCOPE_RANK_TIMEOUT", "35")), exit=True)
     case, rank, world, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     dist.init_process_group("gloo", init_method="file://" + os.path.join(out, "store"), rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=120))
-    run(case, rank, world, out)
+    run_rank(case, rank, world, out)
     sys.stdout.flush()
-    os._exit(0)
+    os._exit(0)  # no teardown of the group: nothing is left to write
+
+
+if __name__ == "__main__":
+    main(run)

@@ -7,9 +7,6 @@ gradscope's reason; and no eager loop is refused. The truth is the eager run of 
 
 Each compile takes seconds to tens of seconds on a CPU: a test compiles once, after
 torch.compiler.reset() (compiled code is shared between instances of a class)."""
-import os
-import sys
-
 import pytest
 import torch
 from torch import nn
@@ -18,13 +15,9 @@ import gradscope
 from models import batches, mlp, train
 import scenarios
 from scenarios import NAN_STEP, SCENARIOS, load_digits
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-import transformer_lm as lm  # noqa: E402
-from transformer_audit import audit_nodes  # noqa: E402
+from unstable_gpt import run_gpt
 
 STEPS = 60        # the scenarios' (test_scenarios.py)
-GPT_STEPS = 45    # the unstable GPT's block 0 grows its logits past the limit at step 20
 
 
 @pytest.fixture(scope="module")
@@ -79,35 +72,6 @@ def test_compiled_scenarios_give_the_eager_findings(name, how, digits):
     # Every node recorded its activation at every step, as in eager.
     sites = lambda a: sorted({(r.step, r.node, r.site) for r in a.records()})  # noqa: E731
     assert sites(compiled) == sites(eager)
-
-
-def run_gpt(compiled):
-    """transformer_lm's "unstable" GPT (seed 0) audited as examples/transformer_audit.py does:
-    the attention logits handed to audit.attention, record_loss and after_step."""
-    cfg = lm.CONFIGS["unstable"]
-    data, vocab = lm.load_text()
-    torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(0)
-    model = lm.TinyGPT(vocab, cfg["d"], cfg["n_head"], cfg["n_layer"], cfg["T"], cfg["qk_norm"], cfg["post_ln"],
-                       cfg["init_std"])
-    audit = gradscope.Audit(model, nodes=audit_nodes(model))
-    for block in model.blocks:
-        block.attn.on_logits = lambda module, logits, mask: audit.attention(module, logits, mask)
-    call = torch.compile(model) if compiled else model
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
-    T, B = cfg["T"], cfg["batch"]
-    with audit:
-        for _ in range(GPT_STEPS):
-            starts = torch.randint(0, len(data) - T - 1, (B,), generator=gen)
-            x = torch.stack([data[s:s + T] for s in starts])
-            y = torch.stack([data[s + 1:s + T + 1] for s in starts])
-            _, loss = call(x, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            audit.record_loss(loss.item())
-            audit.after_step()
-    return audit
 
 
 def test_compiled_unstable_gpt_gives_the_eager_findings():

@@ -217,3 +217,26 @@ def test_the_engines_parameter_shards_are_checked(world_of_one):
     shard = _engine.ParameterShard([4, 3], counted=False)
     assert (shard.shape, shard.counted) == ([4, 3], False)
     engine({"x.weight": shard}, True)  # accepted
+
+
+@pytest.mark.parametrize("name, planted", [("dying-relu", ("fc2", "DEAD", 0)), ("nan-later", ("logfeat", "NAN", 20)),
+                                           ("healthy-mlp", None),
+                                           ("gpt-unstable", ("blocks.0.attn", "ATTENTION_LOGIT_GROWTH", 20))])
+def test_the_demos_planted_faults_are_named_on_the_same_node_and_step_under_fsdp(name, planted, tmp_path):
+    import fsdp_scenarios
+    codes, logs = run_job(name, 2, tmp_path, "fsdp_scenarios.py")
+    assert codes == [0, 0], logs
+    single = fsdp_scenarios.run(name, 0, 0, str(tmp_path))
+    if planted:  # the fault is there to find, in one process
+        node, flag, step = planted
+        assert single["first"][node].get(flag) == step, single
+    else:
+        assert all(f == ["HEALTHY"] for f in single["flags"].values()), single
+    for rank in range(2):
+        got = read(tmp_path, rank)
+        for key in ("flags", "flagged", "first"):
+            assert got[key] == single[key], (rank, key, got[key], single[key])
+        if single["origin"] is None:
+            assert got["origin"] is None
+        else:  # the NaN comes from rank 0's shard of the bias, on every rank's rows: rank 0 saw it first
+            assert got["origin"] == single["origin"][:3] + [0], (got["origin"], single["origin"])
