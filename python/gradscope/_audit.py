@@ -189,8 +189,7 @@ class Audit(_Hooks, _LossScale):
         self._model = model
         self._nodes = _resolve_nodes(model, nodes)
         process_group = resolve_process_group(process_group, "audit")
-        self._shards = Shards(model, [(f"{i}.{path}", p) for i, m in self._nodes for path, p in m.named_parameters()],
-                              process_group, gradient_snr)
+        self._shards = Shards(model, self._nodes, process_group, gradient_snr)
         specs = [_node_spec(i, m, self._shards.measured) for i, m in self._nodes]
         spec = run_spec(run, run_name, overwrite, "audit")
         options = _options(sample_every, thresholds, channels, channels_all_nodes, leakage_pairs,
@@ -198,6 +197,7 @@ class Audit(_Hooks, _LossScale):
                            resolve_scopes(self._nodes, scopes), on_step, histogram_every, process_group,
                            ranks_average_gradients, attention_every)
         options.parameter_shards = self._shards.options
+        options.ranks_share_batch = self._shards.share_batch
         if tensorboard is not None:
             tensorboard = os.fspath(tensorboard)
         self._engine = _engine.AuditEngine(specs, options, spec, tensorboard)

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from ._engine import Error
+from ._shards import settled
 from ._attention import attention_modules, wrap_attention
 
 # The squashing functions whose input is recorded as the node's pre-activation (exact types,
@@ -92,10 +93,12 @@ class _ListChain:
                 return  # another call of this module, not the chain's next link
             elif k == 1 and type(module) in _SQUASHING:
                 self.audit._engine.pre_activation(self.node_id, self.pending)
+            output, replaced = settled(output, self.node_id)
             self.pending = _first_tensor(output, self.node_id, module, submodule=True)
             self.at = k + 1
             if self.at == len(self.modules):
                 self.flush()
+            return output if replaced else None
         return hook
 
     def flush(self):
@@ -176,7 +179,9 @@ class _Hooks:
         def hook(module, inputs, output):
             self._hooks_ran = True
             if self._audited and module.training:
+                output, replaced = settled(output, node_id)
                 self._engine.tap(node_id, _first_tensor(output, node_id, module, submodule))
+                return output if replaced else None
         return hook
 
     def _after_forward(self, module, inputs, output):
@@ -188,7 +193,9 @@ class _Hooks:
         def hook(module, inputs, output):
             self._hooks_ran = True
             if self._audited and module.training:
+                output, replaced = settled(output, node_id)
                 self._engine.pre_activation(node_id, _first_tensor(output, node_id, module))
+                return output if replaced else None
         return hook
 
     def _before_forward(self, module, inputs):

@@ -8,9 +8,13 @@ whole shape and whether this rank's shard counts (a dimension of the device mesh
 parameter is replicated holds copies: only the copy at coordinate 0 counts), and merges the
 node's parameter statistics as the sum of the ranks' counted shards (docs/distributed.md,
 "Sharded parameters").
+
+Tensor parallelism (DTensor parameters that fully_shard did not make) also means that every
+rank runs the same samples, each through its slice of the layers: the engine is told so
+(ranks_share_batch), and merges a replicated output once and the slices of a split one (features,
+attention heads) into the layer's.
 """
 import sys
-import warnings
 
 import torch
 
@@ -68,15 +72,17 @@ def _counted(param, name):
 class Shards:
     """The proxies of one Audit's DTensor parameters and the shards the engine is told of."""
 
-    def __init__(self, model, named_params, group, gradient_snr):
-        """named_params: [(engine name "<node>.<path>", parameter)] of `model`; group: the
-        Audit's resolved process group (None for one process)."""
+    def __init__(self, model, nodes, group, gradient_snr):
+        """nodes: the Audit's [(node id, module)] of `model`; group: its resolved process group
+        (None for one process)."""
         dtensor = dtensor_type()
         self._pairs = []     # (parameter, its local tensor when proxied, proxy)
         self._proxy = {}     # id(parameter) -> proxy
         self.options = {}    # engine name -> ParameterShard
+        self.share_batch = False  # tensor parallelism: every rank runs the same samples
         if dtensor is None:
             return
+        named_params = [(f"{i}.{path}", p) for i, m in nodes for path, p in m.named_parameters()]
         sharded = [(n, p) for n, p in named_params if isinstance(p, dtensor)]
         if not sharded:
             return
@@ -90,11 +96,19 @@ class Shards:
                         f"('{first}')")
         fsdp = getattr(sys.modules.get("torch.distributed.fsdp"), "FSDPModule", None)
         by_fsdp = {id(p) for m in model.modules() if fsdp is not None and isinstance(m, fsdp) for p in m.parameters()}
-        if any(id(p) not in by_fsdp for _, p in sharded):
-            warnings.warn("gradscope: the model has DTensor parameters that fully_shard did not make (tensor "
-                          "parallelism?): their parameter statistics are merged whole, but the activations and "
-                          "attention heads of a tensor-parallel layer are each rank's slice, not yet merged as the "
-                          "layer's (docs/distributed.md, \"Sharded parameters\")", stacklevel=3)
+        # Tensor parallelism: parallelize_module marks the modules it distributed (torch's
+        # distribute_module), and leaves DTensors that fully_shard did not make.
+        parallel = [(n, p) for n, p in sharded if id(p) not in by_fsdp]
+        if parallel or any(getattr(m, "_distribute_module_applied", False) for m in model.modules()):
+            # Every rank runs the same samples. With fully_shard too (a 2-D mesh), samples are
+            # split along one dimension and layers along the other, which the merge does not
+            # tell apart yet.
+            name, p = (parallel or sharded)[0]
+            if by_fsdp or any(q.device_mesh.ndim > 1 for _, q in sharded):
+                raise Error(f"audit: parameter '{name}' is tensor-parallel on a device mesh that also splits the batch "
+                            f"(fully_shard, or a mesh of {p.device_mesh.ndim} dimensions): not merged yet; audit "
+                            f"tensor parallelism over a 1-D mesh of the whole group, or FSDP2 alone")
+            self.share_batch = True
         ranks = _group_ranks(group)
         for name, p in sharded:
             mesh = sorted(p.device_mesh.mesh.flatten().tolist())
@@ -142,3 +156,26 @@ class Shards:
         """After the step: the proxies let go of the gradients (zero_grad frees them)."""
         for _, _, proxy in self._pairs:
             proxy.grad = None
+
+
+def settled(output, node):
+    """(output, replaced): a module's output as the engine can read it. A functional collective
+    still in flight (torch's AsyncCollectiveTensor: what RowwiseParallel returns before its
+    all-reduce is waited on) holds no data yet: it is waited on through a copy that autograd
+    tracks, which the forward hook returns in its place, so that the output gradient measured
+    is the copy's (one copy of such an output per audited step). A DTensor output has no data of
+    its own on a rank: an Error naming the node."""
+    first = output[0] if isinstance(output, (tuple, list)) and output else output
+    if not isinstance(first, torch.Tensor) or type(first) is torch.Tensor:
+        return output, False
+    in_flight = getattr(sys.modules.get("torch.distributed._functional_collectives"), "AsyncCollectiveTensor", None)
+    if in_flight is not None and isinstance(first, in_flight):
+        waited = first.clone()
+        if first is output:
+            return waited, True
+        return type(output)([waited, *output[1:]]), True
+    dtensor = dtensor_type()
+    if dtensor is not None and isinstance(first, dtensor):
+        raise Error(f"audit: node '{node}' returned a DTensor, which holds no data of its own on a rank; let its "
+                    f"parallel style return local tensors (use_local_output=True, the default)")
+    return output, False

@@ -121,6 +121,7 @@ void bind_audit_options(py::module_& m) {
       .def_readwrite("on_step", &gt::AuditOptions::on_step)
       .def_readwrite("ranks_average_gradients", &gt::AuditOptions::ranks_average_gradients)
       .def_readwrite("parameter_shards", &gt::AuditOptions::parameter_shards)
+      .def_readwrite("ranks_share_batch", &gt::AuditOptions::ranks_share_batch)
       .def_property(
           "process_group", [](const gt::AuditOptions& o) { return process_group_object(o.process_group); },
           [](gt::AuditOptions& o, const py::object& g) { o.process_group = process_group_of(g, "audit"); });

@@ -75,7 +75,8 @@ def node_tensors(net, node, what):
 
 
 def stats_dict(s):
-    return {k: getattr(s, k) for k in ("count", "finite", "nan", "zero", "sum", "sum_sq", "min", "max")}
+    return {k: getattr(s, k) for k in ("count", "finite", "nan", "zero", "sum", "sum_sq", "sum_abs", "min", "max",
+                                       "max_abs")}
 
 
 def run(case, rank, world, out):

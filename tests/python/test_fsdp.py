@@ -8,7 +8,6 @@ rank's rows: every record to 1e-4 (FSDP's reduce-scatter sums the gradients in a
 and the same flags, the planted faults named on the same node and step."""
 import math
 import os
-import subprocess
 import sys
 
 import pytest
@@ -16,7 +15,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fsdp_worker as worker  # noqa: E402
-from test_distributed import JOB_TIMEOUT, read, run_job  # noqa: E402
+from conftest import run_docs_example  # noqa: E402
+from test_distributed import read, run_job  # noqa: E402
 
 PARAM_SITES = ("param_grad", "param", "update")
 
@@ -101,15 +101,6 @@ def test_ranks_with_another_model_get_an_error_naming_it_not_a_hang(tmp_path):
         assert "Float[8, 8] sharded" in got["error"] and "Float[9, 8] sharded" in got["error"], got["error"]
 
 
-@pytest.fixture
-def world_of_one(tmp_path):
-    """torch.distributed in this process, a group of one rank (Gloo), torn down after the test."""
-    import torch.distributed as dist
-    dist.init_process_group("gloo", init_method="file://" + str(tmp_path / "store"), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 def sharded_model(case="fsdp"):
     net = worker.model(case)
     worker.shard(net, case)
@@ -148,48 +139,8 @@ def test_sharded_parameters_without_a_group_or_with_what_cannot_merge_are_errors
     assert not any(r.site == "param_grad" for r in audit.records())  # refused before measuring
 
 
-def test_tensor_parallel_parameters_are_merged_whole_with_a_warning_about_activations(world_of_one):
-    import torch
-    from torch import nn
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
-    import gradscope
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(4, 6), nn.Tanh())
-    plain = nn.Sequential(nn.Linear(4, 6), nn.Tanh())
-    plain.load_state_dict(net.state_dict())
-    parallelize_module(net, init_device_mesh("cpu", (1,)), {"0": ColwiseParallel(output_layouts=None)})
-    with pytest.warns(UserWarning, match="tensor parallelism"):
-        audit = gradscope.Audit(net, process_group=True)
-    alone = gradscope.Audit(plain)
-    x = torch.randn(3, 4)
-    for model, a in ((net, audit), (plain, alone)):
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        model(x).sum().backward()
-        a.step(opt)
-        a.close()
-    got = {(r.node, r.site): worker.stats_dict(r.stats) for r in audit.records() if r.site.startswith("param")}
-    want = {(r.node, r.site): worker.stats_dict(r.stats) for r in alone.records() if r.site.startswith("param")}
-    assert got == want and got[("0", "param_grad")]["count"] == 30
-
-
 def test_the_fsdp_example_of_the_docs_runs_under_torchrun(tmp_path):
-    import re
-    import socket
-    with open(os.path.join(os.environ.get("GRADSCOPE_SOURCE_DIR", "."), "docs", "distributed.md"), encoding="utf-8") as f:
-        code = re.search(r"<!-- fsdp-example -->\n```python\n(.*?)```", f.read(), re.S).group(1)
-    (tmp_path / "fsdp_audit.py").write_text(code)
-    with socket.socket() as s:  # a free port for the rendezvous
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr",
-                           "127.0.0.1", "--master-port", str(port), "fsdp_audit.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=JOB_TIMEOUT, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                              os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)))
-    assert done.returncode == 0, done.stdout + done.stderr
-    printed = done.stdout.splitlines()
-    for want in re.findall(r"^\s*print\(.*\)\s+# (.+?)(?: \(.*\))?$", code, re.M):
-        assert want in printed, (want, printed)
+    run_docs_example("fsdp-example", 2, tmp_path)
     assert os.path.exists(tmp_path / "runs" / "fsdp" / "run.db")
 
 

@@ -117,6 +117,31 @@ TEST(DistributedViews, ShardedNodesAddParameterGradientHistogramsWithTheSameBits
   EXPECT_EQ(r0.histograms[1].num, 3u);  // "b" replicated: once
 }
 
+// Tensor parallelism: each rank's heads are its own (concatenated in rank order); a record with
+// the same bits on every rank (a replicated attention) is taken once, as are histograms.
+TEST(DistributedViews, RanksThatShareTheBatchConcatenateSplitHeadsAndKeepReplicatedOnce) {
+  const auto head = [](int64_t queries, double max_logit) {
+    HeadStats h;
+    h.queries = queries;
+    h.max_logit = max_logit;
+    return h;
+  };
+  Rank r0, r1;
+  r0.attention = {{3, "a", {head(4, 1.0), head(4, 2.0)}}, {3, "b", {head(4, 7.0)}}};
+  r1.attention = {{3, "a", {head(4, 3.0), head(4, 4.0)}}, {3, "b", {head(4, 7.0)}}};
+  for (Rank* r : {&r0, &r1}) r->histograms = {histogram_of({0.5, -1}, "a", Site::kActivation)};
+  r0.pack(), r1.pack();
+  merge_views({r0.words.data(), r1.words.data()}, r0.channels, r0.histograms, r0.attention, nullptr,
+              /*share_batch=*/true);
+  ASSERT_EQ(r0.attention[0].heads.size(), 4u);  // "a": rank 0's two heads, then rank 1's
+  EXPECT_EQ(r0.attention[0].heads[0].max_logit, 1.0);
+  EXPECT_EQ(r0.attention[0].heads[2].max_logit, 3.0);
+  EXPECT_EQ(r0.attention[0].heads[3].queries, 4);
+  ASSERT_EQ(r0.attention[1].heads.size(), 1u);  // "b": the same bits, once
+  EXPECT_EQ(r0.attention[1].heads[0].queries, 4);
+  EXPECT_EQ(r0.histograms[0].num, 2u);          // a replicated activation, once
+}
+
 TEST(DistributedViews, LayoutNamesNodesChannelCountsAndSites) {
   const auto layout = [](std::vector<ChannelRecord> c, std::vector<ElementHistogram> h,
                           std::vector<AttentionRecord> a = {}) {

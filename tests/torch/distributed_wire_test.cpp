@@ -89,6 +89,25 @@ TEST(DistributedWire, ShardedParameterSitesAlwaysAdd) {
   }
 }
 
+// Tensor parallelism: the ranks run the same samples. A replicated output (the same bits)
+// counts once; slices of the features (different bits) add.
+TEST(DistributedWire, RanksThatShareTheBatchCountReplicatedOutputsOnce) {
+  const Stats a = stats_of({1, 2}), b = stats_of({3, -4});
+  std::vector<int64_t> r0(2 * kSlotWords), r1(2 * kSlotWords);
+  pack(a, r0.data()), pack(a, r1.data());                                // slot 0: replicated
+  pack(a, r0.data() + kSlotWords), pack(b, r1.data() + kSlotWords);     // slot 1: two slices
+  const std::vector<const int64_t*> ranks = {r0.data(), r1.data()};
+  for (Site site : {Site::kActivation, Site::kOutputGrad, Site::kPreActivation}) {
+    Stats out;
+    ASSERT_TRUE(merge_slot(ranks, 0, site, out, false, /*share_batch=*/true));
+    EXPECT_TRUE(same_bits(out, a)) << site_name(site);
+    ASSERT_TRUE(merge_slot(ranks, 1, site, out, false, true));
+    EXPECT_TRUE(same_bits(out, merge(a, b))) << site_name(site);
+    ASSERT_TRUE(merge_slot(ranks, 0, site, out));  // split batches: each rank's samples count
+    EXPECT_EQ(out.count, 4) << site_name(site);
+  }
+}
+
 TEST(DistributedWire, NamesHowRanksDiffer) {
   const std::string zero = join_nodes({"enc", "dec"}, {"Float[4]", "Float[2]"});
   EXPECT_EQ(hash_nodes({"enc", "dec"}, {"Float[4]", "Float[2]"}), hash_nodes({"enc", "dec"}, {"Float[4]", "Float[2]"}));

@@ -37,6 +37,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 // Parameters held as shards (FSDP2, tensor parallelism): each names an audited parameter, and
 // its node (and submodule) merge their parameter sites as sums (docs/distributed.md).
 void init_shards(Audit::State& s) {
+  if (s.options.ranks_share_batch && !s.options.process_group)
+    throw Error("audit: ranks_share_batch needs a process_group: it says how the ranks' records merge");
   const auto& shards = s.options.parameter_shards;
   if (shards.empty()) return;
   if (!s.options.process_group)

@@ -32,13 +32,20 @@ void Audit::State::init_ranks() {
     // And at which steps the effective ranks and CKA are merged (spectra.cpp).
     if (e.leakage) d += ", leakage every " + std::to_string(options.leakage_every);
     if (e.channel_view || options.histogram_every > 0) d += " of every " + std::to_string(options.sample_every) + " steps";
+    // Ranks that share the batch merge every sample-side record otherwise: all must say so.
+    if (options.ranks_share_batch) {
+      if (e.channel_view || e.leakage)
+        throw Error("audit: node '" + e.id + "': channel views and leakage pairs are not merged across ranks that "
+                    "share the batch (ranks_share_batch, tensor parallelism): each rank's channels are a slice");
+      d += ", ranks share the batch";
+    }
     ids.push_back(e.id);
     descriptions.push_back(d);
     sharded.push_back(e.sharded);
   }
   ranks = std::make_unique<RankMerge>(options.process_group, "audit", std::move(ids), std::move(descriptions),
-                                      std::move(sharded));
-  if (options.ranks_average_gradients) output_grad_factor = static_cast<double>(ranks->job().world_size);
+                                      std::move(sharded), options.ranks_share_batch);
+  if (options.ranks_average_gradients && !options.ranks_share_batch) output_grad_factor = static_cast<double>(ranks->job().world_size);
   spectra = std::make_unique<internal::SpectraMerge>(options.process_group, "audit", options.merge_spectra_max_bytes);
 }
 

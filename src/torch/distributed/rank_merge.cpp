@@ -118,9 +118,9 @@ JobInfo job_info(const ProcessGroupPtr& group) {
 }
 
 RankMerge::RankMerge(ProcessGroupPtr group, std::string who, std::vector<std::string> nodes,
-                     std::vector<std::string> descriptions, std::vector<char> sharded)
+                     std::vector<std::string> descriptions, std::vector<char> sharded, bool share_batch)
     : group_(std::move(group)), who_(std::move(who)), nodes_(std::move(nodes)),
-      descriptions_(std::move(descriptions)), sharded_(std::move(sharded)) {
+      descriptions_(std::move(descriptions)), sharded_(std::move(sharded)), share_batch_(share_batch) {
   if (!group_) throw Error(who_ + ": process_group is null");
   GRADSCOPE_INTERNAL_ASSERT(nodes_.size() == descriptions_.size());
   if (sharded_.empty()) sharded_.assign(nodes_.size(), 0);
@@ -302,7 +302,8 @@ StepRecords RankMerge::finish() {
     std::vector<const int64_t*> rank_views;
     for (const at::Tensor& t : p->out_views[0]) rank_views.push_back(t.data_ptr<int64_t>());
     internal::merge_views(rank_views, step.channels, step.histograms, step.attention,
-                          [&](const std::string& node) { return sharded_[static_cast<std::size_t>(index_.at(node))] != 0; });
+                          [&](const std::string& node) { return sharded_[static_cast<std::size_t>(index_.at(node))] != 0; },
+                          share_batch_);
   }
 
   std::vector<Record> merged;
@@ -311,7 +312,7 @@ StepRecords RankMerge::finish() {
   const auto emit = [&](std::size_t slot) {
     Stats out;
     const bool any = internal::merge_slot(ranks, slot, static_cast<Site>(slot % kSlotSites), out,
-                                          sharded_[slot / kSlotSites] != 0);
+                                          sharded_[slot / kSlotSites] != 0, share_batch_);
     if (!any) return;
     merged.push_back({step.step, nodes_[slot / kSlotSites], static_cast<Site>(slot % kSlotSites), out});
     emitted[slot] = 1;

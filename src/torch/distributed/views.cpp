@@ -84,9 +84,19 @@ std::vector<int64_t> pack_views(std::vector<ChannelRecord>& channels, std::vecto
   return out;
 }
 
+namespace {
+
+bool same_everywhere(const std::vector<const int64_t*>& ranks, std::size_t offset, std::size_t words) {
+  for (const int64_t* r : ranks)
+    if (std::memcmp(r + offset, ranks.front() + offset, words * sizeof(int64_t)) != 0) return false;
+  return true;
+}
+
+}  // namespace
+
 void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
                  std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention,
-                 const std::function<bool(const std::string& node)>& sharded) {
+                 const std::function<bool(const std::string& node)>& sharded, bool share_batch) {
   std::size_t offset = 1;
   for (ChannelRecord& c : channels) {
     merge_stats(ranks, offset, c.activation);
@@ -96,10 +106,10 @@ void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRe
   }
   const std::size_t n = histogram_words();
   for (ElementHistogram& h : histograms) {
-    bool same = true;
-    for (const int64_t* r : ranks) same = same && std::memcmp(r + offset, ranks.front() + offset, n * sizeof(int64_t)) == 0;
-    // Averaged gradients are one tensor held N times (the rule of merge_slot).
-    if (same && h.site == Site::kParamGrad && !(sharded && sharded(h.node))) {
+    // One tensor held N times counts once (the rule of merge_slot): averaged gradients, and
+    // the replicated outputs of ranks that share the batch.
+    const bool once_when_same = h.site == Site::kParamGrad ? !(sharded && sharded(h.node)) : share_batch;
+    if (once_when_same && same_everywhere(ranks, offset, n)) {
       h = unpack_histogram(ranks.front() + offset, h);
     } else {
       ElementHistogram merged = unpack_histogram(ranks.front() + offset, h);
@@ -108,13 +118,25 @@ void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRe
     }
     offset += n;
   }
-  for (AttentionRecord& a : attention)
-    for (HeadStats& h : a.heads) {
-      HeadStats merged;
-      for (const int64_t* r : ranks) merged = merge(merged, unpack_fields<kHeadStatsFields>(r + offset));
-      h = merged;
-      offset += kHeadWords;
+  for (AttentionRecord& a : attention) {
+    const std::size_t heads = a.heads.size();
+    if (share_batch) {
+      // The same samples everywhere: heads with the same bits were not split; else each rank
+      // holds its own heads, in rank order.
+      const bool same = same_everywhere(ranks, offset, heads * kHeadWords);
+      a.heads.clear();
+      for (std::size_t r = 0; r < (same ? 1 : ranks.size()); ++r)
+        for (std::size_t h = 0; h < heads; ++h)
+          a.heads.push_back(unpack_fields<kHeadStatsFields>(ranks[r] + offset + h * kHeadWords));
+    } else {
+      for (std::size_t h = 0; h < heads; ++h) {
+        HeadStats merged;
+        for (const int64_t* r : ranks) merged = merge(merged, unpack_fields<kHeadStatsFields>(r + offset + h * kHeadWords));
+        a.heads[h] = merged;
+      }
     }
+    offset += heads * kHeadWords;
+  }
 }
 
 }  // namespace gradscope::torch::internal

@@ -38,11 +38,15 @@ inline int64_t views_layout(const int64_t* views) { return views[0]; }
 /// same): per-channel Stats merged in rank order, histogram counts, sums, min and max combined;
 /// a parameter-gradient histogram with the same bits on every rank (after a gradient
 /// all-reduce) is taken once, unless `sharded` says its node's parameters are shards (then
-/// every rank's counts add). Effective ranks pass through: they are not mergeable from
+/// every rank's counts add); with `share_batch` (every rank runs the same samples) the other
+/// sites' histograms too are taken once when every rank's has the same bits. Effective ranks pass through: they are not mergeable from
 /// summaries (spectra.h merges them). Attention heads merge as HeadStats do (counts and sums
 /// add, the largest logit is the largest of any rank's): each rank saw its own batch rows.
+/// With `share_batch`, a record with the same bits on every rank is taken once (the heads were
+/// not split) and otherwise its heads are concatenated in rank order (head h of rank r is head
+/// r x n + h of n heads a rank: tensor parallelism splits them).
 void merge_views(const std::vector<const int64_t*>& ranks, std::vector<ChannelRecord>& channels,
                  std::vector<ElementHistogram>& histograms, std::vector<AttentionRecord>& attention,
-                 const std::function<bool(const std::string& node)>& sharded = nullptr);
+                 const std::function<bool(const std::string& node)>& sharded = nullptr, bool share_batch = false);
 
 }  // namespace gradscope::torch::internal

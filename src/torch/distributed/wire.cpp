@@ -54,7 +54,8 @@ bool has_nonfinite(const int64_t* w) {
   return s.nan > 0 || s.pos_inf > 0 || s.neg_inf > 0;
 }
 
-bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out, bool sharded) {
+bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out, bool sharded,
+                bool share_batch) {
   const std::size_t offset = slot * kSlotWords;
   bool any = false, everywhere = true, same = true;
   for (const int64_t* r : ranks) {
@@ -69,7 +70,8 @@ bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site
   }
   // Averaged gradients (and the parameters and updates they make) are one tensor held N
   // times: counting it N times would multiply its counts and sums by N.
-  if (any && everywhere && same && parameter_site(site) && !sharded) out = unpack(ranks.front() + offset);
+  const bool once_when_same = parameter_site(site) ? !sharded : share_batch;
+  if (any && everywhere && same && once_when_same) out = unpack(ranks.front() + offset);
   return any;
 }
 

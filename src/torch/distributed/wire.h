@@ -35,9 +35,11 @@ bool has_nonfinite(const int64_t* slot);
 /// on every rank are taken once: after a gradient all-reduce each rank holds the same tensor.
 /// Not when `sharded`: each rank holds a different shard of the node's parameters, which add
 /// up even when two shards happen to have the same bits (two all-zero gradient shards).
-/// Returns false when no rank has the slot.
+/// `share_batch` (every rank runs the same samples, tensor parallelism): the other sites too
+/// are taken once when every rank holds the same bits (a replicated output), else added (a
+/// slice of the features each). Returns false when no rank has the slot.
 bool merge_slot(const std::vector<const int64_t*>& ranks, std::size_t slot, Site site, Stats& out,
-                bool sharded = false);
+                bool sharded = false, bool share_batch = false);
 
 /// FNV-1a over the nodes and their descriptions, in order.
 uint64_t hash_nodes(const std::vector<std::string>& nodes, const std::vector<std::string>& descriptions);

@@ -164,6 +164,16 @@ struct AuditOptions {
   /// counted shards, never "once when every rank has the same bits", so the job's record is the
   /// whole parameter's. Needs process_group; the Python Audit fills it from DTensor parameters.
   std::map<std::string, ParameterShard> parameter_shards;
+
+  /// Many processes: every rank runs the same samples, each a slice of the layers (tensor
+  /// parallelism over the whole group; docs/distributed.md). A sample-side record (activations,
+  /// output gradients, their histograms, attention heads) then counts once when every rank holds
+  /// the same bits (a replicated output), and otherwise is a slice of the layer's: its counts add
+  /// (features split across ranks) and attention heads are concatenated in rank order. Output
+  /// gradients are not divided by world_size (ranks_average_gradients is for split batches).
+  /// Channel views and leakage pairs are refused with it. The Python Audit sets it when the
+  /// model has tensor-parallel DTensor parameters.
+  bool ranks_share_batch = false;
 };
 
 class Audit {

@@ -64,9 +64,11 @@ class RankMerge {
   /// the difference when they disagree (or for a null group). `sharded` (empty: none) marks
   /// the nodes whose ranks hold shards of their parameters: their parameter sites merge as
   /// sums (each rank's shard is a different part), never "once when the bits agree"; it must
-  /// agree across ranks, so `descriptions` should say it.
+  /// agree across ranks, so `descriptions` should say it. `share_batch`: every rank runs the
+  /// same samples (tensor parallelism): sample-side records count once when every rank holds
+  /// the same bits, else add, and attention heads that differ are concatenated in rank order.
   RankMerge(ProcessGroupPtr group, std::string who, std::vector<std::string> nodes,
-            std::vector<std::string> descriptions, std::vector<char> sharded = {});
+            std::vector<std::string> descriptions, std::vector<char> sharded = {}, bool share_batch = false);
   ~RankMerge();
 
   /// Starts merging `step` (this rank's records of step `step.step`) and returns without
@@ -124,6 +126,7 @@ class RankMerge {
   std::vector<std::string> nodes_, descriptions_;
   std::unordered_map<std::string, int> index_;  // node id -> position in nodes_
   std::vector<char> sharded_;                   // per node: its parameters are shards
+  bool share_batch_ = false;                    // every rank runs the same samples
   // Where NaN/Inf began: the earliest step any rank saw one, and per (node, site) slot the
   // lowest rank that saw one then.
   int64_t nonfinite_step_ = -1;
