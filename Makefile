@@ -14,7 +14,7 @@ export CCACHE_NOHASHDIR ?= 1
 # and caches the translation units that use the precompiled LibTorch headers (cmake/torch_pch.cmake).
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 
-.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer bench-compile bench-loss bench-integrations validate validate-compression clean
+.PHONY: all deps data configure build build-demo demo test test-sanitize fuzz bench bench-python bench-transformer bench-compile bench-loss bench-integrations bench-fsdp validate validate-compression clean
 
 all: build
 
@@ -81,7 +81,7 @@ fuzz: configure
 # Every benchmark program in bench/ (bench_<name> -> make bench-<name>).
 BENCHES := $(patsubst bench/%_bench.cpp,%,$(wildcard bench/*_bench.cpp))
 
-bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-compile bench-loss bench-integrations
+bench: $(addprefix bench-,$(BENCHES)) bench-python bench-transformer bench-compile bench-loss bench-integrations bench-fsdp
 
 # The Python audit against plain PyTorch steps (bench/python_bench.py; docs/benchmarks.md).
 bench-python: configure
@@ -107,6 +107,11 @@ bench-loss: configure
 bench-integrations: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
 	@PYTHONPATH=$(BUILD)/python $(PYTHON) bench/integrations_bench.py
+
+# The collectives an Audit adds to an FSDP2 step at 2 and 4 ranks (bench/fsdp_bench.py; docs/distributed.md).
+bench-fsdp: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target gradscope_python
+	@PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) bench/fsdp_bench.py
 
 # bench-compression trains on Fashion-MNIST and the digits: fetch them first.
 bench-compression: configure

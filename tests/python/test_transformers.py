@@ -8,6 +8,7 @@ Trainer that never steps, bad options and a missing package."""
 import math
 import os
 import sys
+import time
 
 import pytest
 import torch
@@ -209,7 +210,13 @@ def test_a_training_that_raises_leaves_its_steps_readable_and_the_next_starts_cl
     t = hf_models.trainer(model, tmp_path, [callback, Boom()], 10, 8)
     with pytest.raises(RuntimeError, match="boom"):
         t.train()
+    # The run's writer commits from its own thread (RunWriter): the steps ended before the raise
+    # reach the disk shortly after it, while the audit stays open. Read until all four are there.
+    deadline = time.monotonic() + 60
     saved = gradscope.load_run(os.path.join(tmp_path, "gradscope"))
+    while saved.report.steps < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        saved = gradscope.load_run(os.path.join(tmp_path, "gradscope"))
     assert saved.report.steps == 4
     t = hf_models.trainer(model, tmp_path, [callback], 6, 8)
     t.train()  # the audit left open by the failure is closed; a new one starts
