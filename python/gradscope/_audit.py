@@ -413,7 +413,8 @@ class Audit(_Hooks, _LossScale):
         self._mode = "step"
         self._snapshot = None
         passes = None if function else getattr(optimizer, "_gradscope_passes", None)
-        self._shards.take_grads()
+        if self._audited:  # the engine measures nothing at other steps
+            self._shards.take_grads()
         try:
             if passes is not None:  # gradscope.optim: its fused pass measures for the audit
                 optimizer._prepare_passes()

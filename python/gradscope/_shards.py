@@ -173,7 +173,8 @@ def settled(output, node):
         waited = first.clone()
         if first is output:
             return waited, True
-        return type(output)([waited, *output[1:]]), True
+        items = [waited, *output[1:]]
+        return (type(output)(*items) if hasattr(output, "_fields") else type(output)(items)), True  # a namedtuple
     dtensor = dtensor_type()
     if dtensor is not None and isinstance(first, dtensor):
         raise Error(f"audit: node '{node}' returned a DTensor, which holds no data of its own on a rank; let its "

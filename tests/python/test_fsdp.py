@@ -107,13 +107,14 @@ def sharded_model(case="fsdp"):
     return net
 
 
-def test_a_world_of_one_equals_the_unsharded_process(world_of_one, tmp_path):
+@pytest.mark.parametrize("sample_every", [1, 2])
+def test_a_world_of_one_equals_the_unsharded_process(world_of_one, tmp_path, sample_every):
     import torch
     import gradscope
     runs = []
     for net, group in ((sharded_model(), True), (worker.model("fsdp"), None)):
         opt = torch.optim.SGD(net.parameters(), lr=0.05)
-        audit = gradscope.Audit(net, process_group=group)
+        audit = gradscope.Audit(net, process_group=group, sample_every=sample_every)
         for step in range(worker.STEPS):
             opt.zero_grad()
             net(worker.job_batch(step, 1)).pow(2).mean().backward()
